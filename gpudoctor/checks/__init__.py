@@ -1,0 +1,1 @@
+"""Checks judge a snapshot into findings. They never probe the system."""

@@ -1,0 +1,56 @@
+"""What every check module needs: the Check record, the way a check says "not applicable",
+and the one constructor of findings (which takes the severity from the code catalogue)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from gpudoctor.codes import lookup
+from gpudoctor.findings import Finding, Remediation, Subject
+
+Facts = dict[str, Any]
+
+
+class NotApplicable(Exception):
+    """Raised by a check that has nothing to judge here (no GPU, a single GPU, not in a container)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    area: str
+    title: str
+    codes: tuple[str, ...]
+    run: Callable[[Facts], Iterable[Finding]]
+    needs: tuple[str, ...] = ()  # probes whose facts it reads
+
+
+def finding(code: str, title: str, detail: str = "", subject: Optional[Subject] = None,
+            text: str = "", commands: Sequence[str] = (), links: Sequence[str] = (),
+            severity: Optional[str] = None) -> Finding:
+    return Finding(
+        code=code,
+        severity=severity or lookup(code).severity,
+        title=title,
+        detail=detail,
+        subject=subject or Subject(),
+        remediation=Remediation(text=text, commands=tuple(commands), links=tuple(links)),
+    )
+
+
+def nvml_ready(facts: Facts) -> bool:
+    """NVML started; per-GPU checks have nothing to read otherwise (the driver checks report why)."""
+    init = (facts.get("nvml") or {}).get("init") or {}
+    return bool(init.get("ok"))
+
+
+def require_gpus(facts: Facts) -> list[dict[str, Any]]:
+    from gpudoctor.snapshot import gpus
+
+    if not nvml_ready(facts):
+        raise NotApplicable("NVML is not available")
+    found = [g for g in gpus(facts) if "name" in g]
+    if not found:
+        raise NotApplicable("no GPU could be read")
+    return found

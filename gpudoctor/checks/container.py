@@ -1,0 +1,119 @@
+"""What the NVIDIA container runtime was asked to pass in, judged against what the host offers.
+
+The variables are read by the NVIDIA Container Toolkit when the container starts; inside the
+container they record what was asked for (NVIDIA Container Toolkit docs, "Specialized
+configurations with Docker").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
+from gpudoctor.findings import Finding
+from gpudoctor.snapshot import get, known
+
+TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+_CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)\s*(>=|<=|==|=|>|<)\s*(\S+)$")
+
+
+def _env(facts: Facts) -> dict[str, Any]:
+    return get(facts, "host.env") or {}
+
+
+def check_capabilities(facts: Facts) -> Iterator[Finding]:
+    caps = _env(facts).get("NVIDIA_DRIVER_CAPABILITIES")
+    if caps is None:
+        raise NotApplicable("NVIDIA_DRIVER_CAPABILITIES is not set")
+    wanted = {c.strip() for c in caps.split(",") if c.strip()}
+    if "all" in wanted:
+        return
+    missing = [c for c in ("compute", "utility") if c not in wanted]
+    if missing:
+        yield finding("CTR002", f"NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks {' and '.join(missing)}",
+                      detail="'compute' mounts libcuda (CUDA); 'utility' mounts nvidia-smi and NVML.",
+                      severity="error" if "compute" in missing else "warning",
+                      text="Start the container with the capabilities it needs.",
+                      commands=["docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility <image>"],
+                      links=[TOOLKIT_DOCS])
+
+
+def check_visible_none(facts: Facts) -> Iterator[Finding]:
+    value = _env(facts).get("NVIDIA_VISIBLE_DEVICES")
+    if value is None:
+        raise NotApplicable("NVIDIA_VISIBLE_DEVICES is not set")
+    if value.strip() in ("none", "void", ""):
+        yield finding("CTR004", f"NVIDIA_VISIBLE_DEVICES={value!r}: the container runtime was told to pass in no GPU",
+                      text="Start the container with the GPUs it needs.",
+                      commands=["docker run --gpus all <image>"], links=[TOOLKIT_DOCS])
+
+
+def check_require_cuda(facts: Facts) -> Iterator[Finding]:
+    """NVIDIA_REQUIRE_CUDA: space-separated alternatives, each a comma-separated list of constraints that must all hold."""
+    env = _env(facts)
+    require = env.get("NVIDIA_REQUIRE_CUDA")
+    if not require or env.get("NVIDIA_DISABLE_REQUIRE"):
+        raise NotApplicable("no NVIDIA_REQUIRE_CUDA to check")
+    host = _host_versions(facts)
+    if host["cuda"] is None:
+        raise NotApplicable("the driver's CUDA version is unknown")
+    verdicts = [_alternative(alt, host) for alt in require.split()]
+    if any(v is True for v in verdicts) or any(v is None for v in verdicts):
+        return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
+    yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {host['driver']}) does not meet "
+                            f"NVIDIA_REQUIRE_CUDA={require!r}",
+                  detail="The image was built for a newer CUDA than the host driver supports.",
+                  text="Upgrade the host driver, or use an image built for the CUDA version the driver supports.",
+                  links=[TOOLKIT_DOCS])
+
+
+def _host_versions(facts: Facts) -> dict[str, Optional[Version]]:
+    raw = known(get(facts, "nvml.cuda_driver_version"))
+    cuda = Version(f"{raw // 1000}.{(raw % 1000) // 10}") if isinstance(raw, int) and raw > 0 else None
+    driver = _version(known(get(facts, "nvml.driver_version")))
+    ccs = {known(g.get("compute_capability")) for g in facts.get("gpus") or []}
+    arch = _version(next(iter(ccs))) if len(ccs) == 1 else None
+    return {"cuda": cuda, "driver": driver, "arch": arch}
+
+
+def _alternative(alt: str, host: dict[str, Optional[Version]]) -> Optional[bool]:
+    """True if every constraint holds, False if one fails, None if one cannot be judged."""
+    result: Optional[bool] = True
+    for term in alt.split(","):
+        match = _CONSTRAINT.match(term.strip())
+        if not match:
+            return None
+        key, op, value = match.groups()
+        have, want = host.get(key), _version(value)
+        if key == "brand" or have is None or want is None:
+            result = None
+            continue
+        if not _compare(have, op, want):
+            return False
+    return result
+
+
+def _compare(have: Version, op: str, want: Version) -> bool:
+    return {
+        ">=": have >= want, "<=": have <= want, ">": have > want, "<": have < want, "=": have == want, "==": have == want,
+    }[op]
+
+
+def _version(text: Any) -> Optional[Version]:
+    try:
+        return Version(str(text)) if text is not None else None
+    except InvalidVersion:
+        return None
+
+
+CHECKS = (
+    Check("container.capabilities", "container", "the container runtime passes compute and utility",
+          ("CTR002",), check_capabilities, ("host",)),
+    Check("container.visible_devices", "container", "the container runtime passes GPUs", ("CTR004",),
+          check_visible_none, ("host",)),
+    Check("container.require_cuda", "container", "the host driver meets the image's NVIDIA_REQUIRE_CUDA",
+          ("CTR003",), check_require_cuda, ("host", "nvml")),
+)

@@ -1,0 +1,247 @@
+"""The driver: can NVML start, is the right kernel module bound, can CUDA open the devices."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.findings import Finding, Subject
+from gpudoctor.snapshot import get, gpus, known
+
+DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
+WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
+CONTAINER_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+
+
+def check_nvml_init(facts: Facts) -> Iterator[Finding]:
+    nvml = facts.get("nvml") or {}
+    incomplete = nvml.get("incomplete") or {}
+    if get(facts, "probes.nvml.status") == "timeout":
+        incomplete = {"reason": "timeout", "while": "starting"}
+    if not nvml.get("init") and incomplete.get("reason") == "timeout":
+        yield finding("DRV009", f"NVML did not answer while {incomplete.get('while', 'starting')}",
+                      detail="The driver blocked an NVML query; CUDA programs would hang the same way.",
+                      text="Look for Xid errors in the kernel log. A wedged driver usually needs a GPU reset or a reboot.",
+                      commands=["sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"])
+        return
+    bindings = nvml.get("bindings") or {}
+    if bindings.get("import_error"):
+        yield finding("DRV010", f"the NVML bindings cannot be imported: {bindings['import_error']}",
+                      commands=["python3 -m pip install --force-reinstall nvidia-ml-py"])
+        return
+    init = nvml.get("init") or {}
+    if init.get("ok") or not init:
+        return
+    yield from _init_failure(facts, init)
+
+
+def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
+    reason, message = init.get("reason"), init.get("message", "")
+    driver = facts.get("driver") or {}
+    module = driver.get("kernel_module") or {}
+    if reason == "library_not_found":
+        yield _library_not_found(facts)
+    elif reason == "driver_not_loaded":
+        yield finding("DRV002", "the NVIDIA kernel module is not loaded",
+                      detail=f"NVML: {message}",
+                      text="Load the module. If modprobe fails, the module may not be built for the running kernel "
+                           "(check dkms status) or Secure Boot may refuse it (check mokutil --sb-state).",
+                      commands=["sudo modprobe nvidia", "dkms status", "mokutil --sb-state", "uname -r"],
+                      links=[DRIVER_DOCS])
+    elif reason == "driver_library_mismatch":
+        libs = _library_versions(driver.get("nvml_library_files") or [])
+        kernel = known(module.get("version")) or "unknown"
+        yield finding("DRV003", f"driver/library version mismatch: kernel module {kernel}, "
+                                f"user-space libraries {', '.join(libs) or 'unknown'}",
+                      detail="The user-space driver was upgraded but the old kernel module is still loaded.",
+                      text="Reboot. Or, with no GPU process running, unload and reload the nvidia modules "
+                           "(rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia, then modprobe nvidia).",
+                      commands=["cat /proc/driver/nvidia/version", "ls /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.*"])
+    elif reason == "no_permission":
+        yield finding("DRV004", "NVML: no permission to open the NVIDIA devices",
+                      detail=f"NVML: {message}",
+                      text="The user needs read/write access to /dev/nvidiactl and /dev/nvidia*; "
+                           "check their group and mode, or the container's device cgroup.",
+                      commands=["ls -l /dev/nvidia*", "id"])
+    elif reason == "gpu_lost":
+        yield finding("DRV005", "NVML could not start: a GPU has fallen off the bus",
+                      detail=f"NVML: {message}",
+                      text="Reboot (or reset the lost GPU when nothing uses it). If it recurs, check power, cooling "
+                           "and seating, and report the Xid to the system vendor.",
+                      commands=["sudo dmesg | grep -i xid | tail -n 20"])
+    else:
+        yield finding("DRV006", f"NVML could not start: {message or reason}",
+                      detail=f"NVML error code {init.get('code')} ({reason}).",
+                      commands=["nvidia-smi", "sudo dmesg | grep -i nvrm | tail -n 20"])
+
+
+def _library_not_found(facts: Facts) -> Finding:
+    host = facts.get("host") or {}
+    driver = facts.get("driver") or {}
+    pci = driver.get("pci_devices")
+    pci = pci if isinstance(pci, list) else []
+    nodes = [p for p, n in (driver.get("device_nodes") or {}).items() if n.get("exists")]
+    libs = driver.get("nvml_library_files") or []
+    if host.get("wsl"):
+        return finding("DRV001", "NVML not found: on WSL the driver's libraries live in /usr/lib/wsl/lib",
+                       detail="The Windows NVIDIA driver provides libnvidia-ml.so.1 and libcuda.so.1 to WSL 2 "
+                              "under /usr/lib/wsl/lib; the loader is not finding them.",
+                       text="Install the NVIDIA driver on Windows (not inside WSL), and put /usr/lib/wsl/lib on the loader path.",
+                       commands=["ls -l /usr/lib/wsl/lib/", "export LD_LIBRARY_PATH=/usr/lib/wsl/lib:$LD_LIBRARY_PATH"],
+                       links=[WSL_DOCS])
+    if libs:
+        return finding("DRV001", f"NVML is installed ({libs[0]}) but the loader cannot load libnvidia-ml.so.1",
+                       detail="The library exists on disk but is not in the loader's cache or search path, "
+                              "or it is broken (wrong architecture, dangling link).",
+                       commands=["sudo ldconfig", "ldconfig -p | grep libnvidia-ml"])
+    if pci:
+        bound = sorted({d.get("driver") or "none" for d in pci})
+        return finding("DRV001", f"the NVIDIA driver is not installed: {len(pci)} NVIDIA GPU(s) on the PCI bus, "
+                                 f"kernel driver bound: {', '.join(bound)}",
+                       detail="No libnvidia-ml.so.1 was found, so no CUDA program can run.",
+                       text="Install the NVIDIA driver for your distribution, then reboot.",
+                       commands=_install_driver_commands(host), links=[DRIVER_DOCS])
+    container = host.get("container") or {}
+    if container.get("detected") and not nodes:
+        return finding("CTR001", "this container was started without GPU access",
+                       detail="No NVIDIA device files and no driver libraries are inside the container "
+                              f"(container markers: {', '.join(container.get('markers', []))}). "
+                              "The host may have GPUs; this container was not given any.",
+                       text="Start the container with the NVIDIA Container Toolkit and request GPUs; "
+                            "in Kubernetes, request nvidia.com/gpu in the pod's resources.limits.",
+                       commands=["docker run --rm --gpus all <image> gpudoctor check"], links=[CONTAINER_DOCS])
+    if isinstance(driver.get("pci_devices"), list):
+        return finding("DRV011", "no NVIDIA GPU found: no NVIDIA driver, and no NVIDIA GPU on the PCI bus",
+                       detail="This machine has no NVIDIA GPU the operating system can see.",
+                       text="Run on a machine with an NVIDIA GPU (a GPU instance type on a cloud); in a VM, "
+                            "check that the GPU is passed through.")
+    return finding("DRV001", "NVML not found, and /sys/bus/pci could not be read to look for NVIDIA GPUs",
+                   text="Install the NVIDIA driver if this machine has an NVIDIA GPU.",
+                   commands=["lspci -nn | grep -i nvidia"], links=[DRIVER_DOCS])
+
+
+def _install_driver_commands(host: dict[str, Any]) -> list[str]:
+    distro = str(known(host.get("distro")) or "").lower()
+    if "ubuntu" in distro:
+        return ["sudo ubuntu-drivers install", "sudo reboot"]
+    if "debian" in distro:
+        return ["sudo apt-get install nvidia-driver", "sudo reboot"]
+    return ["lspci -nn | grep -i nvidia"]
+
+
+def _library_versions(paths: list[str]) -> list[str]:
+    versions = {m.group(1) for p in paths if (m := re.search(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$", p))}
+    return sorted(versions)
+
+
+def check_nouveau(facts: Facts) -> Iterator[Finding]:
+    driver = facts.get("driver") or {}
+    pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []
+    bound = [d["bus_id"] for d in pci if d.get("driver") == "nouveau"]
+    if not (driver.get("nouveau_loaded") or bound):
+        return
+    where = f" and bound to {', '.join(bound)}" if bound else ""
+    yield finding("DRV007", f"the nouveau driver is loaded{where}",
+                  detail="nouveau has no CUDA support and keeps the nvidia kernel module from binding the GPU.",
+                  text="Blacklist nouveau, rebuild the initramfs (update-initramfs on Debian/Ubuntu, dracut on "
+                       "RHEL/Fedora), reboot, then install or load the NVIDIA driver.",
+                  commands=["printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
+                            "sudo update-initramfs -u"],
+                  links=[DRIVER_DOCS])
+
+
+def check_gpu_count(facts: Facts) -> Iterator[Finding]:
+    if not nvml_ready(facts):
+        raise NotApplicable("NVML is not available")
+    nvml = facts.get("nvml") or {}
+    count = known(nvml.get("device_count"))
+    driver = facts.get("driver") or {}
+    pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []
+    in_container = bool(get(facts, "host.container.detected"))
+    if count == 0:
+        yield finding("DRV012", "the NVIDIA driver is running but lists no GPU",
+                      detail=_count_detail(facts),
+                      text="Check that the GPUs are bound to the nvidia driver; in a container, that GPUs were allocated to it.",
+                      commands=["lspci -nnk -d 10de:", "nvidia-smi -L"])
+    if not isinstance(count, int) or in_container:
+        return  # a container's /sys shows the host's GPUs, not the ones it was given
+    bound_nvidia = [d for d in pci if d.get("driver") == "nvidia"]
+    listed = {str(known(get(g, "pci.bus_id")) or "")[-12:].lower() for g in gpus(facts)}
+    if len(bound_nvidia) > count:
+        missing = [d["bus_id"] for d in bound_nvidia if d["bus_id"][-12:].lower() not in listed]
+        yield finding("DRV013", f"{len(bound_nvidia)} GPUs are bound to the nvidia driver but NVML lists {count}",
+                      detail=f"Not listed by NVML: {', '.join(missing) or 'unknown'}.",
+                      text="A GPU the driver owns but cannot use has usually fallen off the bus. Check the kernel log; "
+                           "reboot, and reseat or replace the GPU if it recurs.",
+                      commands=["sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20", "lspci -nnk -d 10de:"])
+    if (get(facts, "driver.kernel_module.loaded")):
+        for dev in pci:
+            if dev.get("driver") is None:
+                yield finding("DRV014", f"NVIDIA GPU {dev['bus_id']} (device {dev.get('device_id')}) has no kernel driver bound",
+                              text="The nvidia module is loaded but did not take this GPU. Read the kernel log for the "
+                                   "bus id; the installed driver branch or its kernel-module flavour may not support it "
+                                   "(the open kernel modules need Turing or newer).",
+                              commands=[f"lspci -nnk -s {dev['bus_id']}", "sudo dmesg | grep -i nvrm | tail -n 20"])
+
+
+def _count_detail(facts: Facts) -> str:
+    value = get(facts, "host.env.NVIDIA_VISIBLE_DEVICES")
+    return f"NVIDIA_VISIBLE_DEVICES={value!r}." if value is not None else ""
+
+
+def check_device_nodes(facts: Facts) -> Iterator[Finding]:
+    if not nvml_ready(facts):
+        raise NotApplicable("NVML is not available")
+    nodes = get(facts, "driver.device_nodes") or {}
+    wanted = ["/dev/nvidiactl"] + [
+        f"/dev/nvidia{minor}" for g in gpus(facts) if isinstance(minor := known(g.get("minor_number")), int)
+    ]
+    for path in wanted:
+        node = nodes.get(path) or {}
+        if not node.get("exists"):
+            yield finding("DRV015", f"{path} does not exist", subject=_node_subject(facts, path),
+                          detail="CUDA opens this device file directly and will not find the GPU without it.",
+                          text="Create the device files with nvidia-modprobe or by loading the driver; in a container, "
+                               "pass the devices in through the NVIDIA container runtime.",
+                          commands=["sudo nvidia-modprobe -c 0", "ls -l /dev/nvidia*"])
+        elif not node.get("accessible"):
+            yield finding("DRV016", f"{path} is not readable and writable by this user", subject=_node_subject(facts, path),
+                          text="Add the user to the group that owns the device files, or fix the udev rules.",
+                          commands=[f"ls -l {path}", "id"])
+    uvm = nodes.get("/dev/nvidia-uvm") or {}
+    if not uvm.get("exists"):
+        yield finding("DRV017", "/dev/nvidia-uvm does not exist yet",
+                      detail="It is created on first CUDA use by the setuid helper nvidia-modprobe; without that helper "
+                             "(or inside a container) CUDA fails to initialise with 'unknown error'.",
+                      commands=["sudo nvidia-modprobe -u -c 0", "ls -l /dev/nvidia-uvm"])
+    elif not uvm.get("accessible"):
+        yield finding("DRV016", "/dev/nvidia-uvm is not readable and writable by this user",
+                      commands=["ls -l /dev/nvidia-uvm", "id"])
+
+
+def _node_subject(facts: Facts, path: str) -> Subject:
+    for g in gpus(facts):
+        if path == f"/dev/nvidia{known(g.get('minor_number'))}":
+            return Subject("gpu", g.get("index"), known(g.get("uuid")))
+    return Subject()
+
+
+def check_bindings(facts: Facts) -> Iterator[Finding]:
+    missing = get(facts, "nvml.missing_functions") or []
+    if missing:
+        yield finding("DRV018", f"this driver's NVML lacks {len(missing)} function(s) the bindings use: {', '.join(missing)}",
+                      detail="The facts those functions give are shown as unavailable.",
+                      text="Install the nvidia-ml-py release that matches the driver branch if those facts matter.")
+
+
+CHECKS = (
+    Check("driver.nvml", "driver", "NVML starts", ("DRV001", "DRV002", "DRV003", "DRV004", "DRV005", "DRV006",
+                                                   "DRV009", "DRV010", "DRV011", "CTR001"), check_nvml_init),
+    Check("driver.nouveau", "driver", "nouveau is not in the way", ("DRV007",), check_nouveau, ("driver_files",)),
+    Check("driver.gpu_count", "driver", "every NVIDIA GPU is listed by the driver", ("DRV012", "DRV013", "DRV014"),
+          check_gpu_count, ("nvml", "driver_files")),
+    Check("driver.device_nodes", "driver", "the device files CUDA opens exist and are accessible",
+          ("DRV015", "DRV016", "DRV017"), check_device_nodes, ("nvml", "driver_files")),
+    Check("driver.bindings", "driver", "the NVML bindings match the driver", ("DRV018",), check_bindings, ("nvml",)),
+)

@@ -1,0 +1,81 @@
+"""The explicit, ordered list of checks, bottom of the stack to top, and the loop that runs them.
+
+Order is declared, not discovered, so output is stable and ``gpudoctor checks`` lists the same
+thing every time. Each check declares the codes it may emit; tests hold it to that.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Sequence
+
+from gpudoctor.checks import container, driver, gpu_health, internal, topology, visibility
+from gpudoctor.checks.base import Check, NotApplicable, finding
+from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
+
+AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container")
+
+CHECKS: tuple[Check, ...] = (
+    *internal.CHECKS,
+    *driver.CHECKS,
+    *gpu_health.CHECKS,
+    *topology.CHECKS,
+    *visibility.CHECKS,
+    *container.CHECKS,
+)
+
+
+def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS) -> list[CheckResult]:
+    return [run_check(check, facts) for check in checks]
+
+
+def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
+    start = time.monotonic()
+    blocked = _blocked_by(check, facts)
+    if blocked:
+        status, reason = blocked
+        return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
+    try:
+        found = [_stamp(f, check) for f in _collect(check.run(facts))]
+    except NotApplicable as exc:
+        return CheckResult(check.id, check.area, check.title, SKIP, time.monotonic() - start, reason=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a broken check must not take the report down
+        crash = finding("INT003", f"check {check.id} crashed: {type(exc).__name__}: {exc}",
+                        text="Please report this to gpudoctor with the JSON report attached.")
+        found = [_stamp(crash, check)]
+    return CheckResult(check.id, check.area, check.title, status_of(found), time.monotonic() - start, found)
+
+
+def _collect(items: Iterable[Finding]) -> list[Finding]:
+    return list(items or ())
+
+
+def _stamp(f: Finding, check: Check) -> Finding:
+    from dataclasses import replace
+
+    return replace(f, check=check.id)
+
+
+def _blocked_by(check: Check, facts: dict[str, Any]) -> tuple[str, str] | None:
+    probes = facts.get("probes") or {}
+    for name in check.needs:
+        record = probes.get(name) or {}
+        if record.get("status") == "timeout":
+            return TIMEOUT, f"probe {name} timed out"
+        if record.get("status") == "error":
+            return SKIP, f"probe {name} failed"
+    return None
+
+
+def status_of(found: Sequence[Finding]) -> str:
+    severities = {f.severity for f in found}
+    if ERROR in severities:
+        return FAIL
+    if WARNING in severities:
+        return WARN
+    return PASS
+
+
+def codes_of(checks: Sequence[Check] = CHECKS) -> dict[str, str]:
+    """Every code any check may emit, with the check that owns it."""
+    return {code: check.id for check in checks for code in check.codes}

@@ -1,0 +1,134 @@
+"""What a CUDA program will see: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER applied to the GPUs NVML lists.
+
+CUDA's rules (CUDA C Programming Guide, "CUDA Environment Variables"): entries are GPU indices,
+``GPU-<UUID>`` (a unique prefix suffices) or ``MIG-<UUID>``; devices are enumerated in the order
+listed; the first invalid entry hides itself and every entry after it; an empty value hides all.
+Indices count in CUDA's order, which is fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, and
+which equals NVML's (PCI bus) order when every GPU is the same model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
+from gpudoctor.findings import Finding
+from gpudoctor.snapshot import get, known
+
+CUDA_ENV_DOCS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-environment-variables"
+
+
+@dataclass
+class Visible:
+    """One device a CUDA program gets: ``cuda_index`` is its number inside the program."""
+
+    cuda_index: int
+    gpu_index: int
+    name: str
+    uuid: str
+    mig_uuid: Optional[str] = None
+
+
+@dataclass
+class Visibility:
+    mask: Optional[str]
+    devices: list[Visible] = field(default_factory=list)
+    invalid_entry: Optional[str] = None  # the entry that ended enumeration
+    invalid_reason: str = ""
+    hidden_entries: list[str] = field(default_factory=list)  # entries after the invalid one
+    order_uncertain: bool = False  # mixed models in fastest-first order: numbers may map elsewhere
+
+
+def resolve(facts: Facts) -> Visibility:
+    """Apply the environment's mask to the GPUs in the snapshot; pure, so `devices` and checks share it."""
+    gpus = [g for g in facts.get("gpus") or [] if "name" in g]
+    env = get(facts, "host.env") or {}
+    mask = env.get("CUDA_VISIBLE_DEVICES")
+    mixed = len({str(known(g.get("name"))) for g in gpus}) > 1
+    pci_order = (env.get("CUDA_DEVICE_ORDER") or "").strip() == "PCI_BUS_ID"
+    result = Visibility(mask=mask, order_uncertain=mixed and not pci_order)
+    if mask is None:
+        result.devices = [_visible(i, g) for i, g in enumerate(gpus)]
+        return result
+    entries = [e.strip() for e in mask.split(",")]
+    if mask.strip() == "":
+        result.invalid_entry, result.invalid_reason = "", "the value is empty"
+        return result
+    for pos, entry in enumerate(entries):
+        target, reason = _match(entry, gpus)
+        if target is not None and any(d.gpu_index == target[0]["index"] and d.mig_uuid == target[1] for d in result.devices):
+            target, reason = None, "it repeats an earlier entry"
+        if target is None:
+            result.invalid_entry, result.invalid_reason = entry, reason
+            result.hidden_entries = entries[pos + 1:]
+            break
+        gpu, mig = target
+        result.devices.append(_visible(len(result.devices), gpu, mig))
+    return result
+
+
+def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = None) -> Visible:
+    return Visible(cuda_index, gpu["index"], str(known(gpu.get("name"))), str(known(gpu.get("uuid"))), mig_uuid)
+
+
+def _match(entry: str, gpus: list[dict[str, Any]]) -> tuple[Optional[tuple[dict[str, Any], Optional[str]]], str]:
+    if entry.isdigit():
+        index = int(entry)
+        if index < len(gpus):
+            return (gpus[index], None), ""
+        return None, f"there is no GPU {index} (this machine has {len(gpus)})"
+    if entry.startswith("GPU-"):
+        hits = [g for g in gpus if str(known(g.get("uuid")) or "").startswith(entry)]
+        if len(hits) == 1:
+            return (hits[0], None), ""
+        return None, "no GPU has this UUID" if not hits else "this UUID prefix matches several GPUs"
+    if entry.startswith("MIG-"):
+        for g in gpus:
+            for dev in (known(g.get("mig")) or {}).get("devices") or []:
+                uuid = str(known(dev.get("uuid")) or "")
+                if uuid and uuid.startswith(entry):
+                    return (g, uuid), ""
+        return None, "no MIG device has this UUID"
+    if entry.lstrip("-").isdigit():
+        return None, "a negative index names no GPU"
+    return None, "it is neither a GPU index nor a GPU-/MIG- UUID"
+
+
+def check_mask(facts: Facts) -> Iterator[Finding]:
+    require_gpus(facts)
+    vis = resolve(facts)
+    if vis.mask is None:
+        raise NotApplicable("CUDA_VISIBLE_DEVICES is not set")
+    shown = f"CUDA_VISIBLE_DEVICES={vis.mask!r}"
+    if not vis.devices:
+        yield finding("VIS001", f"{shown} hides every GPU from CUDA programs",
+                      detail=f"Entry {vis.invalid_entry!r}: {vis.invalid_reason}." if vis.invalid_entry else "",
+                      text="CUDA programs here will see no GPU. Unset the variable, or list the GPUs you want.",
+                      commands=["unset CUDA_VISIBLE_DEVICES"], links=[CUDA_ENV_DOCS])
+        return
+    if vis.invalid_entry is not None:
+        hidden = f"; the entries after it are ignored too: {', '.join(vis.hidden_entries)}" if vis.hidden_entries else ""
+        good = ",".join(e for e in vis.mask.split(",") if e.strip() != vis.invalid_entry)
+        yield finding("VIS002", f"{shown}: entry {vis.invalid_entry!r} is invalid ({vis.invalid_reason}){hidden}",
+                      detail=f"CUDA programs get {len(vis.devices)} GPU(s) instead of the {len(vis.mask.split(','))} listed.",
+                      text="Fix the list so that every entry names a GPU that exists.",
+                      commands=[f"export CUDA_VISIBLE_DEVICES={good}"] if good else [], links=[CUDA_ENV_DOCS])
+    uses_numbers = any(e.strip().isdigit() for e in vis.mask.split(","))
+    if vis.order_uncertain and uses_numbers:
+        yield finding("VIS003", f"{shown} uses numbers, and CUDA numbers these mixed GPU models fastest-first",
+                      text="The numbers may select other GPUs than nvidia-smi shows under them. Number GPUs in PCI "
+                           "order, or select them by UUID.",
+                      commands=["export CUDA_DEVICE_ORDER=PCI_BUS_ID"], links=[CUDA_ENV_DOCS])
+    mapping = "; ".join(
+        f"cuda:{d.cuda_index} = GPU {d.gpu_index} {d.name}" + (f" ({d.mig_uuid})" if d.mig_uuid else "")
+        for d in vis.devices)
+    yield finding("VIS004", f"CUDA programs will see {len(vis.devices)} GPU(s): {mapping}",
+                  detail="GPU numbers are nvidia-smi's." + (" The order is uncertain: these are mixed models "
+                                                            "numbered fastest-first." if vis.order_uncertain else ""))
+
+
+CHECKS = (
+    Check("visibility.cuda_visible_devices", "visibility", "CUDA_VISIBLE_DEVICES selects existing GPUs",
+          ("VIS001", "VIS002", "VIS003", "VIS004"), check_mask, ("nvml", "host")),
+)

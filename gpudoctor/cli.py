@@ -1,0 +1,224 @@
+"""The command line: parse, run the pipeline, pick a renderer, choose the exit code. Nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from gpudoctor import __version__
+from gpudoctor import report as rep
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  nothing at or above --fail-on (default: error) was found
+  1  findings at or above --fail-on
+  2  usage error or bad input (unknown option, unreadable or malformed report)
+  3  gpudoctor itself could not complete (internal error, interrupted, report not written)
+"""
+FORMATS = ("text", "json", "markdown")
+
+
+class Failure(click.ClickException):
+    """A one-line error with gpudoctor's exit code 3."""
+
+    exit_code = rep.EXIT_INTERNAL
+
+
+class BadInput(click.ClickException):
+    exit_code = rep.EXIT_USAGE
+
+
+class DoctorGroup(click.Group):
+    """Turns anything unexpected into a one-line error and exit code 3, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("gpudoctor: interrupted", err=True)
+            ctx.exit(rep.EXIT_INTERNAL)
+        except Exception as exc:  # noqa: BLE001 - the contract is: no traceback, exit 3
+            click.echo(f"gpudoctor: internal error: {type(exc).__name__}: {exc}", err=True)
+            ctx.exit(rep.EXIT_INTERNAL)
+
+
+def _report_options(fn: Callable) -> Callable:
+    """Options shared by every command that prints a report."""
+    fn = click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
+                      help="Lowest severity that makes the exit code 1.")(fn)
+    fn = click.option("-v", "--verbose", is_flag=True, help="Show every fact and each check's duration.")(fn)
+    fn = click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False, path_type=Path),
+                      help="Write the report to FILE instead of standard output.")(fn)
+    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+                      help="Report format.")(fn)
+    return fn
+
+
+@click.group(cls=DoctorGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gpudoctor")
+def cli() -> None:
+    """Judge whether this machine can really compute on its NVIDIA GPUs, and say how to fix it if not."""
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@_report_options
+def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str) -> None:
+    """Check the driver and every GPU, and report problems with their fixes."""
+    from gpudoctor import pipeline
+
+    report = pipeline.check(on_progress=_progress_printer())
+    _clear_progress()
+    _emit(report, fmt, output, verbose)
+    sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("report_file", metavar="REPORT.json", type=click.Path(dir_okay=False, path_type=Path))
+@_report_options
+def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, fail_on: str) -> None:
+    """Re-check a saved JSON report with this version's checks (for triaging someone else's machine)."""
+    from gpudoctor import pipeline
+
+    saved = _load_report(report_file)
+    report = pipeline.judge(saved["facts"], created=saved.get("created"))
+    _emit(report, fmt, output, verbose)
+    sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the GPU and topology facts as JSON.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Show the devices of a saved report instead of this machine's.")
+def devices(as_json: bool, report_file: Optional[Path]) -> None:
+    """List every GPU, the number CUDA gives it, and the topology matrix between GPUs."""
+    import json
+
+    from gpudoctor import pipeline
+    from gpudoctor.render.devices import render_devices
+    from gpudoctor.render.facts_text import driver_line
+
+    if report_file:
+        facts = _load_report(report_file)["facts"]
+    else:
+        from gpudoctor.runner import PROBES, run_probes
+
+        facts = run_probes([p for p in PROBES if p.name in ("host", "nvml")])
+    if as_json:
+        click.echo(json.dumps({k: facts.get(k) for k in ("nvml", "gpus", "topology")}, indent=2))
+        return
+    click.echo(f"NVIDIA driver: {driver_line(facts)}")
+    click.echo(render_devices(facts, pipeline.cuda_numbers(facts)), nl=False)
+
+
+@cli.command("checks")
+def list_checks() -> None:
+    """List every check, its area and the finding codes it may report."""
+    from gpudoctor.checks.registry import CHECKS
+
+    for c in CHECKS:
+        click.echo(f"{c.id:<36} {c.area:<11} {', '.join(c.codes)}")
+        click.echo(f"{'':<36} {c.title}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Explain a finding code: what it means, why it matters, how to fix it."""
+    from gpudoctor.codes import CATALOGUE
+
+    entry = CATALOGUE.get(code.upper())
+    if entry is None:
+        raise BadInput(f"unknown finding code {code!r}; `gpudoctor checks` lists them")
+    click.echo(f"{entry.code} {entry.slug} ({entry.severity})\n\nWhat it means: {entry.means}\n\n"
+               f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}")
+
+
+def _load_report(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return rep.load(text, source=str(path))
+    except rep.ReportError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool) -> None:
+    text = _render(report, fmt, verbose, to_terminal=output is None)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    _write(output, text)
+    click.echo(f"gpudoctor: report written to {output}", err=True)
+
+
+def _render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool) -> str:
+    if fmt == "json":
+        return rep.to_json(report)
+    if fmt == "markdown":
+        from gpudoctor import pipeline
+        from gpudoctor.render.markdown import render_markdown
+
+        return render_markdown(report, pipeline.cuda_numbers(report["facts"]))
+    from gpudoctor.render.text import render_text
+
+    colour = to_terminal and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return render_text(report, verbose=verbose, colour=colour, unicode=_can_encode("✓✗⏱"))
+
+
+def _can_encode(text: str) -> bool:
+    try:
+        text.encode(sys.stdout.encoding or "ascii")
+        return True
+    except (UnicodeEncodeError, LookupError):
+        return False
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file, so a full disk never leaves a truncated report behind."""
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise Failure(f"could not write the report to {path}: {exc.strerror or exc}") from None
+
+
+_progress_shown = False
+
+
+def _progress_printer() -> Optional[Callable[[str], None]]:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(what: str) -> None:
+        global _progress_shown
+        _progress_shown = True
+        sys.stderr.write(f"\r\x1b[2Kgpudoctor: checking {what}...")
+        sys.stderr.flush()
+
+    return show
+
+
+def _clear_progress() -> None:
+    if _progress_shown:
+        sys.stderr.write("\r\x1b[2K")
+        sys.stderr.flush()
+
+
+def main() -> None:
+    cli(prog_name="gpudoctor")

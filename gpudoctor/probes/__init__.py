@@ -1,0 +1,1 @@
+"""Probes gather facts into the snapshot. They never judge: no severities, no advice."""

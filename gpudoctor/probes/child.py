@@ -1,0 +1,123 @@
+"""Run a probe in a child process with a hard time limit, keeping whatever it printed.
+
+Used for everything that can hang or crash the interpreter: NVML on a wedged driver, framework
+imports, GPU work. The child prints one JSON object per line; the parent keeps every complete
+line, so a child killed at its deadline still contributes what it had found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+STDERR_TAIL_BYTES = 4000
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class ChildResult:
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: bool = False
+    returncode: Optional[int] = None
+    stderr_tail: str = ""
+    duration_s: float = 0.0
+    start_error: str = ""
+
+    @property
+    def signal_name(self) -> str:
+        """The signal that ended the child (a segfault, the OOM killer's SIGKILL), if any."""
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return ""
+
+
+def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+    """The parent's environment, plus this package on the path so ``-m gpudoctor...`` resolves."""
+    env = dict(os.environ)
+    paths = [PACKAGE_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra or {})
+    return env
+
+
+def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,
+               env: Optional[dict[str, str]] = None) -> ChildResult:
+    return run_json_lines([sys.executable, "-m", module, *args], timeout_s, env or child_env())
+
+
+def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None) -> ChildResult:
+    result = ChildResult()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, start_new_session=True,
+        )
+    except OSError as exc:
+        result.start_error = f"{type(exc).__name__}: {exc}"
+        return result
+    stderr_chunks: list[bytes] = []
+    readers = [
+        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines), daemon=True),
+        threading.Thread(target=_read_tail, args=(proc.stderr, stderr_chunks), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+        kill_group(proc)
+    except BaseException:  # Ctrl-C or a deadline in the parent: never leave the child behind
+        kill_group(proc)
+        raise
+    for reader in readers:
+        reader.join(timeout=1.0)
+    result.returncode = proc.returncode
+    result.stderr_tail = b"".join(stderr_chunks)[-STDERR_TAIL_BYTES:].decode(errors="replace")
+    result.duration_s = time.monotonic() - start
+    return result
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child and anything it started; do not wait long for a process stuck in the kernel."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        pass  # uninterruptible (D state) in the driver: abandon it rather than hang
+
+
+def _read_lines(stream: Any, out: list[dict[str, Any]]) -> None:
+    for raw in iter(stream.readline, b""):
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue  # a library printed to stdout; only our JSON lines count
+        if isinstance(item, dict):
+            out.append(item)
+
+
+def _read_tail(stream: Any, chunks: list[bytes]) -> None:
+    """Keep only the last few KB: a child may print megabytes of warnings."""
+    size = 0
+    for chunk in iter(lambda: stream.read(65536), b""):
+        chunks.append(chunk)
+        size += len(chunk)
+        while size - len(chunks[0]) > STDERR_TAIL_BYTES and len(chunks) > 1:
+            size -= len(chunks.pop(0))

@@ -1,0 +1,156 @@
+"""Host facts that need no driver: the kernel module, NVIDIA devices on the PCI bus, device
+nodes, container markers and the environment variables that decide what CUDA sees.
+
+These are read from /proc, /sys and /dev directly, so they still answer when NVML cannot load:
+that is what lets a check tell "no NVIDIA GPU here" from "a GPU with no driver bound".
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+from gpudoctor.snapshot import unavailable
+
+NVIDIA_PCI_VENDOR = "0x10de"
+DISPLAY_CLASS_PREFIX = "0x03"  # VGA (0x0300) and 3D controllers (0x0302)
+ENV_NAMES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_REQUIRE_CUDA",
+    "NVIDIA_DISABLE_REQUIRE",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+)
+NVML_LIBRARY_DIRS = (
+    "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aarch64-linux-gnu",
+    "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
+)
+
+
+def probe_host() -> dict[str, Any]:
+    release = platform.release()
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.system(),
+        "kernel": release,
+        "machine": platform.machine(),
+        "distro": _os_release(),
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "wsl": "microsoft" in release.lower() or os.path.exists("/usr/lib/wsl/lib"),
+        "container": probe_container(),
+        "env": {name: os.environ.get(name) for name in ENV_NAMES},
+    }
+
+
+def probe_driver_files() -> dict[str, Any]:
+    """What the kernel says about the driver, read without NVML."""
+    return {
+        "kernel_module": _kernel_module(),
+        "nouveau_loaded": os.path.isdir("/sys/module/nouveau") or _module_listed("nouveau"),
+        "pci_devices": _pci_nvidia_devices(),
+        "device_nodes": _device_nodes(),
+        "nvml_library_files": sorted({p for d in NVML_LIBRARY_DIRS for p in glob.glob(f"{d}/libnvidia-ml.so*")}),
+    }
+
+
+def _os_release() -> Any:
+    try:
+        text = Path("/etc/os-release").read_text(errors="replace")
+    except OSError:
+        return unavailable("not_found")
+    match = re.search(r'^PRETTY_NAME="?([^"\n]*)"?', text, re.M)
+    return match.group(1) if match else unavailable("not_found")
+
+
+def _kernel_module() -> dict[str, Any]:
+    """``/proc/driver/nvidia/version``: the loaded module's version and flavour (open or proprietary)."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(errors="replace")
+    except OSError:
+        return {"loaded": False, "version": unavailable("not_found"), "flavour": unavailable("not_found")}
+    first = text.splitlines()[0] if text else ""
+    version = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", first + " ")
+    if "Open Kernel Module" in first:
+        flavour = "open"
+    elif "Kernel Module" in first:
+        flavour = "proprietary"
+    else:
+        flavour = unavailable("unknown")
+    return {
+        "loaded": True,
+        "version": version.group(1) if version else unavailable("unknown"),
+        "flavour": flavour,
+        "text": first.strip(),
+    }
+
+
+def _module_listed(name: str) -> bool:
+    try:
+        return any(line.split(" ", 1)[0] == name for line in Path("/proc/modules").read_text().splitlines())
+    except OSError:
+        return False
+
+
+def _pci_nvidia_devices() -> Any:
+    """NVIDIA display/3D controllers on the PCI bus and the kernel driver bound to each."""
+    root = Path("/sys/bus/pci/devices")
+    if not root.is_dir():
+        return unavailable("not_found")
+    devices = []
+    for dev in sorted(root.iterdir()):
+        vendor, cls = _read(dev / "vendor"), _read(dev / "class")
+        if vendor != NVIDIA_PCI_VENDOR or not (cls or "").startswith(DISPLAY_CLASS_PREFIX):
+            continue
+        driver = dev / "driver"
+        devices.append({
+            "bus_id": dev.name,
+            "device_id": _read(dev / "device"),
+            "class": cls,
+            "driver": os.path.basename(os.readlink(driver)) if driver.is_symlink() else None,
+        })
+    return devices
+
+
+def _read(path: Path) -> Optional[str]:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _device_nodes() -> dict[str, Any]:
+    nodes = {}
+    names = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    names += sorted(glob.glob("/dev/nvidia[0-9]*"), key=lambda p: int(re.sub(r"\D", "", p) or 0))
+    for path in names:
+        exists = os.path.exists(path)
+        nodes[path] = {"exists": exists, "accessible": exists and os.access(path, os.R_OK | os.W_OK)}
+    return nodes
+
+
+def probe_container() -> dict[str, Any]:
+    """Markers that say we run inside a container; each one found is listed, not just a yes/no."""
+    markers = []
+    if os.path.exists("/.dockerenv"):
+        markers.append("/.dockerenv")
+    if os.path.exists("/run/.containerenv"):
+        markers.append("/run/.containerenv")
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        markers.append("KUBERNETES_SERVICE_HOST")
+    if os.environ.get("container"):
+        markers.append(f"container={os.environ['container']}")
+    cgroup = _read(Path("/proc/1/cgroup")) or ""
+    for word in ("docker", "kubepods", "containerd", "libpod", "lxc"):
+        if word in cgroup:
+            markers.append(f"cgroup:{word}")
+    return {"detected": bool(markers), "markers": markers}

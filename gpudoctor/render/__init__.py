@@ -1,0 +1,1 @@
+"""Renderers present a report. They never judge and never query the system."""

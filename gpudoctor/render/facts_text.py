@@ -1,0 +1,98 @@
+"""Short human phrases for facts, shared by every renderer (so text and markdown say the same thing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudoctor.snapshot import get, gpus, is_unavailable, known
+
+MIB = 1024**2
+
+
+def show(value: Any, unit: str = "") -> str:
+    """A fact as text: an absent one shows as n/a with its reason."""
+    if is_unavailable(value):
+        return f"n/a ({value['unavailable'].replace('_', ' ')})"
+    if value is None:
+        return "n/a"
+    return f"{value}{unit}"
+
+
+def cuda_version(raw: Any) -> str:
+    """NVML's encoded CUDA version (1000*major + 10*minor): 13000 -> 13.0, 12040 -> 12.4."""
+    if isinstance(raw, int) and raw > 0:
+        return f"{raw // 1000}.{(raw % 1000) // 10}"
+    return show(raw)
+
+
+def mib(value: Any) -> str:
+    return f"{value // MIB} MiB" if isinstance(value, int) else show(value)
+
+
+def watts(value: Any) -> str:
+    return f"{value / 1000:.0f} W" if isinstance(value, int) else show(value)
+
+
+def driver_line(facts: dict[str, Any]) -> str:
+    nvml = facts.get("nvml") or {}
+    module = get(facts, "driver.kernel_module") or {}
+    if not (nvml.get("init") or {}).get("ok"):
+        if module.get("loaded"):
+            return f"kernel module {show(module.get('version'))} loaded, NVML unavailable"
+        return "not available"
+    flavour = known(module.get("flavour"))
+    kind = f", {flavour} kernel module" if flavour else ""
+    return (f"{show(nvml.get('driver_version'))}{kind}; supports CUDA up to "
+            f"{cuda_version(nvml.get('cuda_driver_version'))} (the newest CUDA it can run, not an installed toolkit)")
+
+
+def gpus_line(facts: dict[str, Any]) -> str:
+    found = list(gpus(facts))
+    if not found:
+        return "none listed"
+    names: dict[str, int] = {}
+    for g in found:
+        key = f"{known(g.get('name')) or 'unreadable GPU'}"
+        total = known(get(g, "memory.total_bytes"))
+        if isinstance(total, int):
+            key += f" ({total // MIB} MiB)"
+        names[key] = names.get(key, 0) + 1
+    return f"{len(found)}: " + ", ".join(f"{n} x {name}" for name, n in names.items())
+
+
+def link_label(pair: dict[str, Any]) -> str:
+    """The cell ``nvidia-smi topo -m`` prints for a pair: NV# for NVLinks, else the PCIe path."""
+    if pair.get("nvlink_count"):
+        return f"NV{pair['nvlink_count']}"
+    return str(known(pair.get("common_ancestor")) or "?")
+
+
+def topology_line(facts: dict[str, Any]) -> str:
+    pairs = (facts.get("topology") or {}).get("pairs") or []
+    if not pairs:
+        return "single GPU" if len(list(gpus(facts))) == 1 else "no GPU pairs"
+    labels = sorted({link_label(p) for p in pairs})
+    return f"{len(pairs)} GPU pair(s), links {', '.join(labels)}"
+
+
+def container_line(facts: dict[str, Any]) -> str:
+    container = get(facts, "host.container") or {}
+    if container.get("detected"):
+        return "yes (" + ", ".join(container.get("markers", [])) + ")"
+    return "not detected"
+
+
+def area_headline(area: str, facts: dict[str, Any]) -> str:
+    """The phrase after an area's mark: what was found there, judged or not."""
+    if area == "driver":
+        return driver_line(facts)
+    if area == "gpus":
+        return gpus_line(facts)
+    if area == "topology":
+        return topology_line(facts)
+    if area == "container":
+        return container_line(facts)
+    if area == "visibility":
+        mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
+        return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
+    return "probes and checks"

@@ -1,0 +1,92 @@
+"""The report: the snapshot's facts plus the checks' verdicts, and the exit code it implies.
+
+A report is the unit that travels: written by ``check --format json``, re-judged by
+``analyze`` with this version's checks, compared across nodes by ``merge``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Optional, Sequence
+
+from gpudoctor import __version__
+from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, STATUSES, TIMEOUT, WARN, WARNING, CheckResult, Finding
+from gpudoctor.snapshot import SCHEMA_VERSION
+
+TOP_LEVEL_KEYS = ("schema_version", "tool", "created", "facts", "checks", "findings", "summary")
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+FAIL_ON = {"error": (ERROR,), "warning": (ERROR, WARNING), "never": ()}
+_STATUS_ORDER = (SKIP, PASS, WARN, TIMEOUT, FAIL)
+
+
+class ReportError(ValueError):
+    """A saved report that cannot be used; the message is one line for the user."""
+
+
+def build(facts: dict[str, Any], results: Sequence[CheckResult], created: Optional[str] = None) -> dict[str, Any]:
+    findings = [f for r in results for f in r.findings]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "gpudoctor", "version": __version__},
+        "created": created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "facts": facts,
+        "checks": [r.to_dict() for r in results],
+        "findings": [f.to_dict() for f in findings],
+        "summary": summarise(results),
+    }
+
+
+def summarise(results: Sequence[CheckResult]) -> dict[str, Any]:
+    findings = [f for r in results for f in r.findings]
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in (ERROR, WARNING, INFO)}
+    areas: dict[str, str] = {}
+    for r in results:
+        areas[r.area] = _worse(areas.get(r.area, SKIP), r.status)
+    verdict = "error" if counts[ERROR] else "warning" if counts[WARNING] else "ok"
+    if verdict == "ok" and any(r.status == TIMEOUT for r in results):
+        verdict = "warning"
+    return {"verdict": verdict, "counts": counts, "areas": areas,
+            "checks": {s: sum(1 for r in results if r.status == s) for s in STATUSES}}
+
+
+def _worse(a: str, b: str) -> str:
+    return max(a, b, key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else 0)
+
+
+def exit_code(findings: Sequence[Finding], fail_on: str = "error") -> int:
+    return EXIT_FINDINGS if any(f.severity in FAIL_ON[fail_on] for f in findings) else EXIT_OK
+
+
+def findings_of(report: dict[str, Any]) -> list[Finding]:
+    return [Finding.from_dict(f) for f in report.get("findings", [])]
+
+
+def to_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def load(text: str, source: str = "report") -> dict[str, Any]:
+    """Parse and validate a saved report; raise ReportError with a one-line reason."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ReportError(f"{source} is not valid JSON ({_first_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{source} is not a gpudoctor report (expected a JSON object)")
+    missing = [k for k in ("schema_version", "facts") if k not in data]
+    if missing:
+        raise ReportError(f"{source} is not a gpudoctor report (missing {', '.join(missing)})")
+    version = data["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ReportError(f"{source} has an invalid schema_version {version!r}")
+    if version > SCHEMA_VERSION:
+        raise ReportError(f"{source} uses report schema {version}, newer than this gpudoctor understands "
+                          f"({SCHEMA_VERSION}); upgrade gpudoctor")
+    if not isinstance(data["facts"], dict):
+        raise ReportError(f"{source} has malformed facts (expected an object)")
+    return data
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

@@ -1,0 +1,72 @@
+"""Runs probes side by side, each isolated and time-limited, and assembles the snapshot.
+
+Each probe runs in its own daemon thread (probes that can hang the interpreter go further and
+use a child process, see probes/child.py). A probe that raises or overruns its limit leaves a
+record in ``facts["probes"]`` that a check turns into a finding; the rest of the report still
+comes out. Results are merged in registry order, so the snapshot does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from gpudoctor.probes.nvml import probe_nvml
+from gpudoctor.probes.system import probe_driver_files, probe_host
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    title: str  # what it was doing, for "could not check <title>"
+    run: Callable[[], dict[str, Any]]
+    timeout_s: float
+
+
+NVML_TIMEOUT_S = 20.0
+
+PROBES: tuple[Probe, ...] = (
+    Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
+    Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
+    Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0),
+)
+
+
+def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+    results: dict[str, dict[str, Any]] = {}
+    threads = []
+    for probe in probes:
+        slot: dict[str, Any] = {}
+        results[probe.name] = slot
+        thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
+        thread.start()
+        threads.append((probe, thread, time.monotonic()))
+    for probe, thread, started in threads:
+        if on_progress:
+            on_progress(probe.title)
+        thread.join(max(0.0, probe.timeout_s - (time.monotonic() - started)))
+    facts: dict[str, Any] = {"probes": {}}
+    for probe, thread, started in threads:
+        slot = results[probe.name]
+        if thread.is_alive():
+            facts["probes"][probe.name] = {"status": "timeout", "duration_s": round(time.monotonic() - started, 3),
+                                           "title": probe.title, "error": f"no answer within {probe.timeout_s:g} s"}
+            continue
+        facts["probes"][probe.name] = slot["record"]
+        facts.update(slot.get("facts", {}))
+    return facts
+
+
+def _run_one(probe: Probe, slot: dict[str, Any]) -> None:
+    start = time.monotonic()
+    record: dict[str, Any] = {"status": "ok", "title": probe.title}
+    try:
+        slot["facts"] = probe.run()
+    except Exception as exc:  # noqa: BLE001 - any probe failure must become a finding
+        record.update(status="error", error=f"{type(exc).__name__}: {exc}",
+                      traceback_tail=traceback.format_exc()[-1500:])
+    record["duration_s"] = round(time.monotonic() - start, 3)
+    slot["record"] = record

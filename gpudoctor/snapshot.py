@@ -1,0 +1,79 @@
+"""The snapshot: every fact the probes gathered, as plain JSON-ready data.
+
+Facts are kept as plain dicts and lists (not classes) so that a report saved on one machine
+loads unchanged on another, old reports stay readable, and tests can derive a fault from a
+real recording by changing one value. The layout is documented in docs/report-format.md.
+
+A fact that could not be read is never None, "N/A" or NaN: it is ``{"unavailable": REASON}``,
+so that a check can tell "the GPU does not support this" from "we were not allowed to ask".
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterator, Mapping
+
+SCHEMA_VERSION = 1
+
+#: Reasons an absent fact may carry. NVML's own error names map onto the first group.
+REASONS = (
+    "not_supported",
+    "no_permission",
+    "function_not_found",
+    "gpu_lost",
+    "driver_not_loaded",
+    "library_not_found",
+    "timeout",
+    "not_applicable",
+    "not_found",
+    "unknown",
+)
+
+
+def unavailable(reason: str) -> dict[str, str]:
+    """The one representation of an absent fact."""
+    return {"unavailable": reason}
+
+
+def is_unavailable(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"unavailable"}
+
+
+def known(value: Any) -> Any:
+    """The value itself, or None when it is absent for any reason (for checks that only care whether it is known)."""
+    return None if is_unavailable(value) else value
+
+
+def get(facts: Mapping[str, Any], path: str, default: Any = None) -> Any:
+    """Read ``facts`` at a dotted path ("nvml.driver_version", "gpus.0.name"); absent parts give ``default``."""
+    node: Any = facts
+    for part in path.split("."):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return default
+    return node
+
+
+def with_fact(facts: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``facts`` with one fact replaced: how tests derive a fault from a real recording."""
+    out = copy.deepcopy(dict(facts))
+    parts = path.split(".")
+    node: Any = out
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return out
+
+
+def gpus(facts: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The GPUs NVML listed, skipping entries that could not be read at all."""
+    for gpu in facts.get("gpus") or []:
+        if isinstance(gpu, dict) and "index" in gpu:
+            yield gpu
