@@ -1,0 +1,69 @@
+"""Compare gpudoctor's reading of CUDA_VISIBLE_DEVICES with what the CUDA driver really enumerates.
+
+Run on a GPU machine: for each mask, a child process asks libcuda (cuInit, cuDeviceGetCount,
+cuDeviceGetUuid) which devices it sees; gpudoctor's resolve() predicts the same from NVML facts.
+Prints one JSON line per mask and a summary line. Never changes any GPU setting.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import ctypes, json, uuid
+cuda = ctypes.CDLL("libcuda.so.1")
+rc = cuda.cuInit(0)
+out = {"init": rc, "uuids": []}
+if rc == 0:
+    n = ctypes.c_int()
+    cuda.cuDeviceGetCount(ctypes.byref(n))
+    for i in range(n.value):
+        dev = ctypes.c_int()
+        cuda.cuDeviceGet(ctypes.byref(dev), i)
+        buf = (ctypes.c_ubyte * 16)()
+        cuda.cuDeviceGetUuid(buf, dev)
+        out["uuids"].append("GPU-" + str(uuid.UUID(bytes=bytes(buf))))
+print(json.dumps(out))
+"""
+
+
+def driver_sees(mask: str | None) -> dict:
+    env = dict(os.environ)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    if mask is not None:
+        env["CUDA_VISIBLE_DEVICES"] = mask
+    res = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60)
+    try:
+        return json.loads(res.stdout)
+    except ValueError:
+        return {"error": res.stderr[-500:]}
+
+
+def main() -> None:
+    from gpudoctor.checks.visibility import resolve
+    from gpudoctor.probes.nvml import probe_nvml
+    from gpudoctor.snapshot import with_fact
+
+    facts = probe_nvml()
+    facts["host"] = {"env": {}}
+    uuids = [g["uuid"] for g in facts["gpus"]]
+    masks = [None, "", "-1", "0", "0,0", "0,7", "7,0", " 0", "0 ", "foo,0", "GPU-zzzz",
+             uuids[0][:12], uuids[0], "GPU-" + uuids[0][4:].upper()]
+    if len(uuids) > 1:
+        masks += ["1", "1,0", "0,1,0", "1,1", "0,-1,1", "0, 1", f"{uuids[1][:10]},0", f"{uuids[1]},{uuids[0]}", "00,1", "+1"]
+    agree = 0
+    for mask in masks:
+        seen = driver_sees(mask)
+        predicted = [d.uuid for d in resolve(with_fact(facts, "host.env.CUDA_VISIBLE_DEVICES", mask)).devices]
+        same = seen.get("uuids") == predicted
+        agree += same
+        print(json.dumps({"mask": mask, "driver": seen, "gpudoctor": predicted, "agree": same}))
+    print(f"visibility: {agree} of {len(masks)} masks agree with the CUDA driver")
+
+
+if __name__ == "__main__":
+    main()
