@@ -29,8 +29,8 @@ def check_capabilities(facts: Facts) -> Iterator[Finding]:
     if caps is None:
         raise NotApplicable("NVIDIA_DRIVER_CAPABILITIES is not set")
     wanted = {c.strip() for c in caps.split(",") if c.strip()}
-    if "all" in wanted:
-        return
+    if not wanted or "all" in wanted:
+        return  # empty means the toolkit's default, compute,utility
     missing = [c for c in ("compute", "utility") if c not in wanted]
     if missing:
         yield finding("CTR002", f"NVIDIA_DRIVER_CAPABILITIES={caps!r} lacks {' and '.join(missing)}",

@@ -95,14 +95,8 @@ def _library_not_found(facts: Facts) -> Finding:
                        detail="The library exists on disk but is not in the loader's cache or search path, "
                               "or it is broken (wrong architecture, dangling link).",
                        commands=["sudo ldconfig", "ldconfig -p | grep libnvidia-ml"])
-    if pci:
-        bound = sorted({d.get("driver") or "none" for d in pci})
-        return finding("DRV001", f"the NVIDIA driver is not installed: {len(pci)} NVIDIA GPU(s) on the PCI bus, "
-                                 f"kernel driver bound: {', '.join(bound)}",
-                       detail="No libnvidia-ml.so.1 was found, so no CUDA program can run.",
-                       text="Install the NVIDIA driver for your distribution, then reboot.",
-                       commands=_install_driver_commands(host), links=[DRIVER_DOCS])
     container = host.get("container") or {}
+    # before the PCI test: a container's /sys shows the host's GPUs even when it was given none
     if container.get("detected") and not nodes:
         return finding("CTR001", "this container was started without GPU access",
                        detail="No NVIDIA device files and no driver libraries are inside the container "
@@ -111,6 +105,13 @@ def _library_not_found(facts: Facts) -> Finding:
                        text="Start the container with the NVIDIA Container Toolkit and request GPUs; "
                             "in Kubernetes, request nvidia.com/gpu in the pod's resources.limits.",
                        commands=["docker run --rm --gpus all <image> gpudoctor check"], links=[CONTAINER_DOCS])
+    if pci:
+        bound = sorted({d.get("driver") or "none" for d in pci})
+        return finding("DRV001", f"the NVIDIA driver is not installed: {len(pci)} NVIDIA GPU(s) on the PCI bus, "
+                                 f"kernel driver bound: {', '.join(bound)}",
+                       detail="No libnvidia-ml.so.1 was found, so no CUDA program can run.",
+                       text="Install the NVIDIA driver for your distribution, then reboot.",
+                       commands=_install_driver_commands(host), links=[DRIVER_DOCS])
     if isinstance(driver.get("pci_devices"), list):
         return finding("DRV011", "no NVIDIA GPU found: no NVIDIA driver, and no NVIDIA GPU on the PCI bus",
                        detail="This machine has no NVIDIA GPU the operating system can see.",

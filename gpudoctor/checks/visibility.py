@@ -1,10 +1,16 @@
 """What a CUDA program will see: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER applied to the GPUs NVML lists.
 
-CUDA's rules (CUDA C Programming Guide, "CUDA Environment Variables"): entries are GPU indices,
-``GPU-<UUID>`` (a unique prefix suffices) or ``MIG-<UUID>``; devices are enumerated in the order
-listed; the first invalid entry hides itself and every entry after it; an empty value hides all.
-Indices count in CUDA's order, which is fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, and
-which equals NVML's (PCI bus) order when every GPU is the same model.
+CUDA's documented rules (CUDA C Programming Guide, "CUDA Environment Variables"): entries are GPU
+indices, ``GPU-<UUID>`` or ``MIG-<UUID>``; devices are enumerated in the order listed; the first
+invalid entry hides itself and every entry after it. Indices count in CUDA's order, which is
+fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, and equals NVML's (PCI bus) order when every
+GPU is the same model.
+
+The undocumented corners were measured against libcuda itself (driver 580.159.04, 2 x H200,
+2026-11-21; tools/device/cuda_visible.py): an empty value or "-1" hides every GPU; a UUID may be
+a unique prefix, in any letter case; "+1" and "00" are read as numbers; surrounding spaces are
+ignored; an entry naming a GPU already listed makes CUDA refuse the whole list (cuInit returns
+CUDA_ERROR_INVALID_DEVICE); a number after a UUID entry is not accepted.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class Visibility:
     devices: list[Visible] = field(default_factory=list)
     invalid_entry: Optional[str] = None  # the entry that ended enumeration
     invalid_reason: str = ""
+    refused: bool = False  # CUDA rejects the whole list, not just the tail
     hidden_entries: list[str] = field(default_factory=list)  # entries after the invalid one
     order_uncertain: bool = False  # mixed models in fastest-first order: numbers may map elsewhere
 
@@ -55,17 +62,31 @@ def resolve(facts: Facts) -> Visibility:
     if mask.strip() == "":
         result.invalid_entry, result.invalid_reason = "", "the value is empty"
         return result
+    after_uuid = False
     for pos, entry in enumerate(entries):
         target, reason = _match(entry, gpus)
+        if target is not None and after_uuid and _number(entry) is not None:
+            target, reason = None, "CUDA does not accept a number after a UUID entry"
         if target is not None and any(d.gpu_index == target[0]["index"] and d.mig_uuid == target[1] for d in result.devices):
-            target, reason = None, "it repeats an earlier entry"
+            result.devices, result.refused = [], True
+            result.invalid_entry = entry
+            result.invalid_reason = ("it names a GPU already listed, and CUDA then refuses the whole list "
+                                     "(cuInit fails with CUDA_ERROR_INVALID_DEVICE)")
+            return result
         if target is None:
             result.invalid_entry, result.invalid_reason = entry, reason
             result.hidden_entries = entries[pos + 1:]
             break
+        after_uuid = after_uuid or _number(entry) is None
         gpu, mig = target
         result.devices.append(_visible(len(result.devices), gpu, mig))
     return result
+
+
+def _number(entry: str) -> Optional[int]:
+    """How CUDA reads a numeric entry: optional '+', decimal digits (so "00" is 0)."""
+    digits = entry[1:] if entry.startswith("+") else entry
+    return int(digits) if digits.isdigit() else None
 
 
 def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = None) -> Visible:
@@ -73,26 +94,27 @@ def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = Non
 
 
 def _match(entry: str, gpus: list[dict[str, Any]]) -> tuple[Optional[tuple[dict[str, Any], Optional[str]]], str]:
-    if entry.isdigit():
-        index = int(entry)
-        if index < len(gpus):
-            return (gpus[index], None), ""
-        return None, f"there is no GPU {index} (this machine has {len(gpus)})"
-    if entry.startswith("GPU-"):
-        hits = [g for g in gpus if str(known(g.get("uuid")) or "").startswith(entry)]
+    number = _number(entry)
+    if number is not None:
+        if number < len(gpus):
+            return (gpus[number], None), ""
+        return None, f"there is no GPU {number} (this machine has {len(gpus)})"
+    lowered = entry.lower()
+    if lowered.startswith("gpu-"):
+        hits = [g for g in gpus if str(known(g.get("uuid")) or "").lower().startswith(lowered)]
         if len(hits) == 1:
             return (hits[0], None), ""
         return None, "no GPU has this UUID" if not hits else "this UUID prefix matches several GPUs"
-    if entry.startswith("MIG-"):
+    if lowered.startswith("mig-"):
         for g in gpus:
             for dev in (known(g.get("mig")) or {}).get("devices") or []:
-                uuid = str(known(dev.get("uuid")) or "")
-                if uuid and uuid.startswith(entry):
-                    return (g, uuid), ""
+                uuid = str(known(dev.get("uuid")) or "").lower()
+                if uuid and uuid.startswith(lowered):
+                    return (g, str(known(dev.get("uuid")))), ""
         return None, "no MIG device has this UUID"
-    if entry.lstrip("-").isdigit():
-        return None, "a negative index names no GPU"
-    return None, "it is neither a GPU index nor a GPU-/MIG- UUID"
+    if entry.startswith("-") and entry[1:].isdigit():
+        return None, "a negative number names no GPU"
+    return None, "it is neither a GPU number nor a GPU-/MIG- UUID"
 
 
 def check_mask(facts: Facts) -> Iterator[Finding]:
@@ -114,7 +136,7 @@ def check_mask(facts: Facts) -> Iterator[Finding]:
                       detail=f"CUDA programs get {len(vis.devices)} GPU(s) instead of the {len(vis.mask.split(','))} listed.",
                       text="Fix the list so that every entry names a GPU that exists.",
                       commands=[f"export CUDA_VISIBLE_DEVICES={good}"] if good else [], links=[CUDA_ENV_DOCS])
-    uses_numbers = any(e.strip().isdigit() for e in vis.mask.split(","))
+    uses_numbers = any(_number(e.strip()) is not None for e in vis.mask.split(","))
     if vis.order_uncertain and uses_numbers:
         yield finding("VIS003", f"{shown} uses numbers, and CUDA numbers these mixed GPU models fastest-first",
                       text="The numbers may select other GPUs than nvidia-smi shows under them. Number GPUs in PCI "

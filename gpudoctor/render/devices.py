@@ -46,10 +46,11 @@ def render_matrix(found: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> s
         p2p = known(get(p, "p2p.read"))
         cell[("p2p", a, b)] = cell[("p2p", b, a)] = "OK" if p2p == "ok" else show(get(p, "p2p.read"))
     indices = [g["index"] for g in found]
-    rows = [("", *[f"GPU{i}" for i in indices], "NUMA")]
+    rows = [("", *[f"GPU{i}" for i in indices], "CPU Affinity", "NUMA Affinity")]
     for g in found:
         i = g["index"]
-        rows.append((f"GPU{i}", *["X" if i == j else cell.get((i, j), "?") for j in indices], show(g.get("numa_node"))))
+        rows.append((f"GPU{i}", *["X" if i == j else cell.get((i, j), "?") for j in indices],
+                     show(g.get("cpu_affinity")), show(g.get("numa_affinity"))))
     p2p_rows = [("P2P read", *[f"GPU{i}" for i in indices])]
     for i in indices:
         p2p_rows.append((f"GPU{i}", *["X" if i == j else cell.get(("p2p", i, j), "?") for j in indices]))

@@ -51,10 +51,12 @@ def main() -> None:
     facts = probe_nvml()
     facts["host"] = {"env": {}}
     uuids = [g["uuid"] for g in facts["gpus"]]
-    masks = [None, "", "-1", "0", "0,0", "0,7", "7,0", " 0", "0 ", "foo,0", "GPU-zzzz",
+    masks = [None, "", "-1", "0", "0,0", "0,7", "7,0", " 0", "0 ", "foo,0", "GPU-zzzz", "-0", "0,foo",
              uuids[0][:12], uuids[0], "GPU-" + uuids[0][4:].upper()]
     if len(uuids) > 1:
-        masks += ["1", "1,0", "0,1,0", "1,1", "0,-1,1", "0, 1", f"{uuids[1][:10]},0", f"{uuids[1]},{uuids[0]}", "00,1", "+1"]
+        masks += ["1", "1,0", "0,1,0", "1,1", "0,-1,1", "0, 1", f"{uuids[1][:10]},0", f"{uuids[1]},{uuids[0]}", "00,1", "+1",
+                  f"0,{uuids[1][:10]}", f"{uuids[0][:10]},{uuids[1][:10]}", f"{uuids[1][:10]},1", "1abc", "0x1", "1.0",
+                  " +1", "1,", ",1", "0,,1", "GPU-", "MIG-xyz,0", f"{uuids[0][:8]},{uuids[0][:12]}", "1,GPU-zzzz,0"]
     agree = 0
     for mask in masks:
         seen = driver_sees(mask)

@@ -60,6 +60,8 @@ GETTERS = frozenset(
         "nvmlDeviceGetTopologyCommonAncestor",
         "nvmlDeviceGetP2PStatus",
         "nvmlDeviceGetMinorNumber",
+        "nvmlDeviceGetCpuAffinity",
+        "nvmlDeviceGetMemoryAffinity",
         "nvmlDeviceGetBoardPartNumber",
         "nvmlDeviceGetVbiosVersion",
     }

@@ -115,7 +115,8 @@ def probe_gpu(index: int) -> tuple[dict[str, Any], Any]:
             "device_id": pci if is_unavailable(pci) else f"0x{pci.pciDeviceId >> 16:04x}",
             "subsystem_id": pci if is_unavailable(pci) else f"0x{pci.pciSubSystemId:08x}",
         },
-        "numa_node": _numa_node(bus_id),
+        "cpu_affinity": q("nvmlDeviceGetCpuAffinity", _words(os.cpu_count() or 64), convert=_ranges),
+        "numa_affinity": q("nvmlDeviceGetMemoryAffinity", 1, 0, convert=_ranges),  # NVML_AFFINITY_SCOPE_NODE
         "minor_number": q("nvmlDeviceGetMinorNumber"),
         "compute_capability": q("nvmlDeviceGetCudaComputeCapability", convert=lambda v: f"{v[0]}.{v[1]}"),
         "architecture": q("nvmlDeviceGetArchitecture", convert=lambda v: ARCHITECTURES.get(v, f"unknown_{v}")),
@@ -156,14 +157,20 @@ def _enabled(value: int) -> str:
     return "enabled" if value else "disabled"
 
 
-def _numa_node(bus_id: Any) -> Any:
-    if not isinstance(bus_id, str) or len(bus_id) < 12:
-        return unavailable("not_found")
-    try:
-        with open(f"/sys/bus/pci/devices/{bus_id[-12:].lower()}/numa_node") as fh:
-            return int(fh.read().strip())
-    except (OSError, ValueError):
-        return unavailable("not_found")
+def _words(bits: int) -> int:
+    return max(1, (bits + 63) // 64)
+
+
+def _ranges(mask_words: Any) -> str:
+    """An affinity bitmask as nvidia-smi topo -m prints it: "0-31", "0,2-3"; empty if none."""
+    ids = [w * 64 + b for w, word in enumerate(mask_words) for b in range(64) if int(word) >> b & 1]
+    out: list[str] = []
+    for i in ids:
+        if out and int(out[-1].split("-")[-1]) == i - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
 
 
 def _memory(handle: Any) -> Any:
