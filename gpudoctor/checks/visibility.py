@@ -8,13 +8,15 @@ GPU is the same model.
 
 The undocumented corners were measured against libcuda itself (driver 580.159.04, 2 x H200,
 2026-11-21; tools/device/cuda_visible.py): an empty value or "-1" hides every GPU; a UUID may be
-a unique prefix, in any letter case; "+1" and "00" are read as numbers; surrounding spaces are
-ignored; an entry naming a GPU already listed makes CUDA refuse the whole list (cuInit returns
-CUDA_ERROR_INVALID_DEVICE); a number after a UUID entry is not accepted.
+a unique prefix, in any letter case; numbers are read as C's strtol reads them ("+1", "00", "-0",
+"1abc" -> 1, "0x1" -> 0, "1.0" -> 1); surrounding spaces are ignored; an entry naming a GPU already
+listed makes CUDA refuse the whole list (cuInit returns CUDA_ERROR_INVALID_DEVICE); numbers and
+UUIDs cannot be mixed: the first entry's kind decides, and an entry of the other kind ends the list.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -62,11 +64,11 @@ def resolve(facts: Facts) -> Visibility:
     if mask.strip() == "":
         result.invalid_entry, result.invalid_reason = "", "the value is empty"
         return result
-    after_uuid = False
+    numeric = _number(entries[0]) is not None
     for pos, entry in enumerate(entries):
         target, reason = _match(entry, gpus)
-        if target is not None and after_uuid and _number(entry) is not None:
-            target, reason = None, "CUDA does not accept a number after a UUID entry"
+        if target is not None and (_number(entry) is not None) != numeric:
+            target, reason = None, "CUDA does not accept numbers and UUIDs mixed in one list"
         if target is not None and any(d.gpu_index == target[0]["index"] and d.mig_uuid == target[1] for d in result.devices):
             result.devices, result.refused = [], True
             result.invalid_entry = entry
@@ -77,16 +79,15 @@ def resolve(facts: Facts) -> Visibility:
             result.invalid_entry, result.invalid_reason = entry, reason
             result.hidden_entries = entries[pos + 1:]
             break
-        after_uuid = after_uuid or _number(entry) is None
         gpu, mig = target
         result.devices.append(_visible(len(result.devices), gpu, mig))
     return result
 
 
 def _number(entry: str) -> Optional[int]:
-    """How CUDA reads a numeric entry: optional '+', decimal digits (so "00" is 0)."""
-    digits = entry[1:] if entry.startswith("+") else entry
-    return int(digits) if digits.isdigit() else None
+    """How CUDA reads a numeric entry: like strtol, a sign and leading digits, the rest ignored."""
+    match = re.match(r"([+-]?\d+)", entry)
+    return int(match.group(1)) if match else None
 
 
 def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = None) -> Visible:
@@ -96,6 +97,8 @@ def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = Non
 def _match(entry: str, gpus: list[dict[str, Any]]) -> tuple[Optional[tuple[dict[str, Any], Optional[str]]], str]:
     number = _number(entry)
     if number is not None:
+        if number < 0:
+            return None, "a negative number names no GPU"
         if number < len(gpus):
             return (gpus[number], None), ""
         return None, f"there is no GPU {number} (this machine has {len(gpus)})"
@@ -112,8 +115,6 @@ def _match(entry: str, gpus: list[dict[str, Any]]) -> tuple[Optional[tuple[dict[
                 if uuid and uuid.startswith(lowered):
                     return (g, str(known(dev.get("uuid")))), ""
         return None, "no MIG device has this UUID"
-    if entry.startswith("-") and entry[1:].isdigit():
-        return None, "a negative number names no GPU"
     return None, "it is neither a GPU number nor a GPU-/MIG- UUID"
 
 
