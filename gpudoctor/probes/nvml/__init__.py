@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpudoctor.matrix import architecture_for
 from gpudoctor.probes.child import run_module
 from gpudoctor.snapshot import is_unavailable, unavailable
 
@@ -46,9 +47,21 @@ def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stde
             "stderr_tail": stderr_tail or start_error,
         }
     _mark_unread_gpus(nvml, gpus, timed_out)
+    for gpu in gpus:
+        _fill_architecture(gpu)
     for pair in pairs:
         pair["nvlink_count"] = nvlink_count(gpus, *pair["gpus"])
     return {"nvml": nvml, "gpus": gpus, "topology": {"pairs": pairs}}
+
+
+def _fill_architecture(gpu: dict[str, Any]) -> None:
+    """Older drivers lack nvmlDeviceGetArchitecture; the compute capability still names the architecture."""
+    cc = gpu.get("compute_capability")
+    if is_unavailable(gpu.get("architecture")) and isinstance(cc, str):
+        arch = architecture_for(cc)
+        if arch:
+            gpu["architecture"] = arch
+            gpu["architecture_source"] = "compat_matrix"
 
 
 def _mark_unread_gpus(nvml: dict[str, Any], gpus: list[dict[str, Any]], timed_out: bool) -> None:
