@@ -1,0 +1,329 @@
+"""Facts that make each finding code appear: the examples in docs/findings.md, and a test fixture.
+
+``EXAMPLES`` maps every code in the catalogue to a minimal snapshot (the layout of
+docs/report-format.md, with only the parts the owning check reads). The doc generator runs the
+owning check on it and prints what the check really reported, so the documentation cannot drift
+from the code; tests/test_docs.py runs every check on every example to prove that each check can
+emit each code it declares and no code it does not.
+
+Each example is meant to make its check emit exactly that code. Where the check always reports
+another code beside it, ``COMPANIONS`` says which (VIS004, the GPUs CUDA will see, accompanies
+every other finding about a CUDA_VISIBLE_DEVICES that still leaves some GPU visible).
+
+INT003 is not emitted by a check but by the registry, for any check that raises; its example is
+``CRASHING_CHECK`` run on ``EXAMPLES["INT003"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from gpudoctor.checks.base import Check, Facts, finding
+from gpudoctor.findings import Finding
+
+GIB = 1024**3
+
+_A100 = "NVIDIA A100-SXM4-80GB"
+_H100 = "NVIDIA H100 80GB HBM3"
+_L4 = "NVIDIA L4"
+_UUID = (
+    "GPU-3f8c1a52-6d0e-4b7a-9c21-5e4d8f0a7b13",
+    "GPU-b2e7d9c4-1a3f-4e68-8d05-7c9a2b6e4f10",
+)
+_BUS = ("00000000:01:00.0", "00000000:41:00.0")
+
+
+def _nvml(device_count: int = 1, **extra: Any) -> dict[str, Any]:
+    """The ``nvml`` section of a driver that started, reduced to what the checks read."""
+    return {"init": {"ok": True}, "device_count": device_count, **extra}
+
+
+def _nvml_failed(reason: str, code: int, message: str) -> dict[str, Any]:
+    """The ``nvml`` section when nvmlInit failed."""
+    return {"bindings": {"import_error": None}, "init": {"ok": False, "reason": reason, "code": code, "message": message}}
+
+
+def _gpu(index: int = 0, name: str = _A100, **extra: Any) -> dict[str, Any]:
+    """One GPU as the NVML probe records it, reduced to its identity plus ``extra``."""
+    return {"index": index, "name": name, "uuid": _UUID[index], **extra}
+
+
+def _env(**values: str) -> dict[str, Any]:
+    return {"env": values}
+
+
+def _nodes(**overrides: dict[str, bool]) -> dict[str, dict[str, bool]]:
+    """Device files of a healthy one-GPU machine, with some replaced (keys: ctl, gpu0, uvm)."""
+    ok = {"exists": True, "accessible": True}
+    paths = {"ctl": "/dev/nvidiactl", "gpu0": "/dev/nvidia0", "uvm": "/dev/nvidia-uvm"}
+    nodes = {path: dict(ok) for path in paths.values()}
+    for key, node in overrides.items():
+        nodes[paths[key]] = node
+    return nodes
+
+
+def _pci(bus_id: str, driver: Any, device_id: str = "0x20b2") -> dict[str, Any]:
+    return {"bus_id": bus_id, "device_id": device_id, "class": "0x030200", "driver": driver}
+
+
+_NOT_LOADED_MODULE = {"loaded": False, "version": {"unavailable": "not_found"}, "flavour": {"unavailable": "not_found"}}
+_LOADED_MODULE = {"loaded": True, "version": "570.133.20", "flavour": "open"}
+_NO_CONTAINER = {"detected": False, "markers": []}
+
+
+def _pair(p2p_read: str, nvlink_count: int, ancestor: str) -> dict[str, Any]:
+    return {
+        "gpus": [0, 1],
+        "common_ancestor": ancestor,
+        "p2p": {"read": p2p_read, "write": p2p_read, "nvlink": p2p_read, "atomics": p2p_read, "pci": p2p_read},
+        "nvlink_count": nvlink_count,
+    }
+
+
+EXAMPLES: dict[str, Facts] = {
+    # --- driver -------------------------------------------------------------------------------
+    "DRV001": {
+        "host": {"os": "Linux", "distro": "Ubuntu 24.04.1 LTS", "wsl": False, "container": _NO_CONTAINER},
+        "driver": {"kernel_module": _NOT_LOADED_MODULE, "nouveau_loaded": False,
+                   "pci_devices": [{"bus_id": "0000:01:00.0", "device_id": "0x2684", "class": "0x030000", "driver": None}],
+                   "device_nodes": {}, "nvml_library_files": []},
+        "nvml": _nvml_failed("library_not_found", 12, "NVML Shared Library Not Found"),
+    },
+    "DRV002": {
+        "driver": {"kernel_module": _NOT_LOADED_MODULE},
+        "nvml": _nvml_failed("driver_not_loaded", 9, "Driver Not Loaded"),
+    },
+    "DRV003": {
+        "driver": {"kernel_module": {"loaded": True, "version": "570.124.06", "flavour": "open"},
+                   "nvml_library_files": ["/usr/lib/x86_64-linux-gnu/libnvidia-ml.so",
+                                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+                                          "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.133.20"]},
+        "nvml": _nvml_failed("driver_library_mismatch", 18, "Driver/library version mismatch"),
+    },
+    "DRV004": {"nvml": _nvml_failed("no_permission", 4, "Insufficient Permissions")},
+    "DRV005": {"nvml": _nvml_failed("gpu_lost", 15, "GPU is lost")},
+    "DRV006": {"nvml": _nvml_failed("unknown", 999, "Unknown Error")},
+    "DRV007": {
+        "driver": {"nouveau_loaded": True, "pci_devices": [_pci("0000:01:00.0", "nouveau", "0x1eb8")]},
+    },
+    "DRV009": {
+        "nvml": {"timed_out": True, "bindings": {"import_error": None},
+                 "incomplete": {"while": "nvmlInit", "reason": "timeout", "returncode": -9, "stderr_tail": ""}},
+    },
+    "DRV010": {
+        "nvml": {"timed_out": False,
+                 "bindings": {"module_file": None, "import_error": "ModuleNotFoundError: No module named 'pynvml'"},
+                 "missing_functions": []},
+    },
+    "DRV011": {
+        "host": {"os": "Linux", "wsl": False, "container": _NO_CONTAINER},
+        "driver": {"pci_devices": [], "device_nodes": {}, "nvml_library_files": []},
+        "nvml": _nvml_failed("library_not_found", 12, "NVML Shared Library Not Found"),
+    },
+    "DRV012": {
+        "host": {"container": _NO_CONTAINER},
+        "driver": {"kernel_module": _LOADED_MODULE, "pci_devices": []},
+        "nvml": _nvml(device_count=0),
+        "gpus": [],
+    },
+    "DRV013": {
+        "host": {"container": _NO_CONTAINER},
+        "driver": {"kernel_module": _LOADED_MODULE,
+                   "pci_devices": [_pci("0000:01:00.0", "nvidia"), _pci("0000:41:00.0", "nvidia")]},
+        "nvml": _nvml(device_count=1),
+        "gpus": [_gpu(0, pci={"bus_id": _BUS[0]})],
+    },
+    "DRV014": {
+        "host": {"container": _NO_CONTAINER},
+        "driver": {"kernel_module": _LOADED_MODULE,
+                   "pci_devices": [_pci("0000:01:00.0", "nvidia"), _pci("0000:41:00.0", None, "0x1db4")]},
+        "nvml": _nvml(device_count=1),
+        "gpus": [_gpu(0)],
+    },
+    "DRV015": {
+        "driver": {"device_nodes": _nodes(gpu0={"exists": False, "accessible": False})},
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, minor_number=0)],
+    },
+    "DRV016": {
+        "driver": {"device_nodes": _nodes(gpu0={"exists": True, "accessible": False})},
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, minor_number=0)],
+    },
+    "DRV017": {
+        "driver": {"device_nodes": _nodes(uvm={"exists": False, "accessible": False})},
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, minor_number=0)],
+    },
+    "DRV018": {
+        "nvml": _nvml(missing_functions=["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetGpuMaxPcieLinkGeneration"]),
+    },
+    # --- gpus ---------------------------------------------------------------------------------
+    "GPU101": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, memory={"unavailable": "gpu_lost"}, temperature={"current_c": {"unavailable": "gpu_lost"}})],
+    },
+    "GPU102": {
+        "nvml": _nvml(timed_out=True, incomplete={"while": "GPU 0", "reason": "timeout", "returncode": -9, "stderr_tail": ""}),
+        "gpus": [{"index": 0, "handle": {"unavailable": "timeout"}}],
+    },
+    "GPU111": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, ecc={"current": "enabled", "pending": "enabled",
+                              "uncorrected_volatile": 2, "uncorrected_aggregate": 3})],
+    },
+    "GPU112": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, retired_pages={"pending": True, "single_bit_count": 0, "double_bit_count": 1})],
+    },
+    "GPU113": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, remapped_rows={"corrected": 0, "uncorrected": 1, "pending": True, "failure": False})],
+    },
+    "GPU114": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, remapped_rows={"corrected": 0, "uncorrected": 8, "pending": False, "failure": True})],
+    },
+    "GPU121": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, clock_event_reasons={"mask": 0x48, "active": ["hw_slowdown", "hw_thermal_slowdown"]},
+                      temperature={"current_c": 79, "slowdown_c": 89, "shutdown_c": 92},
+                      power={"draw_mw": 212000, "limit_mw": 400000})],
+    },
+    "GPU122": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, clock_event_reasons={"mask": 0x20, "active": ["sw_thermal_slowdown"]},
+                      temperature={"current_c": 87, "slowdown_c": 89, "shutdown_c": 92})],
+    },
+    "GPU123": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, clock_event_reasons={"mask": 0, "active": []},
+                      temperature={"current_c": 85, "slowdown_c": 89, "shutdown_c": 92})],
+    },
+    "GPU131": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, pci={"bus_id": _BUS[0]}, pcie={"gen_current": 4, "gen_max": 4, "gen_gpu_max": 4, "width_current": 8, "width_max": 16})],
+    },
+    "GPU141": {
+        "host": {"os": "Linux"},
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, persistence_mode="disabled")],
+    },
+    "GPU142": {"nvml": _nvml(), "gpus": [_gpu(0, compute_mode="prohibited")]},
+    "GPU143": {"nvml": _nvml(), "gpus": [_gpu(0, compute_mode="exclusive_process")]},
+    "GPU151": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, memory={"total_bytes": 80 * GIB, "used_bytes": 61 * GIB, "free_bytes": 19 * GIB},
+                      processes=[{"pid": 48213, "type": "compute", "used_memory_bytes": 61 * GIB - 512 * 1024**2,
+                                  "name": "python3"}])],
+    },
+    "GPU161": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, mig={"current": "enabled", "pending": "enabled", "devices": [
+            {"index": 0, "uuid": "MIG-5c1e9a7d-2b84-5f3e-a6d0-91c7e3b2f845", "name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
+             "memory_total_bytes": 40 * GIB},
+            {"index": 1, "uuid": "MIG-8d2f4b6a-7e19-53c0-b4a8-0f6d1e9c3a72", "name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb",
+             "memory_total_bytes": 40 * GIB},
+        ]})],
+    },
+    "GPU162": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, mig={"current": "disabled", "pending": "enabled", "devices": []})],
+    },
+    "GPU171": {"nvml": _nvml(device_count=2), "gpus": [_gpu(0, _H100), _gpu(1, _L4)]},
+    "GPU181": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100, nvlink={"active_count": 18, "count": 18}),
+                 _gpu(1, _H100, nvlink={"active_count": 16, "count": 18})],
+    },
+    # --- topology -----------------------------------------------------------------------------
+    "TOPO201": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0), _gpu(1)],
+        "topology": {"pairs": [_pair("disabled_by_regkey", 12, "SYS")]},
+    },
+    "TOPO202": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _L4), _gpu(1, _L4)],
+        "topology": {"pairs": [_pair("chipset_not_supported", 0, "SYS")]},
+    },
+    # --- visibility ---------------------------------------------------------------------------
+    "VIS001": {
+        "host": _env(CUDA_VISIBLE_DEVICES=""),
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0), _gpu(1)],
+    },
+    "VIS002": {
+        "host": _env(CUDA_VISIBLE_DEVICES="0,2,1"),
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0), _gpu(1)],
+    },
+    "VIS003": {
+        "host": _env(CUDA_VISIBLE_DEVICES="1"),
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100), _gpu(1, _L4)],
+    },
+    "VIS004": {
+        "host": _env(CUDA_VISIBLE_DEVICES="1,0"),
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0), _gpu(1)],
+    },
+    # --- container ----------------------------------------------------------------------------
+    "CTR001": {
+        "host": {"os": "Linux", "wsl": False, "container": {"detected": True, "markers": ["/.dockerenv"]}},
+        "driver": {"kernel_module": _LOADED_MODULE,
+                   "pci_devices": [_pci("0000:01:00.0", "nvidia"), _pci("0000:41:00.0", "nvidia")],
+                   "device_nodes": {"/dev/nvidiactl": {"exists": False, "accessible": False},
+                                    "/dev/nvidia-uvm": {"exists": False, "accessible": False}},
+                   "nvml_library_files": []},
+        "nvml": _nvml_failed("library_not_found", 12, "NVML Shared Library Not Found"),
+    },
+    "CTR002": {"host": _env(NVIDIA_DRIVER_CAPABILITIES="utility")},
+    "CTR003": {
+        "host": _env(NVIDIA_REQUIRE_CUDA="cuda>=12.8"),
+        "nvml": _nvml(driver_version="550.90.12", cuda_driver_version=12040),
+        "gpus": [_gpu(0, compute_capability="8.0")],
+    },
+    "CTR004": {"host": _env(NVIDIA_VISIBLE_DEVICES="void")},
+    # --- internal -----------------------------------------------------------------------------
+    "INT001": {
+        "probes": {
+            "driver_files": {
+                "status": "error", "title": "the kernel driver and device nodes", "duration_s": 0.004,
+                "error": "PermissionError: [Errno 13] Permission denied: '/sys/bus/pci/devices'",
+                "traceback_tail": "PermissionError: [Errno 13] Permission denied: '/sys/bus/pci/devices'\n",
+            },
+        },
+    },
+    "INT002": {
+        "probes": {
+            "host": {"status": "timeout", "duration_s": 5.001, "title": "the host and its environment",
+                     "error": "no answer within 5 s"},
+        },
+    },
+    "INT003": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, name=_L4, temperature={"current_c": 41, "slowdown_c": {"unavailable": "not_supported"},
+                                                 "shutdown_c": {"unavailable": "not_supported"}})],
+    },
+}
+
+#: Codes an owning check always reports beside the one an example is for.
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    "VIS002": ("VIS004",),
+    "VIS003": ("VIS004",),
+}
+
+
+def _thermal_margin(facts: Facts) -> Iterator[Finding]:
+    """A check written without the absent-fact convention in mind: it does arithmetic on a
+    threshold that is ``{"unavailable": ...}`` on this GPU, and so raises TypeError."""
+    for gpu in facts.get("gpus") or []:
+        temperature = gpu["temperature"]
+        if temperature["slowdown_c"] - temperature["current_c"] < 5:
+            yield finding("GPU123", f"GPU {gpu['index']} is close to its slowdown temperature")
+
+
+#: Not registered anywhere: it exists to show what the registry reports when a check crashes.
+CRASHING_CHECK = Check("example.thermal_margin", "gpus", "an example check that crashes", ("GPU123",),
+                       _thermal_margin, ("nvml",))
