@@ -63,7 +63,8 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
     verdicts = [_alternative(alt, host) for alt in require.split()]
     if any(v is True for v in verdicts) or any(v is None for v in verdicts):
         return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
-    yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {host['driver']}) does not meet "
+    driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
+    yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {driver}) does not meet "
                             f"NVIDIA_REQUIRE_CUDA={require!r}",
                   detail="The image was built for a newer CUDA than the host driver supports.",
                   text="Upgrade the host driver, or use an image built for the CUDA version the driver supports.",

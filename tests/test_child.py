@@ -1,0 +1,171 @@
+"""probes/child.py: real child processes that hang, crash, flood stderr or never start."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from gpudoctor.probes.child import STDERR_TAIL_BYTES, child_env, run_json_lines, run_module
+from gpudoctor.probes.system import probe_driver_files
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_children():
+    assert psutil.Process().children(recursive=True) == []
+    yield
+    assert psutil.Process().children(recursive=True) == []
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def test_lines_then_hang_times_out_and_keeps_lines():
+    limit = 1.0
+    start = time.monotonic()
+    result = run_json_lines(py("""
+        import json, sys, time
+        for i in range(3):
+            print(json.dumps({"section": "progress", "data": i}), flush=True)
+        time.sleep(60)
+    """), timeout_s=limit)
+    elapsed = time.monotonic() - start
+    assert result.timed_out is True
+    assert result.lines == [{"section": "progress", "data": i} for i in range(3)]
+    assert result.signal_name == "SIGKILL"
+    assert result.start_error == ""
+    assert limit <= elapsed < limit + 3.0
+    assert limit <= result.duration_s < limit + 3.0
+
+
+def test_hang_kills_grandchildren_too(tmp_path):
+    """A child that started its own process and hangs: the whole group goes at the deadline."""
+    result = run_json_lines(py("""
+        import json, subprocess, sys, time
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print(json.dumps({"grandchild": grandchild.pid}), flush=True)
+        time.sleep(60)
+    """), timeout_s=1.0)
+    assert result.timed_out is True
+    [line] = result.lines
+    pid = line["grandchild"]
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break  # killed, waiting for whoever adopted it to reap it
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"grandchild {pid} still running after its group was killed")
+
+
+def test_segfault():
+    result = run_json_lines(py("""
+        import ctypes, json
+        print(json.dumps({"before": "crash"}), flush=True)
+        ctypes.string_at(0)
+    """), timeout_s=10)
+    assert result.signal_name == "SIGSEGV"
+    assert result.returncode == -11
+    assert result.timed_out is False
+    assert result.lines == [{"before": "crash"}]
+
+
+def test_killed_like_the_oom_killer():
+    result = run_json_lines(py("""
+        import json, os, signal
+        print(json.dumps({"section": "progress", "data": "GPU 0"}), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """), timeout_s=10)
+    assert result.signal_name == "SIGKILL"
+    assert result.timed_out is False
+    assert result.lines == [{"section": "progress", "data": "GPU 0"}]
+
+
+def test_clean_exit_has_no_signal():
+    result = run_json_lines(py("import sys; print('{\"ok\": true}'); sys.exit(3)"), timeout_s=10)
+    assert (result.returncode, result.signal_name, result.timed_out) == (3, "", False)
+    assert result.lines == [{"ok": True}]
+
+
+def test_megabytes_of_stderr_are_cut_to_the_tail():
+    result = run_json_lines(py("""
+        import json, sys
+        block = "w" * 1023 + "\\n"
+        for i in range(6 * 1024):  # 6 MiB of warnings
+            sys.stderr.write(block)
+            if i % 1024 == 0:
+                print(json.dumps({"i": i}), flush=True)
+        sys.stderr.write("LAST-WARNING\\n")
+        sys.stderr.flush()
+    """), timeout_s=20)
+    assert result.returncode == 0
+    assert result.timed_out is False
+    assert result.lines == [{"i": i} for i in range(0, 6 * 1024, 1024)]
+    assert len(result.stderr_tail) == STDERR_TAIL_BYTES
+    assert result.stderr_tail.endswith("LAST-WARNING\n")
+
+
+def test_non_json_stdout_is_ignored():
+    result = run_json_lines(py("""
+        print("Loading libnvidia-ml...")
+        print('{"section": "gpu", "data": {"index": 0}}')
+        print("[1, 2, 3]")
+        print('{"truncated": ')
+        print("42")
+        print("")
+        print('{"section": "end", "data": {}}')
+    """), timeout_s=10)
+    assert result.lines == [{"section": "gpu", "data": {"index": 0}}, {"section": "end", "data": {}}]
+    assert result.returncode == 0
+
+
+def test_command_that_does_not_exist(tmp_path):
+    missing = str(tmp_path / "no-such-program")
+    result = run_json_lines([missing, "--flag"], timeout_s=5)
+    assert result.start_error.startswith("FileNotFoundError:")
+    assert missing in result.start_error
+    assert result.lines == []
+    assert result.returncode is None
+    assert result.signal_name == ""
+    assert result.timed_out is False
+
+
+def test_run_module_uses_the_package_and_the_env(tmp_path):
+    (tmp_path / "probe_mod.py").write_text(textwrap.dedent("""
+        import json, os, gpudoctor
+        print(json.dumps({"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR")}))
+    """))
+    env = child_env({"PYTHONPATH": os.pathsep.join([child_env()["PYTHONPATH"], str(tmp_path)]), "EXTRA_VAR": "yes"})
+    result = run_module("probe_mod", timeout_s=10, env=env)
+    import gpudoctor
+
+    assert result.lines == [{"pkg": os.path.dirname(gpudoctor.__file__), "extra": "yes"}]
+    assert result.returncode == 0
+
+
+def test_child_env_puts_package_first_and_keeps_pythonpath(monkeypatch, tmp_path):
+    from gpudoctor.probes.child import PACKAGE_ROOT
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert child_env()["PYTHONPATH"].split(os.pathsep) == [PACKAGE_ROOT, str(tmp_path)]
+
+
+@pytest.mark.skipif(bool(probe_driver_files()["nvml_library_files"]), reason="this machine has an NVIDIA driver")
+def test_real_nvml_worker_on_this_machine(monkeypatch):
+    """The real worker with the real nvidia-ml-py: no driver here, so NVML reports library not found."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    result = run_module("gpudoctor.probes.nvml.worker", timeout_s=15)
+    assert result.returncode == 0
+    sections = [line["section"] for line in result.lines]
+    assert sections == ["bindings", "progress", "init", "end"]
+    init = result.lines[2]["data"]
+    assert (init["ok"], init["reason"], init["code"]) == (False, "library_not_found", 12)
+    assert result.lines[0]["data"]["import_error"] is None

@@ -1,0 +1,127 @@
+"""checks/container.py: what the NVIDIA container runtime was asked for, against the host driver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpudoctor.checks import container
+from gpudoctor.checks.registry import run_check
+from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, WARN, WARNING
+
+CAPS, VISIBLE, REQUIRE = container.CHECKS
+
+# The value nvidia/cuda:13.0.x images set (the brand alternatives shortened to three).
+CUDA_13_IMAGE = ("cuda>=13.0 brand=unknown,driver>=535,driver<536 brand=grid,driver>=535,driver<536 "
+                 "brand=tesla,driver>=535,driver<536")
+
+
+def make_facts(env: dict[str, str], cuda: Any = 13000, driver: Any = "580.95.05") -> dict[str, Any]:
+    return {
+        "probes": {"host": {"status": "ok"}, "nvml": {"status": "ok"}},
+        "host": {"env": env, "container": {"detected": True, "markers": ["/.dockerenv"]}},
+        "nvml": {"init": {"ok": True}, "driver_version": driver, "cuda_driver_version": cuda, "device_count": 1},
+        "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}],
+    }
+
+
+def judge(check, env, **kw):
+    r = run_check(check, make_facts(env, **kw))
+    return r.status, [(f.code, f.severity) for f in r.findings]
+
+
+# --- NVIDIA_DRIVER_CAPABILITIES -----------------------------------------------------------------
+
+@pytest.mark.parametrize("caps", ["all", "compute,utility", "utility,compute,video", " compute , utility "])
+def test_capabilities_enough(caps):
+    assert judge(CAPS, {"NVIDIA_DRIVER_CAPABILITIES": caps}) == (PASS, [])
+
+
+def test_capabilities_utility_only_is_an_error():
+    r = run_check(CAPS, make_facts({"NVIDIA_DRIVER_CAPABILITIES": "utility"}))
+    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (FAIL, [("CTR002", ERROR)])
+    assert r.findings[0].title == "NVIDIA_DRIVER_CAPABILITIES='utility' lacks compute"
+
+
+def test_capabilities_compute_only_is_a_warning():
+    r = run_check(CAPS, make_facts({"NVIDIA_DRIVER_CAPABILITIES": "compute"}))
+    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (WARN, [("CTR002", WARNING)])
+    assert r.findings[0].title == "NVIDIA_DRIVER_CAPABILITIES='compute' lacks utility"
+
+
+def test_capabilities_graphics_only_lacks_both():
+    r = run_check(CAPS, make_facts({"NVIDIA_DRIVER_CAPABILITIES": "graphics,display"}))
+    assert [(f.code, f.severity) for f in r.findings] == [("CTR002", ERROR)]
+    assert r.findings[0].title.endswith("lacks compute and utility")
+
+
+def test_capabilities_unset_skips():
+    assert judge(CAPS, {}) == (SKIP, [])
+
+
+# --- NVIDIA_VISIBLE_DEVICES ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["none", "void", ""])
+def test_visible_devices_none(value):
+    assert judge(VISIBLE, {"NVIDIA_VISIBLE_DEVICES": value}) == (WARN, [("CTR004", WARNING)])
+
+
+@pytest.mark.parametrize("value", ["all", "0,1", "GPU-5c1b2f0e-8d4a-4c36-9a7e-1f2d3c4b5a60"])
+def test_visible_devices_some(value):
+    assert judge(VISIBLE, {"NVIDIA_VISIBLE_DEVICES": value}) == (PASS, [])
+
+
+def test_visible_devices_unset_skips():
+    assert judge(VISIBLE, {}) == (SKIP, [])
+
+
+# --- NVIDIA_REQUIRE_CUDA ------------------------------------------------------------------------
+
+def test_require_cuda_satisfied():
+    assert judge(REQUIRE, {"NVIDIA_REQUIRE_CUDA": "cuda>=12.4"}, cuda=13000) == (PASS, [])
+
+
+def test_require_cuda_unmet():
+    r = run_check(REQUIRE, make_facts({"NVIDIA_REQUIRE_CUDA": "cuda>=13.1"}, cuda=13000, driver="580.95.05"))
+    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (FAIL, [("CTR003", ERROR)])
+    assert r.findings[0].title == ("the host driver (CUDA 13.0, driver 580.95.05) does not meet "
+                                   "NVIDIA_REQUIRE_CUDA='cuda>=13.1'")
+
+
+def test_require_cuda_real_image_value_satisfied_by_first_alternative():
+    assert judge(REQUIRE, {"NVIDIA_REQUIRE_CUDA": CUDA_13_IMAGE}, cuda=13000, driver="580.95.05") == (PASS, [])
+
+
+def test_require_cuda_or_of_alternatives_none_holds():
+    # CUDA 12.8 driver: cuda>=13.0 fails; every brand alternative needs a 535 driver, and 570 is not < 536
+    assert judge(REQUIRE, {"NVIDIA_REQUIRE_CUDA": CUDA_13_IMAGE}, cuda=12080, driver="570.172.08") == (
+        FAIL, [("CTR003", ERROR)])
+
+
+def test_require_cuda_alternative_needing_brand_is_unknown():
+    # a 535 driver fits an alternative's driver range, but whether the brand matches cannot be known
+    assert judge(REQUIRE, {"NVIDIA_REQUIRE_CUDA": CUDA_13_IMAGE}, cuda=12020, driver="535.261.03") == (PASS, [])
+    assert judge(REQUIRE, {"NVIDIA_REQUIRE_CUDA": "cuda>=13.1 brand=tesla"}, cuda=13000) == (PASS, [])
+
+
+def test_require_cuda_driver_constraint():
+    env = {"NVIDIA_REQUIRE_CUDA": "cuda>=12.0,driver>=590"}
+    assert judge(REQUIRE, env, cuda=13000, driver="580.95.05") == (FAIL, [("CTR003", ERROR)])
+    assert judge(REQUIRE, env, cuda=13000, driver="590.44.01") == (PASS, [])
+
+
+def test_require_cuda_disabled():
+    env = {"NVIDIA_REQUIRE_CUDA": "cuda>=13.1", "NVIDIA_DISABLE_REQUIRE": "1"}
+    r = run_check(REQUIRE, make_facts(env, cuda=13000))
+    assert (r.status, r.findings) == (SKIP, [])
+    assert r.reason == "no NVIDIA_REQUIRE_CUDA to check"
+
+
+def test_require_cuda_unknown_driver_cuda_skips():
+    r = run_check(REQUIRE, make_facts({"NVIDIA_REQUIRE_CUDA": "cuda>=13.1"}, cuda={"unavailable": "not_supported"}))
+    assert (r.status, r.reason) == (SKIP, "the driver's CUDA version is unknown")
+
+
+def test_require_cuda_unset_skips():
+    assert judge(REQUIRE, {}) == (SKIP, [])

@@ -1,0 +1,158 @@
+"""runner.run_probes with probes that pass, raise and hang; the checks that judge those records."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gpudoctor.checks import registry
+from gpudoctor.checks.base import Check, NotApplicable, finding
+from gpudoctor.findings import FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING
+from gpudoctor.runner import Probe, run_probes
+from helpers_faults import findings, result_of
+
+
+@pytest.fixture
+def release():
+    """An event the hanging probes wait on; set at teardown so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def _raise() -> dict:
+    raise RuntimeError("boom in probe")
+
+
+def test_ok_error_timeout_records(release):
+    hang_s = 0.5
+    probes = (
+        Probe("good", "a probe that works", lambda: {"good": {"value": 1}}, 5.0),
+        Probe("broken", "a probe that raises", _raise, 5.0),
+        Probe("stuck", "a probe that hangs", lambda: (release.wait(), {"stuck": {"late": True}})[1], hang_s),
+    )
+    start = time.monotonic()
+    facts = run_probes(probes)
+    elapsed = time.monotonic() - start
+    assert hang_s <= elapsed < hang_s + 1.0
+
+    records = facts["probes"]
+    assert list(records) == ["good", "broken", "stuck"]
+    assert records["good"]["status"] == "ok"
+    assert records["good"]["title"] == "a probe that works"
+    assert facts["good"] == {"value": 1}
+
+    assert records["broken"]["status"] == "error"
+    assert records["broken"]["error"] == "RuntimeError: boom in probe"
+    assert "in _raise" in records["broken"]["traceback_tail"]
+    assert records["broken"]["title"] == "a probe that raises"
+
+    assert records["stuck"]["status"] == "timeout"
+    assert records["stuck"]["error"] == "no answer within 0.5 s"
+    assert records["stuck"]["duration_s"] >= hang_s
+    assert "stuck" not in facts  # a probe that did not answer contributes no facts
+
+    results = registry.run_checks(facts)
+    doctor = result_of(results, "doctor.probes")
+    assert [f.code for f in doctor.findings] == ["INT001", "INT002"]
+    int001, int002 = doctor.findings
+    assert int001.title == "could not check a probe that raises: RuntimeError: boom in probe"
+    assert int002.title == "could not check a probe that hangs: no answer within 0.5 s"
+    assert {int001.severity, int002.severity} == {WARNING}
+    assert doctor.status == WARN
+    assert [r.id for r in results] == [c.id for c in registry.CHECKS]
+
+
+def test_nvml_timeout_is_drv009_not_int002(release):
+    probes = (
+        Probe("host", "the host", lambda: {"host": {"env": {}}}, 5.0),
+        Probe("nvml", "the driver and GPUs through NVML", lambda: (release.wait(), {})[1], 0.3),
+    )
+    facts = run_probes(probes)
+    assert facts["probes"]["nvml"]["status"] == "timeout"
+    results = registry.run_checks(facts)
+    assert findings(results, "INT002") == []
+    assert [f.title for f in findings(results, "DRV009")] == ["NVML did not answer while starting"]
+    # every check that needs the NVML facts says it timed out rather than passing
+    for check in registry.CHECKS:
+        if "nvml" in check.needs:
+            r = result_of(results, check.id)
+            assert (r.status, r.reason) == (TIMEOUT, "probe nvml timed out"), check.id
+
+
+def test_error_in_needed_probe_skips_checks():
+    facts = run_probes((Probe("driver_files", "the kernel driver", _raise, 5.0),))
+    results = registry.run_checks(facts)
+    nouveau = result_of(results, "driver.nouveau")
+    assert (nouveau.status, nouveau.reason) == (SKIP, "probe driver_files failed")
+    assert [f.code for f in findings(results, "INT001")] == ["INT001"]
+
+
+@pytest.mark.parametrize("order", [("first", "second"), ("second", "first")])
+def test_merge_follows_probe_order_not_timing(order):
+    """The slow probe finishes last, but facts merge in the declared order: the later probe wins."""
+    def slow():
+        time.sleep(0.3)
+        return {"shared": "first", "only_first": 1}
+
+    made = {
+        "first": Probe("first", "slow", slow, 5.0),
+        "second": Probe("second", "fast", lambda: {"shared": "second", "only_second": 2}, 5.0),
+    }
+    facts = run_probes([made[name] for name in order])
+    assert list(facts["probes"]) == list(order)
+    assert facts["shared"] == order[-1]
+    assert (facts["only_first"], facts["only_second"]) == (1, 2)
+
+
+def test_progress_reports_each_probe_title():
+    seen: list[str] = []
+    run_probes((Probe("a", "thing A", lambda: {}, 5.0), Probe("b", "thing B", lambda: {}, 5.0)), on_progress=seen.append)
+    assert seen == ["thing A", "thing B"]
+
+
+def test_crashing_check_gives_int003_and_others_still_run():
+    def crashes(facts):
+        yield finding("VIS004", "half-way")
+        raise KeyError("gpus")
+
+    def works(facts):
+        return [finding("GPU171", "mixed models")]
+
+    def not_here(facts):
+        raise NotApplicable("nothing to judge")
+
+    checks = (
+        Check("test.crashes", "doctor", "crashes", ("VIS004",), crashes),
+        Check("test.works", "gpus", "works", ("GPU171",), works),
+        Check("test.skips", "gpus", "skips", (), not_here),
+    )
+    results = registry.run_checks({}, checks)
+    assert [r.id for r in results] == ["test.crashes", "test.works", "test.skips"]
+
+    crashed = results[0]
+    assert [f.code for f in crashed.findings] == ["INT003"]
+    assert crashed.findings[0].title == "check test.crashes crashed: KeyError: 'gpus'"
+    assert crashed.findings[0].check == "test.crashes"
+    assert crashed.status == WARN
+
+    assert [(f.code, f.check) for f in results[1].findings] == [("GPU171", "test.works")]
+    assert results[1].status == PASS
+    assert (results[2].status, results[2].reason) == (SKIP, "nothing to judge")
+
+
+def test_run_check_single_crash():
+    check = Check("test.zero", "doctor", "divides", (), lambda facts: [1 / 0])
+    r = registry.run_check(check, {"probes": {}})
+    assert [f.code for f in r.findings] == ["INT003"]
+    assert r.findings[0].title == "check test.zero crashed: ZeroDivisionError: division by zero"
+    assert r.duration_s >= 0
+
+
+def test_status_of_worst_severity_wins():
+    assert registry.status_of([]) == PASS
+    assert registry.status_of([finding("GPU171", "i")]) == PASS
+    assert registry.status_of([finding("GPU171", "i"), finding("GPU131", "w")]) == WARN
+    assert registry.status_of([finding("GPU131", "w"), finding("GPU101", "e")]) == FAIL
