@@ -110,6 +110,10 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": {"timed_out": True, "bindings": {"import_error": None},
                  "incomplete": {"while": "nvmlInit", "reason": "timeout", "returncode": -9, "stderr_tail": ""}},
     },
+    "DRV019": {
+        "nvml": _nvml(timed_out=False, incomplete={"while": "topology", "reason": "crashed", "returncode": -11,
+                                                   "stderr_tail": "Segmentation fault"}),
+    },
     "DRV010": {
         "nvml": {"timed_out": False,
                  "bindings": {"module_file": None, "import_error": "ModuleNotFoundError: No module named 'pynvml'"},
@@ -166,6 +170,10 @@ EXAMPLES: dict[str, Facts] = {
     "GPU102": {
         "nvml": _nvml(timed_out=True, incomplete={"while": "GPU 0", "reason": "timeout", "returncode": -9, "stderr_tail": ""}),
         "gpus": [{"index": 0, "handle": {"unavailable": "timeout"}}],
+    },
+    "GPU103": {
+        "nvml": _nvml(),
+        "gpus": [{"index": 0, "handle": {"unavailable": "unknown"}}],
     },
     "GPU111": {
         "nvml": _nvml(),

@@ -178,7 +178,7 @@ def test_init_hangs(tmp_path, monkeypatch):
     results = run_checks(facts)
     [drv009] = findings(results, "DRV009")
     assert drv009.severity == ERROR
-    assert drv009.title == "NVML did not answer while nvmlInit"
+    assert drv009.title == "NVML did not answer while starting (nvmlInit)"
     assert result_of(results, "gpus.lost").status == "skip"
 
 

@@ -185,3 +185,31 @@ def test_real_container_requirement_string_is_satisfied(h200x2):
     """The recorded image's NVIDIA_REQUIRE_CUDA (cuda>=13.0 or branch ranges) holds on driver 580 / CUDA 13.0."""
     assert h200x2["host"]["env"]["NVIDIA_REQUIRE_CUDA"].startswith("cuda>=13.0 ")
     assert "CTR003" not in codes(h200x2)
+
+
+@pytest.mark.parametrize("during,expected", [("topology", "DRV009"), ("system", "DRV009"), ("GPU 1", "GPU102")])
+def test_nvml_hang_after_init_is_reported(h200x2, during, expected):
+    facts = with_fact(h200x2, "nvml.incomplete", {"while": during, "reason": "timeout", "returncode": -9, "stderr_tail": ""})
+    if during == "GPU 1":
+        facts = with_fact(facts, "gpus.1", {"index": 1, "handle": unavailable("timeout")})
+    assert expected in codes(facts)
+
+
+def test_nvml_worker_crash_after_init_is_reported(h200x2):
+    facts = with_fact(h200x2, "nvml.incomplete", {"while": "topology", "reason": "crashed", "returncode": -11,
+                                                  "stderr_tail": "Segmentation fault"})
+    facts = with_fact(facts, "gpus.1", {"index": 1, "handle": unavailable("unknown")})
+    assert {"DRV019", "GPU103"} <= codes(facts)
+
+
+def test_unreadable_gpu_keeps_its_cuda_position(h200x2):
+    """CUDA numbers every GPU the driver has, so GPU 0 being unreadable must not shift cuda:0 to GPU 1."""
+    facts = with_fact(h200x2, "gpus.0", {"index": 0, "handle": unavailable("timeout")})
+    vis = resolve(with_fact(facts, "host.env.CUDA_VISIBLE_DEVICES", "1"))
+    assert [d.gpu_index for d in vis.devices] == [1]
+
+
+def test_malformed_probe_record_in_a_saved_report_does_not_crash(h200x2):
+    facts = with_fact(h200x2, "probes.nvml", "garbage")
+    report = pipeline.judge(facts)
+    assert report["summary"]["verdict"] in ("ok", "warning")

@@ -19,12 +19,23 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     incomplete = nvml.get("incomplete") or {}
     if get(facts, "probes.nvml.status") == "timeout":
         incomplete = {"reason": "timeout", "while": "starting"}
-    if not nvml.get("init") and incomplete.get("reason") == "timeout":
-        yield finding("DRV009", f"NVML did not answer while {incomplete.get('while', 'starting')}",
+    during = str(incomplete.get("while", "starting"))
+    if incomplete.get("reason") == "timeout" and not during.startswith("GPU "):  # a hung GPU is GPU102's
+        yield finding("DRV009", f"NVML did not answer while {_while(during)}",
                       detail="The driver blocked an NVML query; CUDA programs would hang the same way.",
                       text="Look for Xid errors in the kernel log. A wedged driver usually needs a GPU reset or a reboot.",
                       commands=["sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"])
-        return
+        if not nvml.get("init"):
+            return
+    elif incomplete.get("reason") == "crashed":
+        code = incomplete.get("returncode")
+        yield finding("DRV019", f"the NVML probe crashed while {_while(during)} (exit status {code})",
+                      detail=(incomplete.get("stderr_tail") or "")[-800:],
+                      text="A crash inside libnvidia-ml usually means the driver's user-space libraries are broken "
+                           "or do not match the kernel module. Run nvidia-smi, and reinstall the driver if it crashes too.",
+                      commands=["nvidia-smi", "cat /proc/driver/nvidia/version"])
+        if not nvml.get("init"):
+            return
     bindings = nvml.get("bindings") or {}
     if bindings.get("import_error"):
         yield finding("DRV010", f"the NVML bindings cannot be imported: {bindings['import_error']}",
@@ -34,6 +45,11 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     if init.get("ok") or not init:
         return
     yield from _init_failure(facts, init)
+
+
+def _while(during: str) -> str:
+    return {"nvmlInit": "starting (nvmlInit)", "system": "reading the driver version",
+            "topology": "reading the links between GPUs", "starting": "starting"}.get(during, during)
 
 
 def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
@@ -238,7 +254,7 @@ def check_bindings(facts: Facts) -> Iterator[Finding]:
 
 CHECKS = (
     Check("driver.nvml", "driver", "NVML starts", ("DRV001", "DRV002", "DRV003", "DRV004", "DRV005", "DRV006",
-                                                   "DRV009", "DRV010", "DRV011", "CTR001"), check_nvml_init),
+                                                   "DRV009", "DRV010", "DRV011", "DRV019", "CTR001"), check_nvml_init),
     Check("driver.nouveau", "driver", "nouveau is not in the way", ("DRV007",), check_nouveau, ("driver_files",)),
     Check("driver.gpu_count", "driver", "every NVIDIA GPU is listed by the driver", ("DRV012", "DRV013", "DRV014"),
           check_gpu_count, ("nvml", "driver_files")),

@@ -40,6 +40,12 @@ def check_lost(facts: Facts) -> Iterator[Finding]:
                           text="Reboot (or reset the GPU when nothing uses it); if it recurs, check power, cooling "
                                "and seating and report the Xid to the vendor.",
                           commands=["sudo dmesg | grep -i xid | tail -n 20"])
+        elif is_unavailable(handle):
+            yield finding("GPU103", f"GPU {gpu['index']}: NVML could not open it ({handle['unavailable'].replace('_', ' ')})",
+                          subject=gpu_subject(gpu),
+                          text="NVML counts this GPU but cannot read it; CUDA programs will likely fail on it too. "
+                               "Check the kernel log for Xid errors on this GPU.",
+                          commands=[f"nvidia-smi -q -i {gpu['index']}", "sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20"])
 
 
 def _lost(node: Any) -> bool:
@@ -207,7 +213,7 @@ def check_nvlinks(facts: Facts) -> Iterator[Finding]:
 
 
 CHECKS = (
-    Check("gpus.lost", "gpus", "every GPU answers", ("GPU101", "GPU102"), check_lost, ("nvml",)),
+    Check("gpus.lost", "gpus", "every GPU answers", ("GPU101", "GPU102", "GPU103"), check_lost, ("nvml",)),
     Check("gpus.memory_errors", "gpus", "no uncorrectable memory errors or pending repairs",
           ("GPU111", "GPU112", "GPU113", "GPU114"), check_memory_errors, ("nvml",)),
     Check("gpus.throttling", "gpus", "no hardware or thermal slowdown", ("GPU121", "GPU122", "GPU123"),

@@ -31,11 +31,11 @@ def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS) -> list[
 
 def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
     start = time.monotonic()
-    blocked = _blocked_by(check, facts)
-    if blocked:
-        status, reason = blocked
-        return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
     try:
+        blocked = _blocked_by(check, facts)
+        if blocked:
+            status, reason = blocked
+            return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
         found = [_stamp(f, check) for f in _collect(check.run(facts))]
     except NotApplicable as exc:
         return CheckResult(check.id, check.area, check.title, SKIP, time.monotonic() - start, reason=str(exc))
@@ -59,7 +59,8 @@ def _stamp(f: Finding, check: Check) -> Finding:
 def _blocked_by(check: Check, facts: dict[str, Any]) -> tuple[str, str] | None:
     probes = facts.get("probes") or {}
     for name in check.needs:
-        record = probes.get(name) or {}
+        record = probes.get(name) if isinstance(probes, dict) else None
+        record = record if isinstance(record, dict) else {}
         if record.get("status") == "timeout":
             return TIMEOUT, f"probe {name} timed out"
         if record.get("status") == "error":

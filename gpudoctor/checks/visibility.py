@@ -51,10 +51,11 @@ class Visibility:
 
 def resolve(facts: Facts) -> Visibility:
     """Apply the environment's mask to the GPUs in the snapshot; pure, so `devices` and checks share it."""
-    gpus = [g for g in facts.get("gpus") or [] if "name" in g]
+    # every GPU NVML counted takes a position, read or not: CUDA numbers them all
+    gpus = sorted((g for g in facts.get("gpus") or [] if isinstance(g, dict) and "index" in g), key=lambda g: g["index"])
     env = get(facts, "host.env") or {}
     mask = env.get("CUDA_VISIBLE_DEVICES")
-    mixed = len({str(known(g.get("name"))) for g in gpus}) > 1
+    mixed = len({str(known(g.get("name"))) for g in gpus if "name" in g}) > 1
     pci_order = (env.get("CUDA_DEVICE_ORDER") or "").strip() == "PCI_BUS_ID"
     result = Visibility(mask=mask, order_uncertain=mixed and not pci_order)
     if mask is None:

@@ -1,0 +1,177 @@
+"""CUDA shared libraries: which family a file belongs to, the version its name carries, and the
+version the library itself reports (through its own getter, called with ctypes).
+
+Shared by the library probe (every copy on the machine) and the framework workers (the copies a
+framework really mapped), so both read versions the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from typing import Any, Callable, Optional
+
+FAMILIES = {
+    "libcuda": re.compile(r"^libcuda\.so(\.\d+)*$"),
+    "libcudart": re.compile(r"^libcudart\.so(\.\d+)*$"),
+    "libcublas": re.compile(r"^libcublas\.so(\.\d+)*$"),
+    "libcublasLt": re.compile(r"^libcublasLt\.so(\.\d+)*$"),
+    "libcudnn": re.compile(r"^libcudnn\.so(\.\d+)*$"),
+    "libcudnn_sub": re.compile(r"^libcudnn_\w+\.so(\.\d+)*$"),  # cuDNN 8/9 split libraries
+    "libnccl": re.compile(r"^libnccl\.so(\.\d+)*$"),
+    "libnvrtc": re.compile(r"^libnvrtc\.so(\.\d+)*$"),
+    "libnvJitLink": re.compile(r"^libnvJitLink\.so(\.\d+)*$"),
+    "libcusparse": re.compile(r"^libcusparse\.so(\.\d+)*$"),
+}
+_VERSION_SUFFIX = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
+
+
+def family_of(filename: str) -> Optional[str]:
+    for family, pattern in FAMILIES.items():
+        if pattern.match(filename):
+            return family
+    return None
+
+
+def version_from_name(path: str) -> Optional[str]:
+    """The version in the file name, following symlinks: libcudnn.so.9 -> libcudnn.so.9.14.0 gives 9.14.0."""
+    best = None
+    for candidate in (os.path.basename(os.path.realpath(path)), os.path.basename(path)):
+        match = _VERSION_SUFFIX.search(candidate)
+        if match and (best is None or len(match.group(1)) > len(best)):
+            best = match.group(1)
+    return best
+
+
+def is_stub(path: str) -> bool:
+    """Toolkit stub libraries (lib64/stubs/libcuda.so) exist only to link against, never to run."""
+    return "/stubs/" in path or "/stubs/" in os.path.realpath(path)
+
+
+def _decode_cuda(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _decode_cudnn(v: int) -> str:
+    # cuDNN 9: 10000*major + 100*minor + patch; cuDNN <= 8: 1000*major + 100*minor + patch
+    if v >= 90000:
+        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+
+
+def _decode_nccl(v: int) -> str:
+    # NCCL >= 2.9: 10000*major + 100*minor + patch; older: 1000*major + 100*minor + patch
+    if v >= 20900:
+        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+
+
+def _int_out(lib: Any, fn: str) -> Optional[int]:
+    value = ctypes.c_int()
+    rc = getattr(lib, fn)(ctypes.byref(value))
+    return value.value if rc == 0 else None
+
+
+def _cudart(lib: Any) -> Optional[str]:
+    v = _int_out(lib, "cudaRuntimeGetVersion")
+    return _decode_cuda(v) if v else None
+
+
+def _cuda(lib: Any) -> Optional[str]:
+    v = ctypes.c_int()
+    rc = lib.cuDriverGetVersion(ctypes.byref(v))
+    if rc == 34:  # CUDA_ERROR_STUB_LIBRARY
+        return "stub"
+    return _decode_cuda(v.value) if rc == 0 and v.value else None
+
+
+def _cudnn(lib: Any) -> Optional[str]:
+    lib.cudnnGetVersion.restype = ctypes.c_size_t
+    v = lib.cudnnGetVersion()
+    return _decode_cudnn(int(v)) if v else None
+
+
+def _nccl(lib: Any) -> Optional[str]:
+    v = _int_out(lib, "ncclGetVersion")
+    return _decode_nccl(v) if v else None
+
+
+def _nvrtc(lib: Any) -> Optional[str]:
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    rc = lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value}" if rc == 0 else None
+
+
+def _nvjitlink(lib: Any) -> Optional[str]:
+    major, minor = ctypes.c_uint(), ctypes.c_uint()
+    rc = lib.nvJitLinkVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value}" if rc == 0 else None
+
+
+def _cublaslt(lib: Any) -> Optional[str]:
+    lib.cublasLtGetVersion.restype = ctypes.c_size_t
+    v = int(lib.cublasLtGetVersion())
+    return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v else None
+
+
+def _cublas(lib: Any) -> Optional[str]:
+    parts = []
+    for prop in (0, 1, 2):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        value = ctypes.c_int()
+        if lib.cublasGetProperty(prop, ctypes.byref(value)) != 0:
+            return None
+        parts.append(str(value.value))
+    return ".".join(parts)
+
+
+GETTERS: dict[str, Callable[[Any], Optional[str]]] = {
+    "libcuda": _cuda,
+    "libcudart": _cudart,
+    "libcudnn": _cudnn,
+    "libnccl": _nccl,
+    "libnvrtc": _nvrtc,
+    "libnvJitLink": _nvjitlink,
+    "libcublasLt": _cublaslt,
+    "libcublas": _cublas,
+}
+
+
+def version_from_library(family: str, path: str) -> dict[str, Any]:
+    """Ask the library for its own version. Loading it runs only its initialisers: no GPU work."""
+    getter = GETTERS.get(family)
+    if getter is None:
+        return {"unavailable": "not_supported"}
+    try:
+        lib = ctypes.CDLL(path)
+        version = getter(lib)
+    except (OSError, AttributeError) as exc:
+        return {"unavailable": "unknown", "error": str(exc)[:300]}
+    return version if version else {"unavailable": "unknown"}
+
+
+def describe(path: str, read_version: bool) -> dict[str, Any]:
+    """One library file as the snapshot stores it."""
+    family = family_of(os.path.basename(path)) or "other"
+    entry: dict[str, Any] = {
+        "family": family,
+        "path": path,
+        "real_path": os.path.realpath(path),
+        "version_from_name": version_from_name(path),
+        "stub": is_stub(path),
+    }
+    if read_version:
+        entry["version"] = version_from_library(family, path)
+    return entry
+
+
+def mapped_libraries(maps_text: str) -> list[str]:
+    """Paths of CUDA libraries in a /proc/PID/maps text, in first-mapped order."""
+    seen: dict[str, None] = {}
+    for line in maps_text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6:
+            path = parts[5].strip()
+            if path.startswith("/") and family_of(os.path.basename(path)):
+                seen.setdefault(path, None)
+    return list(seen)
