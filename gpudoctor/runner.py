@@ -14,8 +14,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.probes.frameworks import probe_frameworks
+from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.nvml import probe_nvml
+from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.system import probe_driver_files, probe_host
+from gpudoctor.probes.toolkit import probe_toolkit
 
 
 @dataclass(frozen=True)
@@ -27,11 +31,23 @@ class Probe:
 
 
 NVML_TIMEOUT_S = 20.0
+FRAMEWORK_TIMEOUT_S = 60.0
+
+
+def _cuda_stack() -> dict[str, Any]:
+    toolkit = probe_toolkit()
+    roots = [i["path"] for i in toolkit["installs"]]
+    return {"toolkit": toolkit, "libraries": probe_libraries(roots)}
+
 
 PROBES: tuple[Probe, ...] = (
     Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
     Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
     Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0),
+    Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0),
+    Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
+    Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
+          lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0),
 )
 
 

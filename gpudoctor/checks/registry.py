@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from gpudoctor.checks import container, driver, gpu_health, internal, topology, visibility
+from gpudoctor.checks import container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
 from gpudoctor.checks.base import Check, NotApplicable, finding
 from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
 
-AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container")
+AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container", "toolkit", "libraries", "python", "frameworks")
 
 CHECKS: tuple[Check, ...] = (
     *internal.CHECKS,
@@ -22,6 +22,10 @@ CHECKS: tuple[Check, ...] = (
     *topology.CHECKS,
     *visibility.CHECKS,
     *container.CHECKS,
+    *toolkit.CHECKS,
+    *libraries.CHECKS,
+    *pyenv.CHECKS,
+    *frameworks.CHECKS,
 )
 
 

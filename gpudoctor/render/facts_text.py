@@ -92,7 +92,48 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
         return topology_line(facts)
     if area == "container":
         return container_line(facts)
+    if area == "toolkit":
+        return toolkit_line(facts)
+    if area == "libraries":
+        return libraries_line(facts)
+    if area == "python":
+        py = facts.get("python") or {}
+        env = "virtualenv" if py.get("virtualenv") else "conda" if py.get("conda_prefix") else "system"
+        return f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
+    if area == "frameworks":
+        return frameworks_line(facts)
     if area == "visibility":
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
     return "probes and checks"
+
+
+def toolkit_line(facts: dict[str, Any]) -> str:
+    nvcc = get(facts, "toolkit.nvcc") or {}
+    installs = get(facts, "toolkit.installs") or []
+    versions = sorted({str(known(i.get("version"))) for i in installs})
+    where = f"nvcc {show(nvcc.get('version'))} at {nvcc.get('path')}" if nvcc.get("found") else "no nvcc on PATH"
+    home = get(facts, "toolkit.env.CUDA_HOME")
+    home_text = f"CUDA_HOME={home.get('path')}" if isinstance(home, dict) else "CUDA_HOME not set"
+    return f"{where}; installed toolkits: {', '.join(versions) or 'none'}; {home_text}"
+
+
+def libraries_line(facts: dict[str, Any]) -> str:
+    copies = get(facts, "libraries.copies") or []
+    families = sorted({c.get("family") for c in copies if c.get("family") and c.get("family") != "libcudnn_sub"})
+    return f"{len(copies)} copies found of {', '.join(families) or 'no CUDA library'}" if copies else "no CUDA library found on the search paths"
+
+
+def frameworks_line(facts: dict[str, Any]) -> str:
+    parts = []
+    for name, fw in (facts.get("frameworks") or {}).items():
+        if not (fw or {}).get("installed"):
+            continue
+        info = fw.get("info") or {}
+        if fw.get("status") != "ok":
+            parts.append(f"{name} ({fw.get('status')})")
+            continue
+        built = info.get("built_cuda") or info.get("runtime_cuda")
+        build = "CPU-only" if info.get("cpu_only_build") else f"CUDA {built}" if built else "CUDA"
+        parts.append(f"{name} {info.get('version')} ({build}, sees {len(info.get('devices') or [])} GPU(s))")
+    return "; ".join(parts) or "none of PyTorch, TensorFlow, JAX, CuPy installed"

@@ -19,6 +19,10 @@ AREA_TITLES = {
     "topology": "Topology",
     "visibility": "Visibility",
     "container": "Container",
+    "toolkit": "CUDA toolkit",
+    "libraries": "CUDA libraries",
+    "python": "Python",
+    "frameworks": "Frameworks",
 }
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "timeout": "⏱"}
 ASCII_MARKS = {"pass": "OK", "warn": "!", "fail": "X", "skip": "-", "timeout": "T"}

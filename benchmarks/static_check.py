@@ -1,0 +1,61 @@
+"""Wall time and memory of `gpudoctor check` next to `python -m torch.utils.collect_env`.
+
+Prints a table; run on the machine you want figures for:  python3 benchmarks/static_check.py [RUNS]
+The main process's peak RSS is measured in-process (the framework children are separate
+processes and are not counted: the main process must never import a framework itself).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(); "
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "
+               "'torch' in sys.modules, 'tensorflow' in sys.modules)")
+
+
+def wall(cmd: list[str]) -> float:
+    start = time.monotonic()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.monotonic() - start
+
+
+def median_wall(cmd: list[str]) -> tuple[float, list[float]]:
+    times = [wall(cmd) for _ in range(RUNS)]
+    return statistics.median(times), times
+
+
+def main() -> None:
+    rows = []
+    gd, gd_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--format", "json"])
+    rows.append(("gpudoctor check", gd, gd_all))
+    have_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
+    if have_torch:
+        ce, ce_all = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
+        rows.append(("python -m torch.utils.collect_env", ce, ce_all))
+        imp, imp_all = median_wall([sys.executable, "-c", "import torch"])
+        rows.append(("python -c 'import torch'", imp, imp_all))
+    out = subprocess.run([sys.executable, "-c", RSS_SNIPPET], capture_output=True, text=True).stdout.split()
+    report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--format", "json"],
+                                       capture_output=True, text=True).stdout)
+    print(f"{'command':<38} {'median s':>9}  runs")
+    for name, med, runs in rows:
+        print(f"{name:<38} {med:>9.2f}  {', '.join(f'{t:.2f}' for t in runs)}")
+    if have_torch:
+        print(f"ratio gpudoctor / collect_env: {gd / rows[1][1]:.2f}")
+    print(f"main-process peak RSS: {out[0] if out else '?'} MiB; torch imported in main: {out[1] if out else '?'}; "
+          f"tensorflow imported in main: {out[2] if out else '?'}")
+    for name, fw in report["facts"].get("frameworks", {}).items():
+        if fw.get("installed"):
+            print(f"framework probe {name}: {fw.get('duration_s')} s ({fw.get('status')})")
+    for name, probe in report["facts"]["probes"].items():
+        print(f"probe {name}: {probe['duration_s']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Frameworks: does each installed framework load, is it a GPU build, does it see the GPUs a CUDA
+program should see, and does it run with the cuDNN it was built for?
+
+The number of GPUs a framework should see is what NVML lists after CUDA_VISIBLE_DEVICES is
+applied (checks/visibility.py), so a deliberate selection is not reported as missing GPUs.
+Driver-versus-build and architecture verdicts belong to the compatibility checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.checks.visibility import resolve
+from gpudoctor.findings import Finding
+from gpudoctor.snapshot import get, known
+
+NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
+TORCH_INDEX = "https://download.pytorch.org/whl"
+#: PyTorch's CUDA wheel indexes, newest first, with the CUDA version each needs from the driver
+#: (download.pytorch.org/whl/cuXXX; the driver must support at least that CUDA major.minor or, under
+#: minor-version compatibility, the same major).
+TORCH_VARIANTS = (("cu130", "13.0"), ("cu128", "12.8"), ("cu126", "12.6"), ("cu118", "11.8"))
+
+
+def _installed(facts: Facts) -> dict[str, dict[str, Any]]:
+    found = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict) and fw.get("installed")}
+    if not found:
+        raise NotApplicable("no framework is installed")
+    return found
+
+
+def _python(facts: Facts) -> str:
+    return str(get(facts, "python.executable") or "python3")
+
+
+def _driver_cuda(facts: Facts) -> Optional[Version]:
+    raw = known(get(facts, "nvml.cuda_driver_version"))
+    return Version(f"{raw // 1000}.{(raw % 1000) // 10}") if isinstance(raw, int) and raw > 0 else None
+
+
+def _expected_gpus(facts: Facts) -> int:
+    return len(resolve(facts).devices) if nvml_ready(facts) else 0
+
+
+def check_imports(facts: Facts) -> Iterator[Finding]:
+    for name, fw in _installed(facts).items():
+        status, label = fw.get("status"), NAMES.get(name, name)
+        tail = (fw.get("stderr_tail") or "").strip()[-1200:]
+        if status in ("import_error", "crashed"):
+            yield finding("FWK004", f"{label} fails to import: {fw.get('error')}",
+                          detail=f"Last lines it printed:\n{tail}" if tail else "",
+                          text=f"Reinstall {label} in this environment; if the error names a CUDA library "
+                               "(libnvJitLink, libcudnn, libcusparse), an older copy earlier on LD_LIBRARY_PATH is the usual cause.",
+                          commands=[f"{_python(facts)} -c 'import {name}'", "echo $LD_LIBRARY_PATH"])
+        elif status == "timeout":
+            yield finding("FWK005", f"importing {label} did not finish: {fw.get('error')}",
+                          detail=f"Last lines it printed:\n{tail}" if tail else "",
+                          text="An import that hangs usually waits on a driver call, a network file system, or a lock.",
+                          commands=[f"{_python(facts)} -X importtime -c 'import {name}'"])
+
+
+def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
+    frameworks = _installed(facts)
+    expected = _expected_gpus(facts)
+    if expected == 0:
+        raise NotApplicable("no GPU is visible to CUDA programs here")
+    for name, fw in frameworks.items():
+        info = fw.get("info") or {}
+        if fw.get("status") != "ok":
+            continue
+        label = NAMES.get(name, name)
+        if info.get("cpu_only_build"):
+            yield finding("FWK001", f"{label} {info.get('version')} is a CPU-only build, on a machine with {expected} GPU(s)",
+                          detail=_why_cpu(name, info),
+                          text=f"Install a CUDA build of {label} for this driver.", commands=_gpu_build_commands(name, facts))
+            continue
+        seen = len(info.get("devices") or [])
+        if seen == 0:
+            yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",
+                          detail=_message(info) or "It gave no reason.",
+                          text="The framework's own message above names the cause: a driver older than its CUDA build, "
+                               "a library it cannot load, or a GPU its build has no code for.",
+                          commands=[f"{_python(facts)} -m gpudoctor devices"])
+        elif seen < expected:
+            yield finding("FWK003", f"{label} sees {seen} of the {expected} GPU(s) CUDA programs should see",
+                          detail=_message(info) or "",
+                          text="Compare the GPUs it lists (gpudoctor check -v) with nvidia-smi -L; a GPU it skips may be "
+                               "one its build has no code for, or one in a bad state.",
+                          commands=["nvidia-smi -L"])
+        smoke = info.get("smoke")
+        if seen and isinstance(smoke, dict) and "error" in smoke:
+            yield finding("FWK008", f"{label} sees the GPU but a 2x2 matrix product on it failed: {smoke['error']}",
+                          text="The framework cannot run work on the GPU. The error names the cause.")
+
+
+def _why_cpu(name: str, info: dict[str, Any]) -> str:
+    if name == "torch":
+        return f"torch.version.cuda is None ({info.get('init_error', 'Torch not compiled with CUDA enabled')})."
+    if name == "tensorflow":
+        return "tf.sysconfig.get_build_info() says is_cuda_build=False (tensorflow-cpu, or a macOS/Windows build)."
+    if name == "jax":
+        return f"No CUDA plugin is installed ({info.get('init_error', 'no GPU backend')})."
+    return ""
+
+
+def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
+    py = _python(facts)
+    cuda = _driver_cuda(facts)
+    if name == "torch":
+        variant = next((v for v, need in TORCH_VARIANTS if cuda and cuda >= Version(need)), None)
+        if variant is None:
+            return []
+        return [f"{py} -m pip install --force-reinstall torch --index-url {TORCH_INDEX}/{variant}"]
+    if name == "tensorflow":
+        return [f"{py} -m pip uninstall -y tensorflow-cpu", f"{py} -m pip install 'tensorflow[and-cuda]'"]
+    if name == "jax":
+        extra = "cuda13" if cuda and cuda >= Version("13.0") else "cuda12"
+        return [f"{py} -m pip install -U 'jax[{extra}]'"]
+    return []
+
+
+def _message(info: dict[str, Any]) -> str:
+    parts = [info.get("init_error")] + list(info.get("warnings") or [])
+    return " ".join(str(p) for p in parts if p)[:1200]
+
+
+def check_cudnn(facts: Facts) -> Iterator[Finding]:
+    for name, fw in _installed(facts).items():
+        info = fw.get("info") or {}
+        built, runtime = _version(info.get("built_cudnn")), _version(info.get("runtime_cudnn"))
+        if built is None or runtime is None:
+            continue
+        label = NAMES.get(name, name)
+        loaded = _loaded_path(info, "libcudnn")
+        where = f" from {loaded}" if loaded else ""
+        if runtime.major != built.major:
+            yield finding("FWK006", f"{label} was built for cuDNN {built} but loaded cuDNN {runtime}{where}",
+                          text="A different cuDNN major is not compatible. Remove the other copy from LD_LIBRARY_PATH, "
+                               "or install the cuDNN major the framework was built for.",
+                          commands=["echo $LD_LIBRARY_PATH"])
+        elif runtime < Version(f"{built.major}.{built.minor}"):
+            yield finding("FWK007", f"{label} was built for cuDNN {built} but loaded the older cuDNN {runtime}{where}",
+                          text="An older cuDNN than the build's may lack kernels the framework calls. Let the framework "
+                               "load the cuDNN its wheel depends on (remove older copies from LD_LIBRARY_PATH).",
+                          commands=["echo $LD_LIBRARY_PATH"])
+
+
+def _version(value: Any) -> Optional[Version]:
+    if not isinstance(value, (str, int, float)):
+        return None
+    try:
+        return Version(str(value))
+    except InvalidVersion:
+        return None
+
+
+def _loaded_path(info: dict[str, Any], family: str) -> Optional[str]:
+    for lib in info.get("loaded_libraries") or []:
+        if lib.get("family") == family:
+            return lib.get("path")
+    return None
+
+
+CHECKS = (
+    Check("frameworks.import", "frameworks", "every installed framework imports", ("FWK004", "FWK005"),
+          check_imports, ("frameworks",)),
+    Check("frameworks.gpu", "frameworks", "every framework is a GPU build that sees the GPUs",
+          ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml")),
+    Check("frameworks.cudnn", "frameworks", "frameworks run with the cuDNN they were built for", ("FWK006", "FWK007"),
+          check_cudnn, ("frameworks",)),
+)

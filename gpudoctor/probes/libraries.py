@@ -1,0 +1,138 @@
+"""Every copy of the CUDA libraries that the dynamic loader or a framework could pick up.
+
+Searched in the order the loader itself uses where that order matters (LD_LIBRARY_PATH before
+the ldconfig cache before the default directories), plus the copies pip wheels (nvidia-*,
+torch/lib) and a conda environment bring. Each copy's version is read from the library itself in
+a child process (a broken library may crash whoever loads it), falling back to its file name and
+the pip distribution that installed it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import site
+import subprocess
+import sys
+from importlib import metadata
+from typing import Any
+
+from gpudoctor.probes.child import run_module
+from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
+
+SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
+               "/usr/lib/aarch64-linux-gnu", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib")
+TOOLKIT_SUBDIRS = ("lib64", "lib", "targets/*/lib", "lib64/stubs", "targets/*/lib/stubs")
+VERSION_WORKER = "gpudoctor.probes.libversions"
+MAX_VERSION_READS = 80
+
+
+def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeout_s: float = 20.0) -> dict[str, Any]:
+    copies: dict[str, dict[str, Any]] = {}
+    for origin, directory in search_dirs(toolkit_roots):
+        for path in _library_files(directory):
+            entry = copies.setdefault(path, _entry(path))
+            if origin not in entry["origins"]:
+                entry["origins"].append(origin)
+    for path in _ldconfig_paths():
+        entry = copies.setdefault(path, _entry(path))
+        if "ldconfig" not in entry["origins"]:
+            entry["origins"].append("ldconfig")
+    _attach_distributions(copies)
+    if read_versions:
+        _read_versions(copies, timeout_s)
+    return {"ld_library_path": _ld_library_path(), "copies": list(copies.values())}
+
+
+def _entry(path: str) -> dict[str, Any]:
+    return {"family": family_of(os.path.basename(path)), "path": path, "real_path": os.path.realpath(path),
+            "version_from_name": version_from_name(path), "stub": is_stub(path), "origins": []}
+
+
+def _ld_library_path() -> list[str]:
+    return [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+
+
+def search_dirs(toolkit_roots: list[str]) -> list[tuple[str, str]]:
+    dirs: list[tuple[str, str]] = [("LD_LIBRARY_PATH", d) for d in _ld_library_path()]
+    dirs += [("system", d) for d in SYSTEM_DIRS]
+    for root in dict.fromkeys(os.path.realpath(r) for r in toolkit_roots):
+        for sub in TOOLKIT_SUBDIRS:
+            dirs += [("toolkit", d) for d in sorted(glob.glob(os.path.join(root, sub)))]
+    for sp in _site_dirs():
+        dirs += [("pip", d) for d in sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))]
+        dirs += [("pip", d) for d in sorted(glob.glob(os.path.join(sp, "nvidia", "cu*", "lib")))]
+        dirs += [("pip", os.path.join(sp, "torch", "lib"))]
+    if os.environ.get("CONDA_PREFIX"):
+        dirs.append(("conda", os.path.join(os.environ["CONDA_PREFIX"], "lib")))
+    return dirs
+
+
+def _site_dirs() -> list[str]:
+    found = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    try:
+        found += site.getsitepackages() + [site.getusersitepackages()]
+    except AttributeError:  # virtualenv's old site.py
+        pass
+    return [p for p in dict.fromkeys(found) if os.path.isdir(p)]
+
+
+def _library_files(directory: str) -> list[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []  # missing or unreadable: nothing the loader could take from it either
+    stubs = os.path.basename(directory.rstrip("/")) == "stubs"
+    return [os.path.join(directory, n) for n in sorted(names) if family_of(n) and (loadable_name(n) or stubs)]
+
+
+def loadable_name(name: str) -> bool:
+    """The loader opens libraries by soname (libcudnn.so.9); a bare libX.so is a link-time alias,
+    except libcuda.so in a stubs/ directory, which is exactly the trap worth listing."""
+    return bool(re.search(r"\.so\.\d", name))
+
+
+def _ldconfig_paths() -> list[str]:
+    for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            res = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        paths = re.findall(r"^\s*(\S+) \(.*?\) => (\S+)$", res.stdout, re.M)
+        return [path for name, path in paths if family_of(name) and loadable_name(name)]
+    return []
+
+
+def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
+    """Name the pip distribution that installed each copy under site-packages, with its version."""
+    owners: dict[str, tuple[str, str]] = {}
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if not (name.startswith("nvidia-") or name == "torch"):
+            continue
+        for f in dist.files or []:
+            if family_of(os.path.basename(str(f))):
+                owners[os.path.realpath(str(dist.locate_file(f)))] = (name, dist.version)
+    for entry in copies.values():
+        owner = owners.get(entry["real_path"])
+        if owner:
+            entry["distribution"] = {"name": owner[0], "version": owner[1]}
+
+
+def _read_versions(copies: dict[str, dict[str, Any]], timeout_s: float) -> None:
+    wanted = [e for e in copies.values() if e["family"] != "libcudnn_sub"]
+    unique = list(dict.fromkeys(e["real_path"] for e in wanted))[:MAX_VERSION_READS]
+    jobs = [[copies_family(wanted, rp), rp] for rp in unique]
+    child = run_module(VERSION_WORKER, [json.dumps(jobs)], timeout_s=timeout_s)
+    versions = {line["path"]: line["version"] for line in child.lines if "path" in line}
+    for entry in wanted:
+        if entry["real_path"] in versions:
+            entry["version"] = versions[entry["real_path"]]
+        elif child.timed_out or child.returncode:
+            entry["version"] = {"unavailable": "timeout" if child.timed_out else "unknown"}
+
+
+def copies_family(entries: list[dict[str, Any]], real_path: str) -> str:
+    return next(e["family"] for e in entries if e["real_path"] == real_path)
