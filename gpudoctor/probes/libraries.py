@@ -16,6 +16,7 @@ import re
 import site
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
@@ -26,7 +27,7 @@ SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64
                "/usr/lib/aarch64-linux-gnu", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib")
 TOOLKIT_SUBDIRS = ("lib64", "lib", "targets/*/lib", "lib64/stubs", "targets/*/lib/stubs")
 VERSION_WORKER = "gpudoctor.probes.libversions"
-MAX_VERSION_READS = 80
+MAX_VERSION_READS = 48
 
 
 def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeout_s: float = 20.0) -> dict[str, Any]:
@@ -122,17 +123,25 @@ def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
 
 
 def _read_versions(copies: dict[str, dict[str, Any]], timeout_s: float) -> None:
+    """One child process per copy: within one process the loader hands back whatever library of the
+    same soname is already loaded, so a second libcudnn.so.9 would report the first one's version."""
     wanted = [e for e in copies.values() if e["family"] != "libcudnn_sub"]
     unique = list(dict.fromkeys(e["real_path"] for e in wanted))[:MAX_VERSION_READS]
-    jobs = [[copies_family(wanted, rp), rp] for rp in unique]
-    child = run_module(VERSION_WORKER, [json.dumps(jobs)], timeout_s=timeout_s)
-    versions = {line["path"]: line["version"] for line in child.lines if "path" in line}
+    family = {e["real_path"]: e["family"] for e in wanted}
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 2)) as pool:
+        versions = dict(zip(unique, pool.map(lambda rp: _read_one(family[rp], rp, timeout_s), unique)))
     for entry in wanted:
         if entry["real_path"] in versions:
             entry["version"] = versions[entry["real_path"]]
-        elif child.timed_out or child.returncode:
-            entry["version"] = {"unavailable": "timeout" if child.timed_out else "unknown"}
 
 
-def copies_family(entries: list[dict[str, Any]], real_path: str) -> str:
-    return next(e["family"] for e in entries if e["real_path"] == real_path)
+def _read_one(family: str, real_path: str, timeout_s: float) -> Any:
+    child = run_module(VERSION_WORKER, [json.dumps([[family, real_path]])], timeout_s=timeout_s)
+    for line in child.lines:
+        if line.get("path") == real_path:
+            return line["version"]
+    if child.timed_out:
+        return {"unavailable": "timeout"}
+    return {"unavailable": "unknown", "error": f"loading it crashed ({child.signal_name or child.returncode})"}
+
+

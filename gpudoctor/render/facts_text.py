@@ -119,9 +119,21 @@ def toolkit_line(facts: dict[str, Any]) -> str:
 
 
 def libraries_line(facts: dict[str, Any]) -> str:
+    """Each library's distinct versions and where they come from: "libcudnn 9.14.0 (system), 9.19.0 (pip)"."""
     copies = get(facts, "libraries.copies") or []
-    families = sorted({c.get("family") for c in copies if c.get("family") and c.get("family") != "libcudnn_sub"})
-    return f"{len(copies)} copies found of {', '.join(families) or 'no CUDA library'}" if copies else "no CUDA library found on the search paths"
+    if not copies:
+        return "no CUDA library found on the search paths"
+    seen: dict[str, dict[str, set[str]]] = {}
+    for c in copies:
+        if c.get("family") in (None, "libcudnn_sub") or c.get("stub"):
+            continue
+        version = known(c.get("version"))
+        if not isinstance(version, str):
+            version = (c.get("distribution") or {}).get("version") or c.get("version_from_name") or "?"
+        origin = "pip" if "pip" in c.get("origins", []) else (c.get("origins") or ["?"])[0]
+        seen.setdefault(c["family"], {}).setdefault(version, set()).add(origin)
+    return "; ".join(f"{fam} " + ", ".join(f"{v} ({'/'.join(sorted(o))})" for v, o in sorted(vs.items()))
+                     for fam, vs in sorted(seen.items()))
 
 
 def frameworks_line(facts: dict[str, Any]) -> str:

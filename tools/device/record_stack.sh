@@ -16,6 +16,12 @@ LD_DEBUG=libs python3 -c "import torch; torch.backends.cudnn.version()" 2>&1 | g
 ls -l /usr/lib/x86_64-linux-gnu/libcudnn* > "$d/system-cudnn.txt" 2>&1
 python3 -m pip list 2>/dev/null | grep -i -E "cudnn|nccl|torch|jax|cupy|nvidia" > "$d/pip-list.txt"
 python3 benchmarks/static_check.py 3 > "$d/bench.txt" 2>&1
+# Real faults on real hardware: a selection that hides GPU 0, and the system cuDNN put first on the loader path.
+CUDA_VISIBLE_DEVICES=1 python3 -m gpudoctor check --format json -o "$d/report-cvd1.json" 2> /dev/null
+LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH python3 -m gpudoctor check --format json -o "$d/report-ldpath-cudnn.json" 2> /dev/null
+LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH python3 -c "import torch; print('torch cudnn with system dir first:', torch.backends.cudnn.version())" > "$d/torch-truth-ldpath.txt" 2>&1
+for r in report-cvd1 report-ldpath-cudnn; do echo "== $r"; python3 -m gpudoctor analyze "$d/$r.json" | grep -E "^\[|^    [✗!i]"; done
+cat "$d/torch-truth-ldpath.txt"
 tar czf "$OUT/stack-$kind.tar.gz" -C "$d" .
 rm -f "$OUT/record-$kind.tar.gz"
 cat "$d/torch-truth.json"; cat "$d/ld-debug-torch.txt" | head; cat "$d/system-cudnn.txt" | head -4; cat "$d/bench.txt"
