@@ -270,7 +270,7 @@ _CODES = (
          "Remove the other cuDNN from LD_LIBRARY_PATH, or install the major the framework was built for."),
     Code("FWK007", "cudnn-older-than-built", WARNING,
          "A framework loaded an older cuDNN minor release than the one it was built against.",
-         "It may call kernels or APIs the older release lacks.",
+         "It may call kernels or APIs the older release lacks; an error when the framework itself refuses that cuDNN (PyTorch raises 'cuDNN version incompatibility').",
          "Let the framework load the cuDNN its wheel depends on; remove older copies from LD_LIBRARY_PATH."),
     Code("FWK008", "framework-gpu-op-failed", ERROR,
          "A framework sees the GPU, but a 2x2 matrix product on it failed.",

@@ -131,18 +131,24 @@ def check_cudnn(facts: Facts) -> Iterator[Finding]:
     for name, fw in _installed(facts).items():
         info = fw.get("info") or {}
         built, runtime = _version(info.get("built_cudnn")), _version(info.get("runtime_cudnn"))
+        refusal = (info.get("runtime_cudnn") or {}).get("error") if isinstance(info.get("runtime_cudnn"), dict) else None
+        lib = _loaded(info, "libcudnn")
+        if runtime is None and lib:
+            runtime = _version(lib.get("version"))  # what the loaded library itself reports, in that process
         if built is None or runtime is None:
             continue
         label = NAMES.get(name, name)
-        loaded = _loaded_path(info, "libcudnn")
-        where = f" from {loaded}" if loaded else ""
+        where = f" from {lib['path']}" + _sublibs(info) if lib else ""
         if runtime.major != built.major:
             yield finding("FWK006", f"{label} was built for cuDNN {built} but loaded cuDNN {runtime}{where}",
+                          detail=f"{label} says: {refusal}" if refusal else "",
                           text="A different cuDNN major is not compatible. Remove the other copy from LD_LIBRARY_PATH, "
                                "or install the cuDNN major the framework was built for.",
                           commands=["echo $LD_LIBRARY_PATH"])
         elif runtime < Version(f"{built.major}.{built.minor}"):
             yield finding("FWK007", f"{label} was built for cuDNN {built} but loaded the older cuDNN {runtime}{where}",
+                          detail=f"{label} refuses it: {refusal}" if refusal else "",
+                          severity="error" if refusal else None,
                           text="An older cuDNN than the build's may lack kernels the framework calls. Let the framework "
                                "load the cuDNN its wheel depends on (remove older copies from LD_LIBRARY_PATH).",
                           commands=["echo $LD_LIBRARY_PATH"])
@@ -157,11 +163,14 @@ def _version(value: Any) -> Optional[Version]:
         return None
 
 
-def _loaded_path(info: dict[str, Any], family: str) -> Optional[str]:
-    for lib in info.get("loaded_libraries") or []:
-        if lib.get("family") == family:
-            return lib.get("path")
-    return None
+def _loaded(info: dict[str, Any], family: str) -> Optional[dict[str, Any]]:
+    return next((lib for lib in info.get("loaded_libraries") or [] if lib.get("family") == family), None)
+
+
+def _sublibs(info: dict[str, Any]) -> str:
+    """cuDNN 9 is a shim plus sub-libraries the shim loads by name: they may come from elsewhere."""
+    subs = sorted({lib["path"] for lib in info.get("loaded_libraries") or [] if lib.get("family") == "libcudnn_sub"})
+    return f" (with {', '.join(subs)})" if subs else ""
 
 
 CHECKS = (

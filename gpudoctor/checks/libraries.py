@@ -8,6 +8,7 @@ linking) on the search path makes every CUDA program fail with CUDA_ERROR_STUB_L
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
@@ -15,7 +16,8 @@ from gpudoctor.checks.frameworks import NAMES
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
 
-SHADOWABLE = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl", "libnvrtc", "libnvJitLink", "libcusparse")
+SHADOWABLE = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libcudnn_sub", "libnccl", "libnvrtc", "libnvJitLink",
+              "libcusparse")
 REACHABLE = ("LD_LIBRARY_PATH", "ldconfig", "system")
 
 
@@ -38,11 +40,11 @@ def check_shadowing(facts: Facts) -> Iterator[Finding]:
     for name, lib in _loaded(facts):
         if lib.get("family") not in SHADOWABLE:
             continue
-        soname = os.path.basename(lib["path"])
+        soname = _soname(lib["path"])
         mine = _copy(copies, lib["path"])
         if mine and "pip" in mine.get("origins", []):
             continue  # loaded from a wheel: the intended copy
-        wheel = next((c for c in copies if "pip" in c.get("origins", []) and os.path.basename(c["path"]) == soname), None)
+        wheel = next((c for c in copies if "pip" in c.get("origins", []) and _soname(c["path"]) == soname), None)
         if wheel is None:
             continue
         directory = os.path.dirname(lib["path"])
@@ -56,6 +58,13 @@ def check_shadowing(facts: Facts) -> Iterator[Finding]:
                       text="Let the framework load the libraries its wheels bring: remove that directory from "
                            "LD_LIBRARY_PATH (or the system copy from the loader's path).",
                       commands=[_without(ld_path, directory)] if on_path else [f"ls -l {directory}/{soname}*"])
+
+
+def _soname(path: str) -> str:
+    """libcudnn_graph.so.9.14.0 and libcudnn_graph.so.9 are the same soname to the loader."""
+    name = os.path.basename(path)
+    match = re.match(r"(lib[\w.+-]*?\.so\.\d+)", name)
+    return match.group(1) if match else name
 
 
 def _copy(copies: list[dict[str, Any]], path: str) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
-from gpudoctor.probes.child import run_module
+from gpudoctor.probes.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
@@ -136,7 +136,11 @@ def _read_versions(copies: dict[str, dict[str, Any]], timeout_s: float) -> None:
 
 
 def _read_one(family: str, real_path: str, timeout_s: float) -> Any:
-    child = run_module(VERSION_WORKER, [json.dumps([[family, real_path]])], timeout_s=timeout_s)
+    """The copy's own directory goes first on the loader path, so a shim (cuDNN 9's libcudnn.so.9)
+    reports its own siblings' version rather than whatever LD_LIBRARY_PATH would give it."""
+    own = os.path.dirname(real_path)
+    env = child_env({"LD_LIBRARY_PATH": ":".join([own] + _ld_library_path())})
+    child = run_module(VERSION_WORKER, [json.dumps([[family, real_path]])], timeout_s=timeout_s, env=env)
     for line in child.lines:
         if line.get("path") == real_path:
             return line["version"]
