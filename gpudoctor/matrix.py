@@ -22,6 +22,32 @@ def data_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "compat_matrix"
 
 
+_overlays: list[dict[str, Any]] = []
+
+
+def set_overlay(path: str) -> None:
+    """Overlay a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}.
+    Its entries come first, so they win over the bundled ones; nothing bundled is changed."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MatrixError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    except ValueError as exc:
+        raise MatrixError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+    topics = data.get("topics") if isinstance(data, dict) and "topics" in data else [data]
+    if not isinstance(topics, list):
+        raise MatrixError(f"{path}: 'topics' must be a list")
+    for i, topic in enumerate(topics):
+        validate(topic, f"{path} (topic {i + 1})")
+    _overlays.extend(topics)
+    load_topic.cache_clear()
+
+
+def clear_overlays() -> None:
+    _overlays.clear()
+    load_topic.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def load_topic(topic: str) -> dict[str, Any]:
     path = data_dir() / f"{topic}.json"
@@ -30,12 +56,33 @@ def load_topic(topic: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise MatrixError(f"{path}: {exc}") from None
     validate(data, str(path))
+    for overlay in _overlays:
+        if overlay.get("topic") == topic:
+            data = _merge(overlay, data)
     return data
+
+
+def _merge(overlay: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    merged["sources"] = {**base.get("sources", {}), **overlay.get("sources", {})}
+    for key, value in overlay.items():
+        if isinstance(value, list) and isinstance(base.get(key), list):
+            merged[key] = value + base[key]
+        elif key not in ("sources", "topic"):
+            merged[key] = value
+    return merged
+
+
+def topics() -> list[str]:
+    return sorted(p.stem for p in data_dir().glob("*.json"))
 
 
 def validate(data: Any, where: str) -> None:
     if not isinstance(data, dict):
         raise MatrixError(f"{where}: expected a JSON object")
+    if not isinstance(data.get("entries"), list) or not isinstance(data.get("sources"), dict):
+        if "entries" in data and "sources" in data:
+            raise MatrixError(f"{where}: 'entries' must be a list and 'sources' an object")
     for key in ("topic", "as_of", "sources", "entries"):
         if key not in data:
             raise MatrixError(f"{where}: missing {key!r}")

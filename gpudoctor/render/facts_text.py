@@ -102,6 +102,8 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
         return f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
     if area == "frameworks":
         return frameworks_line(facts)
+    if area == "compat":
+        return "driver, GPUs, toolkit and builds against the bundled matrix"
     if area == "visibility":
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"

@@ -23,6 +23,7 @@ AREA_TITLES = {
     "libraries": "CUDA libraries",
     "python": "Python",
     "frameworks": "Frameworks",
+    "compat": "Compatibility",
 }
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "timeout": "⏱"}
 ASCII_MARKS = {"pass": "OK", "warn": "!", "fail": "X", "skip": "-", "timeout": "T"}
