@@ -85,11 +85,12 @@ def cli() -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_report_options
-def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str) -> None:
-    """Check the driver and every GPU, and report problems with their fixes."""
+@click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel).")
+def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool) -> None:
+    """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     from gpudoctor import pipeline
 
-    report = pipeline.check(on_progress=_progress_printer())
+    report = pipeline.check(on_progress=_progress_printer(), quick=quick)
     _clear_progress()
     _emit(report, fmt, output, verbose)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))

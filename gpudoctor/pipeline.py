@@ -7,12 +7,13 @@ from typing import Any, Callable, Optional
 from gpudoctor import report as rep
 from gpudoctor.checks.registry import run_checks
 from gpudoctor.checks.visibility import resolve
-from gpudoctor.runner import run_probes
+from gpudoctor.runner import GPU_WORK, PROBES, run_probes
 
 
-def check(on_progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
-    """Probe this machine and judge it."""
-    facts = run_probes(on_progress=on_progress)
+def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False) -> dict[str, Any]:
+    """Probe this machine and judge it; ``quick`` runs no work on the GPUs."""
+    probes = [p for p in PROBES if not (quick and p.name in GPU_WORK)]
+    facts = run_probes(probes, on_progress=on_progress)
     return judge(facts)
 
 

@@ -18,6 +18,7 @@ from gpudoctor.probes.frameworks import probe_frameworks
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.pyenv import probe_python
+from gpudoctor.probes.smoke import probe_smoke
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
 
@@ -32,6 +33,7 @@ class Probe:
 
 NVML_TIMEOUT_S = 20.0
 FRAMEWORK_TIMEOUT_S = 60.0
+SMOKE_TIMEOUT_S = 30.0
 
 
 def _cuda_stack() -> dict[str, Any]:
@@ -48,7 +50,10 @@ PROBES: tuple[Probe, ...] = (
     Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
           lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0),
+    Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
 )
+#: Probes that run work on the GPUs; `check --quick` leaves them out.
+GPU_WORK = ("smoke",)
 
 
 def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from gpudoctor.checks import compat, container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
+from gpudoctor.checks import acceleration, compat, container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
 from gpudoctor.checks.base import Check, NotApplicable, finding
 from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
 
-AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container", "toolkit", "libraries", "python", "frameworks", "compat")
+AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container", "toolkit", "libraries", "python", "frameworks", "compat", "acceleration")
 
 CHECKS: tuple[Check, ...] = (
     *internal.CHECKS,
@@ -27,6 +27,7 @@ CHECKS: tuple[Check, ...] = (
     *pyenv.CHECKS,
     *frameworks.CHECKS,
     *compat.CHECKS,
+    *acceleration.CHECKS,
 )
 
 

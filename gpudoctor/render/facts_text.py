@@ -102,6 +102,12 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
         return f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
     if area == "frameworks":
         return frameworks_line(facts)
+    if area == "acceleration":
+        runs = (facts.get("smoke") or {}).get("runs") or []
+        if not facts.get("smoke"):
+            return "no GPU work run (--quick)"
+        good = sum(1 for r in runs if r.get("ok"))
+        return f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs else "no GPU to run on"
     if area == "compat":
         return "driver, GPUs, toolkit and builds against the bundled matrix"
     if area == "visibility":

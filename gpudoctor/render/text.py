@@ -24,6 +24,7 @@ AREA_TITLES = {
     "python": "Python",
     "frameworks": "Frameworks",
     "compat": "Compatibility",
+    "acceleration": "Acceleration",
 }
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "skip": "-", "timeout": "⏱"}
 ASCII_MARKS = {"pass": "OK", "warn": "!", "fail": "X", "skip": "-", "timeout": "T"}

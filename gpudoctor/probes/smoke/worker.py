@@ -1,0 +1,198 @@
+"""Smoke-kernel worker: proves one GPU computes, through the CUDA driver API alone.
+
+Run as ``python -m gpudoctor.probes.smoke.worker count`` (how many devices CUDA enumerates) or
+``... run ORDINAL``. It loads the driver's libcuda with ctypes, retains the device's primary
+context, has the driver JIT-compile a small PTX kernel (y = a*x + y over 1M floats of varied
+data), runs it, copies the result back and checks every element against a CPU reference. No
+toolkit and no framework are involved, so a failure here is the driver's or the GPU's.
+Each step's CUDA error is reported by number and name; the parent maps it to a fix.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import struct
+import sys
+import time
+from array import array
+from typing import Any
+
+N = 1 << 18  # 1 MiB per buffer: enough varied data to catch a wrong result, fast on any GPU
+A = 2.5
+BLOCK = 256
+# PTX ISA 6.0 for sm_30: old enough that any driver since CUDA 9 JIT-compiles it for any newer GPU.
+PTX = b"""
+.version 6.0
+.target sm_30
+.address_size 64
+
+.visible .entry saxpy(.param .u64 x_ptr, .param .u64 y_ptr, .param .f32 a, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .f32 %f<5>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [x_ptr];
+    ld.param.u64 %rd2, [y_ptr];
+    ld.param.f32 %f1, [a];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mul.wide.u32 %rd5, %r5, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    add.s64 %rd7, %rd4, %rd5;
+    ld.global.f32 %f2, [%rd6];
+    ld.global.f32 %f3, [%rd7];
+    fma.rn.f32 %f4, %f1, %f2, %f3;
+    st.global.f32 [%rd7], %f4;
+DONE:
+    ret;
+}
+\x00"""
+
+
+class CudaFailure(Exception):
+    def __init__(self, step: str, code: int, name: str):
+        super().__init__(f"{step} failed with {name} ({code})")
+        self.step, self.code, self.name = step, code, name
+
+
+def emit(section: str, data: Any) -> None:
+    sys.stdout.write(json.dumps({"section": section, "data": data}) + "\n")
+    sys.stdout.flush()
+
+
+def load() -> Any:
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def check(cuda: Any, step: str, rc: int) -> None:
+    if rc != 0:
+        name = ctypes.c_char_p()
+        try:
+            cuda.cuGetErrorName(rc, ctypes.byref(name))
+        except AttributeError:
+            pass
+        raise CudaFailure(step, rc, name.value.decode() if name.value else f"CUDA error {rc}")
+
+
+def fn(cuda: Any, *names: str) -> Any:
+    """The first of the versioned symbols this driver exports (cuMemAlloc_v2 before cuMemAlloc)."""
+    for name in names:
+        try:
+            return getattr(cuda, name)
+        except AttributeError:
+            continue
+    raise AttributeError(names[0])
+
+
+def count() -> int:
+    cuda = load()
+    check(cuda, "cuInit", cuda.cuInit(0))
+    version, n = ctypes.c_int(), ctypes.c_int()
+    check(cuda, "cuDriverGetVersion", cuda.cuDriverGetVersion(ctypes.byref(version)))
+    check(cuda, "cuDeviceGetCount", cuda.cuDeviceGetCount(ctypes.byref(n)))
+    devices = []
+    for i in range(n.value):
+        dev, name, uuid = ctypes.c_int(), ctypes.create_string_buffer(256), (ctypes.c_ubyte * 16)()
+        check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), i))
+        check(cuda, "cuDeviceGetName", cuda.cuDeviceGetName(name, 256, dev))
+        check(cuda, "cuDeviceGetUuid", fn(cuda, "cuDeviceGetUuid_v2", "cuDeviceGetUuid")(uuid, dev))
+        devices.append({"ordinal": i, "name": name.value.decode(errors="replace"), "uuid": _uuid(bytes(uuid))})
+    emit("count", {"driver_cuda": version.value, "devices": devices})
+    return 0
+
+
+def _uuid(raw: bytes) -> str:
+    h = raw.hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def run(ordinal: int) -> int:
+    cuda = load()
+    start = time.monotonic()
+    steps: dict[str, float] = {}
+    check(cuda, "cuInit", cuda.cuInit(0))
+    dev, ctx, module, kernel = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), ordinal))
+    t = time.monotonic()
+    check(cuda, "cuDevicePrimaryCtxRetain", cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
+    check(cuda, "cuCtxSetCurrent", cuda.cuCtxSetCurrent(ctx))
+    steps["context_s"] = time.monotonic() - t
+    try:
+        t = time.monotonic()
+        check(cuda, "cuModuleLoadData (PTX JIT)", cuda.cuModuleLoadData(ctypes.byref(module), PTX))
+        check(cuda, "cuModuleGetFunction", cuda.cuModuleGetFunction(ctypes.byref(kernel), module, b"saxpy"))
+        steps["jit_s"] = time.monotonic() - t
+        x = array("f", (((i % 1000) * 0.5 - 17.0) for i in range(N)))
+        y = array("f", ((i % 4093) * 0.25 + 1.0 for i in range(N)))
+        expected = array("f", (A * xi + yi for xi, yi in zip(x, y)))
+        t = time.monotonic()
+        got = _launch(cuda, kernel, x, y)
+        steps["kernel_and_copies_s"] = time.monotonic() - t
+        bad = [i for i in range(N) if not _close(got[i], expected[i])]
+        result = {"ordinal": ordinal, "ok": not bad, "elements": N, "wrong_elements": len(bad),
+                  "first_wrong": [[i, got[i], expected[i]] for i in bad[:5]]}
+    finally:
+        if module:
+            cuda.cuModuleUnload(module)
+        fn(cuda, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")(dev)
+    result.update({k: round(v, 4) for k, v in steps.items()}, total_s=round(time.monotonic() - start, 4))
+    emit("run", result)
+    return 0
+
+
+def _launch(cuda: Any, kernel: Any, x: array, y: array) -> array:
+    nbytes = N * 4
+    dx, dy = ctypes.c_uint64(), ctypes.c_uint64()
+    alloc, free = fn(cuda, "cuMemAlloc_v2", "cuMemAlloc"), fn(cuda, "cuMemFree_v2", "cuMemFree")
+    htod, dtoh = fn(cuda, "cuMemcpyHtoD_v2", "cuMemcpyHtoD"), fn(cuda, "cuMemcpyDtoH_v2", "cuMemcpyDtoH")
+    check(cuda, "cuMemAlloc", alloc(ctypes.byref(dx), ctypes.c_size_t(nbytes)))
+    try:
+        check(cuda, "cuMemAlloc", alloc(ctypes.byref(dy), ctypes.c_size_t(nbytes)))
+        try:
+            check(cuda, "cuMemcpyHtoD", htod(dx, ctypes.c_void_p(x.buffer_info()[0]), ctypes.c_size_t(nbytes)))
+            check(cuda, "cuMemcpyHtoD", htod(dy, ctypes.c_void_p(y.buffer_info()[0]), ctypes.c_size_t(nbytes)))
+            a, n = ctypes.c_float(A), ctypes.c_uint32(N)
+            params = (ctypes.c_void_p * 4)(*(ctypes.cast(ctypes.byref(v), ctypes.c_void_p) for v in (dx, dy, a, n)))
+            grid = (N + BLOCK - 1) // BLOCK
+            check(cuda, "cuLaunchKernel", cuda.cuLaunchKernel(kernel, grid, 1, 1, BLOCK, 1, 1, 0, None, params, None))
+            check(cuda, "cuCtxSynchronize", cuda.cuCtxSynchronize())
+            out = array("f", bytes(nbytes))
+            check(cuda, "cuMemcpyDtoH", dtoh(ctypes.c_void_p(out.buffer_info()[0]), dy, ctypes.c_size_t(nbytes)))
+            return out
+        finally:
+            free(dy)
+    finally:
+        free(dx)
+
+
+def _close(got: float, want: float) -> bool:
+    """fma rounds once, the float32 reference twice: allow one unit in the last place."""
+    if got == want:
+        return True
+    ulp = abs(struct.unpack("f", struct.pack("f", want))[0]) * 2.0**-23
+    return abs(got - want) <= max(ulp, 1e-30)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return count() if argv[0] == "count" else run(int(argv[1]))
+    except CudaFailure as exc:
+        emit("error", {"step": exc.step, "code": exc.code, "name": exc.name})
+    except OSError as exc:  # libcuda.so.1 cannot be loaded
+        emit("error", {"step": "load libcuda.so.1", "code": None, "name": "library_not_found", "message": str(exc)})
+    except AttributeError as exc:
+        emit("error", {"step": "find a driver API symbol", "code": None, "name": "symbol_missing", "message": str(exc)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
