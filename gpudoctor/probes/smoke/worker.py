@@ -58,6 +58,18 @@ DONE:
 \x00"""
 
 
+#: Names for the CUresult values worth diagnosing (cuda.h); used when the library cannot name its own
+#: error, as the stub libcuda cannot.
+ERROR_NAMES = {
+    1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 3: "CUDA_ERROR_NOT_INITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY", 46: "CUDA_ERROR_DEVICE_UNAVAILABLE", 100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU", 214: "CUDA_ERROR_ECC_UNCORRECTABLE",
+    218: "CUDA_ERROR_INVALID_PTX", 221: "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", 222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    700: "CUDA_ERROR_ILLEGAL_ADDRESS", 719: "CUDA_ERROR_LAUNCH_FAILED", 802: "CUDA_ERROR_SYSTEM_NOT_READY",
+    803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", 804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+
 class CudaFailure(Exception):
     def __init__(self, step: str, code: int, name: str):
         super().__init__(f"{step} failed with {name} ({code})")
@@ -80,7 +92,7 @@ def check(cuda: Any, step: str, rc: int) -> None:
             cuda.cuGetErrorName(rc, ctypes.byref(name))
         except AttributeError:
             pass
-        raise CudaFailure(step, rc, name.value.decode() if name.value else f"CUDA error {rc}")
+        raise CudaFailure(step, rc, name.value.decode() if name.value else ERROR_NAMES.get(rc, f"CUDA error {rc}"))
 
 
 def fn(cuda: Any, *names: str) -> Any:
