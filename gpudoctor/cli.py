@@ -20,7 +20,7 @@ Exit codes:
   2  usage error or bad input (unknown option, unreadable or malformed report)
   3  gpudoctor itself could not complete (internal error, interrupted, report not written)
 """
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "junit")
 
 
 class Failure(click.ClickException):
@@ -42,6 +42,9 @@ class DoctorGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
+            from gpudoctor.probes.child import kill_all
+
+            kill_all()
             click.echo("gpudoctor: interrupted", err=True)
             ctx.exit(rep.EXIT_INTERNAL)
         except Exception as exc:  # noqa: BLE001 - the contract is: no traceback, exit 3
@@ -83,16 +86,44 @@ def cli() -> None:
     """Judge whether this machine can really compute on its NVIDIA GPUs, and say how to fix it if not."""
 
 
+def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n.strip() for v in value for n in v.split(",") if n.strip())
+
+
 @cli.command(epilog=EXIT_CODES_HELP)
 @_report_options
 @click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel).")
-def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Print only problems, one line each (for logs); nothing when healthy.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
+              help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
+@click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
+              help="Fewer usable GPUs than N is an error (VIS005).")
+@click.option("--only", multiple=True, callback=_names, metavar="AREA|CHECK",
+              help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them).")
+@click.option("--skip", multiple=True, callback=_names, metavar="AREA|CHECK", help="Leave out these areas or checks.")
+def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, quiet: bool,
+          timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...]) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
+    import time
+
     from gpudoctor import pipeline
 
-    report = pipeline.check(on_progress=_progress_printer(), quick=quick)
+    try:
+        pipeline.select_checks(only, skip)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    options = {"require_gpus": require_gpus} if require_gpus is not None else None
+    report = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deadline=deadline,
+                            only=only, skip=skip, options=options)
     _clear_progress()
-    _emit(report, fmt, output, verbose)
+    if quiet and fmt == "text":
+        from gpudoctor.render.quiet import render_quiet
+
+        text = render_quiet(report)
+        _write(output, text) if output else click.echo(text, nl=False)
+    else:
+        _emit(report, fmt, output, verbose)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
@@ -248,6 +279,10 @@ def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: boo
 def _render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool) -> str:
     if fmt == "json":
         return rep.to_json(report)
+    if fmt == "junit":
+        from gpudoctor.render.junit import render_junit
+
+        return render_junit(report)
     if fmt == "markdown":
         from gpudoctor import pipeline
         from gpudoctor.render.markdown import render_markdown
@@ -306,4 +341,10 @@ def _clear_progress() -> None:
 
 
 def main() -> None:
+    import signal
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # unwinds through the same clean-up as Ctrl-C: children killed, exit 3
+
+    signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="gpudoctor")

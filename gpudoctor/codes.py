@@ -202,6 +202,10 @@ _CODES = (
          "CUDA_VISIBLE_DEVICES is set: the finding says which physical GPUs CUDA programs will get, and in which order.",
          "cuda:0 in a program is then not necessarily GPU 0 in nvidia-smi.",
          "Nothing, if this is the selection you meant."),
+    Code("VIS005", "fewer-gpus-than-required", ERROR,
+         "Fewer usable GPUs than `check --require-gpus N` asked for (usable: visible to CUDA, answering NVML, and passing the smoke kernel where it ran).",
+         "The job that gates on this would start on fewer GPUs than it needs.",
+         "Run the job where enough healthy GPUs are allocated; the other findings say what is wrong with the missing ones."),
     # --- container: what the container runtime passed in -----------------------------------------
     Code("CTR001", "container-without-gpus", ERROR,
          "This runs in a container that was given no GPU: no NVIDIA device files and no driver libraries are inside it.",

@@ -2,24 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor import report as rep
-from gpudoctor.checks.registry import run_checks
+from gpudoctor.checks.base import Check
+from gpudoctor.checks.registry import CHECKS, run_checks
+from gpudoctor.probes.child import kill_all
 from gpudoctor.checks.visibility import resolve
 from gpudoctor.runner import GPU_WORK, PROBES, run_probes
 
 
-def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False) -> dict[str, Any]:
-    """Probe this machine and judge it; ``quick`` runs no work on the GPUs."""
-    probes = [p for p in PROBES if not (quick and p.name in GPU_WORK)]
-    facts = run_probes(probes, on_progress=on_progress)
-    return judge(facts)
+#: Probes every selection needs: what the machine is, and whether the driver answers.
+BASE_PROBES = ("host", "driver_files", "nvml")
 
 
-def judge(facts: dict[str, Any], created: Optional[str] = None) -> dict[str, Any]:
+def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False, deadline: Optional[float] = None,
+          only: Sequence[str] = (), skip: Sequence[str] = (), options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Probe this machine and judge it. ``quick`` runs no work on the GPUs; ``only``/``skip`` select
+    checks by area or id, and only the probes those checks read are run."""
+    checks = select_checks(only, skip)
+    needed = set(BASE_PROBES) | {name for c in checks for name in c.needs}
+    probes = [p for p in PROBES if p.name in needed and not (quick and p.name in GPU_WORK)]
+    try:
+        facts = run_probes(probes, on_progress=on_progress, deadline=deadline)
+    finally:
+        kill_all()
+    if options:
+        facts["options"] = options
+    return judge(facts, checks=checks)
+
+
+def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional[Sequence[Check]] = None) -> dict[str, Any]:
     """Judge facts (fresh, or from a saved report) with this version's checks."""
-    return rep.build(facts, run_checks(facts), created=created)
+    return rep.build(facts, run_checks(facts, checks if checks is not None else CHECKS), created=created)
+
+
+def select_checks(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Check]:
+    """Checks whose area or id matches ``only`` (all if empty) and not ``skip``; an unknown name is a ValueError."""
+    known = {c.area for c in CHECKS} | {c.id for c in CHECKS}
+    unknown = [n for n in (*only, *skip) if n not in known]
+    if unknown:
+        raise ValueError(f"unknown area or check: {', '.join(unknown)} (see `gpudoctor checks`)")
+
+    def matches(check: Check, names: Sequence[str]) -> bool:
+        return check.area in names or check.id in names
+
+    return [c for c in CHECKS if (not only or matches(c, only) or c.area == "doctor") and not matches(c, skip)]
 
 
 def cuda_numbers(facts: dict[str, Any]) -> dict[int, list[int]]:

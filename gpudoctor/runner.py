@@ -56,7 +56,10 @@ PROBES: tuple[Probe, ...] = (
 GPU_WORK = ("smoke",)
 
 
-def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None) -> dict[str, Any]:
+def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None,
+               deadline: Optional[float] = None) -> dict[str, Any]:
+    """Run the probes side by side. ``deadline`` (a time.monotonic() value) is a hard end for the
+    whole run: probes unfinished then are reported as timed out, and their children are killed."""
     results: dict[str, dict[str, Any]] = {}
     threads = []
     for probe in probes:
@@ -68,13 +71,18 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
     for probe, thread, started in threads:
         if on_progress:
             on_progress(probe.title)
-        thread.join(max(0.0, probe.timeout_s - (time.monotonic() - started)))
+        limit = probe.timeout_s - (time.monotonic() - started)
+        if deadline is not None:
+            limit = min(limit, deadline - time.monotonic())
+        thread.join(max(0.0, limit))
     facts: dict[str, Any] = {"probes": {}}
     for probe, thread, started in threads:
         slot = results[probe.name]
         if thread.is_alive():
+            past_deadline = deadline is not None and time.monotonic() >= deadline
+            why = "unfinished when the --timeout deadline passed" if past_deadline else f"no answer within {probe.timeout_s:g} s"
             facts["probes"][probe.name] = {"status": "timeout", "duration_s": round(time.monotonic() - started, 3),
-                                           "title": probe.title, "error": f"no answer within {probe.timeout_s:g} s"}
+                                           "title": probe.title, "error": why}
             continue
         facts["probes"][probe.name] = slot["record"]
         facts.update(slot.get("facts", {}))

@@ -77,8 +77,9 @@ def test_check_json(runner):
     assert report["summary"]["verdict"] == "error"
     assert report["facts"]["nvml"]["init"]["reason"] == "library_not_found"
     assert [c["id"] for c in report["checks"]] == [c.id for c in CHECKS]
-    assert {p: r["status"] for p, r in report["facts"]["probes"].items()} == {
-        "host": "ok", "driver_files": "ok", "nvml": "ok"}
+    from gpudoctor.runner import PROBES
+
+    assert {p: r["status"] for p, r in report["facts"]["probes"].items()} == {p.name: "ok" for p in PROBES}
 
 
 @pytest.mark.parametrize("fail_on,code", [("never", 0), ("error", 1), ("warning", 1)])
@@ -280,3 +281,56 @@ def test_version(runner):
     result = runner.invoke(cli, ["--version"])
     assert result.exit_code == 0
     assert result.stdout.startswith("gpudoctor, version ")
+
+
+def test_quiet_prints_one_line_per_problem(runner):
+    result = runner.invoke(cli, ["check", "--quiet"])
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == ["gpudoctor: error CTR001 [host] this container was started without GPU access"]
+
+
+def test_only_runs_only_the_named_areas_and_their_probes(runner):
+    result = runner.invoke(cli, ["check", "--only", "driver", "--format", "json"])
+    report = json.loads(result.stdout)
+    assert {c["area"] for c in report["checks"]} == {"doctor", "driver"}
+    assert set(report["facts"]["probes"]) == {"host", "driver_files", "nvml"}
+
+
+def test_skip_leaves_out_an_area(runner):
+    report = json.loads(runner.invoke(cli, ["check", "--skip", "driver", "--format", "json"]).stdout)
+    assert "driver" not in {c["area"] for c in report["checks"]}
+    assert report["findings"] == []
+
+
+def test_unknown_area_is_bad_input(runner):
+    result = runner.invoke(cli, ["check", "--only", "nope"])
+    assert result.exit_code == 2
+    assert "unknown area or check: nope" in result.stderr
+
+
+def test_timeout_reports_unfinished_work_and_still_exits_properly(runner):
+    import psutil
+
+    result = runner.invoke(cli, ["check", "--timeout", "0.1", "--format", "json", "--fail-on", "never"])
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert "timeout" in {r["status"] for r in report["facts"]["probes"].values()}
+    assert any(c["status"] == "timeout" for c in report["checks"])
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_require_gpus_on_a_machine_without_gpus(runner):
+    result = runner.invoke(cli, ["check", "--require-gpus", "1", "--only", "visibility", "--format", "json"])
+    assert result.exit_code == 1
+    assert [f["code"] for f in json.loads(result.stdout)["findings"]] == ["VIS005"]
+
+
+def test_junit_has_a_testcase_per_check(runner):
+    from xml.etree import ElementTree as ET
+
+    result = runner.invoke(cli, ["check", "--format", "junit"])
+    root = ET.fromstring(result.stdout)
+    cases = root.findall(".//testcase")
+    assert {c.get("name") for c in cases} == {c.id for c in CHECKS}
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert failed == ["driver.nvml"]

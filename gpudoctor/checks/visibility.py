@@ -152,7 +152,39 @@ def check_mask(facts: Facts) -> Iterator[Finding]:
                                                             "numbered fastest-first." if vis.order_uncertain else ""))
 
 
+def check_required(facts: Facts) -> Iterator[Finding]:
+    """``check --require-gpus N``: fewer usable GPUs than N is an error (the entrypoint's gate)."""
+    wanted = (get(facts, "options") or {}).get("require_gpus")
+    if not isinstance(wanted, int):
+        raise NotApplicable("no --require-gpus given")
+    usable = _usable(facts)
+    if len(usable) < wanted:
+        yield finding("VIS005", f"{len(usable)} usable GPU(s), {wanted} required",
+                      detail="Usable: visible to CUDA programs, answering NVML, and (where it ran) passing the smoke kernel"
+                             + (f": GPU {', '.join(map(str, usable))}." if usable else "."),
+                      text="Give the job a machine or allocation with enough healthy GPUs.")
+
+
+def _usable(facts: Facts) -> list[int]:
+    if not (get(facts, "nvml.init") or {}).get("ok"):
+        return []
+    by_index = {g.get("index"): g for g in facts.get("gpus") or []}
+    runs = {r.get("uuid"): r for r in ((facts.get("smoke") or {}).get("runs") or [])}
+    usable = []
+    for dev in resolve(facts).devices:
+        gpu = by_index.get(dev.gpu_index) or {}
+        if "name" not in gpu:
+            continue
+        run = runs.get(dev.uuid)
+        if facts.get("smoke") and (run is None or not run.get("ok")):
+            continue
+        usable.append(dev.gpu_index)
+    return sorted(set(usable))
+
+
 CHECKS = (
+    Check("visibility.required_gpus", "visibility", "at least --require-gpus usable GPUs", ("VIS005",), check_required,
+          ("nvml", "host")),
     Check("visibility.cuda_visible_devices", "visibility", "CUDA_VISIBLE_DEVICES selects existing GPUs",
           ("VIS001", "VIS002", "VIS003", "VIS004"), check_mask, ("nvml", "host")),
 )

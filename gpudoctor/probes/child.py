@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 STDERR_TAIL_BYTES = 4000
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -68,6 +70,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     except OSError as exc:
         result.start_error = f"{type(exc).__name__}: {exc}"
         return result
+    with _live_lock:
+        _live.add(proc)
     stderr_chunks: list[bytes] = []
     readers = [
         threading.Thread(target=_read_lines, args=(proc.stdout, result.lines), daemon=True),
@@ -83,12 +87,24 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     except BaseException:  # Ctrl-C or a deadline in the parent: never leave the child behind
         kill_group(proc)
         raise
+    finally:
+        with _live_lock:
+            _live.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
     result.returncode = proc.returncode
     result.stderr_tail = b"".join(stderr_chunks)[-STDERR_TAIL_BYTES:].decode(errors="replace")
     result.duration_s = time.monotonic() - start
     return result
+
+
+def kill_all() -> int:
+    """Kill every child still running (a deadline passed, or the user pressed Ctrl-C); returns how many."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        kill_group(proc)
+    return len(procs)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
