@@ -80,6 +80,39 @@ def _pair(p2p_read: str, nvlink_count: int, ancestor: str) -> dict[str, Any]:
     }
 
 
+_VENV = "/opt/venv/lib/python3.12/site-packages"
+_TORCH_REFUSAL = ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 19, 0) but found runtime "
+                  "version (9, 14, 0). PyTorch already comes bundled with cuDNN. One option to resolving this error is to "
+                  "ensure PyTorch can find the bundled cuDNN. one possibility is that there is a conflicting cuDNN in "
+                  "LD_LIBRARY_PATH.")
+
+
+def _torch(status: str = "ok", **info: Any) -> dict[str, Any]:
+    """The ``frameworks`` section with PyTorch alone, as the framework probe records it (``info`` reduced to ``info``)."""
+    record: dict[str, Any] = {"installed": True, "status": status}
+    if status == "ok":
+        record["info"] = {"version": "2.11.0+cu130", "built_cuda": "13.0", "cpu_only_build": False, **info}
+    else:
+        record.update(info)
+    return {"torch": record}
+
+
+def _lib(family: str, path: str, **extra: Any) -> dict[str, Any]:
+    """A library file as the probes describe it: a copy on disk or one a framework mapped."""
+    return {"family": family, "path": path, "real_path": path, "stub": "/stubs/" in path, **extra}
+
+
+def _dist(name: str, version: str, location: str = _VENV) -> dict[str, str]:
+    return {"name": name, "version": version, "location": location}
+
+
+def _toolkit(**env: Any) -> dict[str, Any]:
+    """The ``toolkit`` section: nvcc 13.0 on PATH, and CUDA_HOME / CUDA_PATH as given."""
+    nvcc = {"found": True, "path": "/usr/local/cuda-13.0/bin/nvcc", "real_path": "/usr/local/cuda-13.0/bin/nvcc",
+            "version": "13.0.88", "release": "13.0", "toolkit_root": "/usr/local/cuda-13.0"}
+    return {"nvcc": nvcc, "env": {"CUDA_HOME": None, "CUDA_PATH": None, **env}}
+
+
 EXAMPLES: dict[str, Facts] = {
     # --- driver -------------------------------------------------------------------------------
     "DRV001": {
@@ -293,6 +326,105 @@ EXAMPLES: dict[str, Facts] = {
         "gpus": [_gpu(0, compute_capability="8.0")],
     },
     "CTR004": {"host": _env(NVIDIA_VISIBLE_DEVICES="void")},
+    # --- toolkit ------------------------------------------------------------------------------
+    "CUDA001": {
+        "toolkit": _toolkit(CUDA_HOME={"path": "/usr/local/cuda-12.4", "exists": True, "real_path": "/usr/local/cuda-12.4",
+                                       "version": "12.4"}),
+    },
+    "CUDA002": {
+        "toolkit": _toolkit(CUDA_HOME={"path": "/usr/local/cuda-12.1", "exists": False, "real_path": "/usr/local/cuda-12.1",
+                                       "version": {"unavailable": "not_found"}}),
+    },
+    # --- libraries ----------------------------------------------------------------------------
+    "LIB001": {
+        "libraries": {
+            "ld_library_path": ["/usr/lib/x86_64-linux-gnu", "/usr/local/nvidia/lib64"],
+            "copies": [_lib("libcudnn_sub", f"{_VENV}/nvidia/cudnn/lib/libcudnn_graph.so.9", origins=["pip"],
+                            version_from_name="9", distribution={"name": "nvidia-cudnn-cu13", "version": "9.19.0.56"}),
+                       _lib("libcudnn_sub", "/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.14.0",
+                            origins=["LD_LIBRARY_PATH", "system"], version_from_name="9.14.0")],
+        },
+        "frameworks": _torch(loaded_libraries=[
+            _lib("libcudnn_sub", "/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.14.0", version_from_name="9.14.0")]),
+    },
+    "LIB002": {
+        "libraries": {"copies": []},
+        "frameworks": _torch(loaded_libraries=[
+            _lib("libcuda", "/usr/local/cuda-13.0/targets/x86_64-linux/lib/stubs/libcuda.so.1", version="stub")]),
+    },
+    "LIB003": {
+        "libraries": {
+            "ld_library_path": ["/usr/local/cuda-13.0/lib64/stubs"],
+            "copies": [_lib("libcuda", "/usr/local/cuda-13.0/lib64/stubs/libcuda.so.1", origins=["LD_LIBRARY_PATH"],
+                            version_from_name=None, version="stub")],
+        },
+    },
+    "LIB004": {
+        "nvml": _nvml(driver_version="580.159.04"),
+        "libraries": {
+            "copies": [_lib("libcuda", "/usr/lib/x86_64-linux-gnu/libcuda.so.575.57.08", origins=["system", "ldconfig"],
+                            version_from_name="575.57.08", version="12.9")],
+        },
+    },
+    # --- python -------------------------------------------------------------------------------
+    "PY001": {
+        "python": {"executable": "/opt/venv/bin/python3",
+                   "distributions": [_dist("tensorflow", "2.21.0"), _dist("tensorflow-cpu", "2.21.0")]},
+    },
+    # --- frameworks ---------------------------------------------------------------------------
+    "FWK001": {
+        "nvml": _nvml(cuda_driver_version=13000),
+        "gpus": [_gpu(0, _H100)],
+        "frameworks": _torch(version="2.13.0+cpu", built_cuda=None, cpu_only_build=True, devices=[],
+                             init_error="AssertionError: Torch not compiled with CUDA enabled"),
+    },
+    "FWK002": {
+        "nvml": _nvml(cuda_driver_version=12020),
+        "gpus": [_gpu(0, _H100)],
+        "frameworks": _torch(cuda_available=False, devices=[],
+                             init_error="RuntimeError: The NVIDIA driver on your system is too old (found version 12020). "
+                                        "Please update your GPU driver by downloading and installing a new version from the "
+                                        "URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: "
+                                        "https://pytorch.org to install a PyTorch version that has been compiled with your "
+                                        "version of the CUDA driver."),
+    },
+    "FWK003": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100), _gpu(1, _H100)],
+        "frameworks": _torch(cuda_available=True, devices=[{"index": 0, "name": _H100, "compute_capability": "9.0",
+                                                            "uuid": _UUID[0]}]),
+    },
+    "FWK004": {
+        "frameworks": _torch("import_error", error=(
+            "ImportError: " + _VENV + "/torch/lib/../../nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: "
+            "__nvJitLinkComplete_12_4, version libnvJitLink.so.12")),
+    },
+    "FWK005": {
+        "frameworks": _torch("timeout", error="no answer within 90 s", stderr_tail=""),
+    },
+    "FWK006": {
+        # a hand-made libcudnn.so.9 -> libcudnn.so.8.9.7 link, the usual way a cuDNN 8 ends up under a cuDNN 9 name
+        "frameworks": _torch(built_cudnn="9.19.0", runtime_cudnn="8.9.7", loaded_libraries=[
+            _lib("libcudnn", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9", version_from_name="8.9.7", version="8.9.7",
+                 real_path="/usr/lib/x86_64-linux-gnu/libcudnn.so.8.9.7")]),
+    },
+    "FWK007": {
+        "frameworks": _torch(built_cudnn="9.19.0", runtime_cudnn={"unavailable": "unknown", "error": _TORCH_REFUSAL},
+                             loaded_libraries=[
+                                 _lib("libcudnn", f"{_VENV}/nvidia/cudnn/lib/libcudnn.so.9", version_from_name="9",
+                                      version="9.14.0"),
+                                 _lib("libcudnn_sub", "/usr/lib/x86_64-linux-gnu/libcudnn_graph.so.9.14.0",
+                                      version_from_name="9.14.0")]),
+    },
+    "FWK008": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _L4)],
+        "frameworks": _torch(cuda_available=True,
+                             devices=[{"index": 0, "name": _L4, "compute_capability": "8.9", "uuid": _UUID[0]}],
+                             smoke={"unavailable": "unknown",
+                                    "error": "AcceleratorError: CUDA error: no kernel image is available for execution "
+                                             "on the device"}),
+    },
     # --- internal -----------------------------------------------------------------------------
     "INT001": {
         "probes": {

@@ -36,6 +36,12 @@ AREAS = (
     ("TOPO", "links between GPUs"),
     ("VIS", "what a CUDA program will see"),
     ("CTR", "what the container runtime passed in"),
+    ("CUDA", "the CUDA toolkit: nvcc and CUDA_HOME"),
+    ("LIB", "the CUDA libraries frameworks load"),
+    ("FWK", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)"),
+    ("PY", "the Python environment's packages"),
+    ("CMP", "compatibility of driver, GPUs, toolkit and framework builds"),
+    ("RUN", "the framework-free smoke kernel on each GPU"),
     ("INT", "gpudoctor itself"),
 )
 

@@ -21,7 +21,7 @@ from gpudoctor.findings import SEVERITIES
 LIVE_CODES = sorted(code for code, entry in CATALOGUE.items() if not entry.removed_in)
 CHECK_IDS = [c.id for c in registry.CHECKS]
 SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
-CODE = re.compile(r"^(DRV|GPU|TOPO|VIS|CTR|INT)\d{3}$")
+CODE = re.compile(r"^(DRV|GPU|TOPO|VIS|CTR|CUDA|LIB|PY|FWK|CMP|RUN|INT)\d{3}$")
 
 
 def _run(check, code_or_facts):

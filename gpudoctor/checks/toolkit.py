@@ -33,9 +33,9 @@ def check_nvcc_vs_home(facts: Facts) -> Iterator[Finding]:
         if not same_dir and home_version and nvcc_release and str(home_version).split(".")[:2] != str(nvcc_release).split(".")[:2]:
             yield finding("CUDA001", f"nvcc on PATH is CUDA {nvcc_release} ({nvcc['path']}), but {var} points at CUDA "
                                      f"{home_version} ({home.get('path')})",
-                          text="Extension builds use the toolkit CUDA_HOME names. Make both name the same toolkit.",
-                          commands=[f"export {var}={nvcc['toolkit_root']}",
-                                    f"export PATH={home.get('path')}/bin:$PATH"])
+                          text="Extension builds use the toolkit CUDA_HOME names. Make both name the same toolkit: "
+                               f"point {var} at nvcc's (below), or instead put {home.get('path')}/bin first on PATH.",
+                          commands=[f"export {var}={nvcc['toolkit_root']}"])
 
 
 CHECKS = (
