@@ -77,19 +77,60 @@ def topics() -> list[str]:
     return sorted(p.stem for p in data_dir().glob("*.json"))
 
 
+# Top-level keys every matrix file has; any other top-level key is a section that must cite a source.
+_METADATA_KEYS = ("topic", "title", "as_of", "sources", "entries")
+
+
 def validate(data: Any, where: str) -> None:
+    """Check a matrix file's shape: metadata present, every entry and every extra top-level section
+    (an object or a list of objects) cites one of the file's declared sources in "source", a plain
+    top-level value cites one in a sibling "<key>_source", and every per-field citation ("source" or
+    a key ending in "_source", at any depth) names a declared source too."""
     if not isinstance(data, dict):
         raise MatrixError(f"{where}: expected a JSON object")
-    if not isinstance(data.get("entries"), list) or not isinstance(data.get("sources"), dict):
-        if "entries" in data and "sources" in data:
-            raise MatrixError(f"{where}: 'entries' must be a list and 'sources' an object")
     for key in ("topic", "as_of", "sources", "entries"):
         if key not in data:
             raise MatrixError(f"{where}: missing {key!r}")
     sources = data["sources"]
+    if not isinstance(sources, dict):
+        raise MatrixError(f"{where}: 'sources' must be an object of KEY: url-or-citation")
+    if not isinstance(data["entries"], list):
+        raise MatrixError(f"{where}: 'entries' must be a list")
     for i, entry in enumerate(data["entries"]):
         if not isinstance(entry, dict) or entry.get("source") not in sources:
             raise MatrixError(f"{where}: entry {i} does not cite one of the file's sources")
+        _check_citations(entry, sources, f"{where}: entry {i}")
+    for key, section in data.items():
+        if key in _METADATA_KEYS:
+            continue
+        if key.endswith("_source"):
+            if section not in sources:
+                raise MatrixError(f"{where}: {key!r} cites {section!r}, which is not a declared source")
+            continue
+        if not isinstance(section, (dict, list)):
+            # a plain top-level value (e.g. "minor_version_compatibility_since": "11.0") cites its
+            # source in a sibling "<key>_source"
+            if data.get(f"{key}_source") not in sources:
+                raise MatrixError(f"{where}: {key!r} needs a {key + '_source'!r} naming one of the file's sources")
+            continue
+        items = section if isinstance(section, list) else [section]
+        for j, item in enumerate(items):
+            if not isinstance(item, dict) or item.get("source") not in sources:
+                raise MatrixError(f"{where}: section {key!r} item {j} does not cite one of the file's sources")
+            _check_citations(item, sources, f"{where}: section {key!r} item {j}")
+
+
+def _check_citations(node: Any, sources: dict[str, Any], where: str) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "source" or key.endswith("_source"):
+                if value not in sources:
+                    raise MatrixError(f"{where}: {key!r} cites {value!r}, which is not a declared source")
+            else:
+                _check_citations(value, sources, where)
+    elif isinstance(node, list):
+        for value in node:
+            _check_citations(value, sources, where)
 
 
 def architecture_for(compute_capability: str) -> str | None:

@@ -1,0 +1,322 @@
+"""The bundled compatibility matrix (compat_matrix/*.json): shape, citations, parseable versions, GPU
+name matching, and spot checks of key facts against the research notes' sources."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from gpudoctor import matrix
+
+FILES = sorted(matrix.data_dir().glob("*.json"))
+TOPICS = [p.stem for p in FILES]
+CC = re.compile(r"^\d{1,2}\.\d$")
+ARCH_FLAG = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
+PCI_ID = re.compile(r"^0x[0-9a-f]{4}$")
+
+
+def topic(name: str) -> dict[str, Any]:
+    return matrix.load_topic(name)
+
+
+def walk(node: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
+    """Every (path, key, value) pair below node."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield path, key, value
+            yield from walk(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from walk(value, f"{path}[{i}]")
+
+
+# --- every file -----------------------------------------------------------------------------------
+
+def test_expected_topics_are_bundled():
+    for name in ("architectures", "cuda_toolkits", "cuda_targets", "gpus", "pytorch", "tensorflow", "cudnn", "jax", "cupy"):
+        assert name in TOPICS
+
+
+@pytest.mark.parametrize("path", FILES, ids=TOPICS)
+def test_file_loads_validates_and_cites(path: Path):
+    data = matrix.load_topic(path.stem)  # load_topic runs matrix.validate
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert raw["topic"] == path.stem
+    assert raw["as_of"] == "2026-11-21"
+    assert raw["entries"], "a matrix file with no entries"
+    sources = raw["sources"]
+    assert sources and all(isinstance(v, str) and v.strip() for v in sources.values())
+    for entry in data["entries"]:
+        assert entry["source"] in sources
+    for where, key, value in walk(raw):
+        if key == "source" or key.endswith("_source"):
+            assert value in sources, f"{path.name}{where}.{key} cites undeclared {value!r}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=TOPICS)
+def test_versions_and_compute_capabilities_parse(path: Path):
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    for where, key, value in walk(raw["entries"]):
+        if value is None:
+            continue
+        if key in ("version", "cuda", "cudnn", "first_cuda", "last_cuda", "first_version", "cuda_build", "min_cuda",
+                   "built_with_cuda", "min_cudnn", "tested_build", "nccl", "cuda_min", "cuda_max", "cupy", "dropped_in") and isinstance(value, str):
+            if key in ("cudnn",) and value[:1] in "<>=":
+                SpecifierSet(value)
+            else:
+                Version(value)
+        if key in ("min_driver_linux", "min_driver_windows") and isinstance(value, str):
+            Version(value)
+        if key in ("min_driver_linux", "min_driver_windows") and isinstance(value, dict):
+            for v in value.values():
+                Version(v)
+        if key in ("compute_capability", "min_compute_capability", "max_compute_capability", "renamed_to", "renamed_from"):
+            assert CC.match(value), f"{path.name}{where}.{key} = {value!r}"
+        if key == "python":
+            SpecifierSet(value)
+        if key in ("arch_list", "ptx"):
+            assert all(ARCH_FLAG.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
+        if key == "pci_device_ids":
+            assert all(PCI_ID.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
+
+
+def test_validate_rejects_uncited_data():
+    good = {"topic": "t", "as_of": "2026-11-21", "sources": {"A": "x"}, "entries": [{"source": "A"}]}
+    matrix.validate(good, "good")
+    bad_cases = [
+        {**good, "entries": [{"source": "B"}]},
+        {**good, "entries": [{"source": "A", "arch_source": "B"}]},
+        {**good, "extra_section": {"text": "no source"}},
+        {**good, "extra_section": [{"source": "A"}, {"text": "no source"}]},
+        {**good, "plain": "11.0"},
+        {**good, "plain": "11.0", "plain_source": "B"},
+        {k: v for k, v in good.items() if k != "as_of"},
+    ]
+    for bad in bad_cases:
+        with pytest.raises(matrix.MatrixError):
+            matrix.validate(bad, "bad")
+    matrix.validate({**good, "plain": "11.0", "plain_source": "A", "section": {"source": "A"}}, "good")
+
+
+# --- gpus -----------------------------------------------------------------------------------------
+
+def match_gpu(name: str) -> Optional[dict[str, Any]]:
+    """Whole-word, case-insensitive, first match over gpus.json (letters and digits form words)."""
+    words = f" {' '.join(re.findall(r'[a-z0-9]+', name.lower()))} "
+    for row in topic("gpus")["entries"]:
+        for pattern in row["match"]:
+            wanted = " ".join(re.findall(r"[a-z0-9]+", pattern.lower()))
+            if wanted and f" {wanted} " in words:
+                return row
+    return None
+
+
+@pytest.mark.parametrize("nvml_name, model, cc", [
+    ("NVIDIA A10G", "A10G", "8.6"),
+    ("NVIDIA A10", "A10", "8.6"),
+    ("NVIDIA A100-SXM4-80GB", "A100", "8.0"),
+    ("NVIDIA A100 80GB PCIe", "A100", "8.0"),
+    ("NVIDIA A100-PCIE-40GB", "A100", "8.0"),
+    ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", "8.9"),
+    ("Quadro RTX 6000", "Quadro RTX (8000, 6000, 5000, 4000)", "7.5"),
+    ("NVIDIA H100 80GB HBM3", "H100", "9.0"),
+    ("NVIDIA H100 PCIe", "H100", "9.0"),
+    ("NVIDIA H200", "H200", "9.0"),
+    ("NVIDIA GH200 480GB", "GH200", "9.0"),
+    ("NVIDIA B200", "B200", "10.0"),
+    ("NVIDIA GeForce RTX 5090", "GeForce RTX 50 series", "12.0"),
+    ("NVIDIA GeForce RTX 4090", "GeForce RTX 40 series", "8.9"),
+    ("NVIDIA GeForce RTX 3060 Ti", "GeForce RTX 30 series", "8.6"),
+    ("Tesla V100-SXM2-32GB", "V100", "7.0"),
+    ("Tesla V100S-PCIE-32GB", "V100", "7.0"),
+    ("Tesla T4", "T4", "7.5"),
+    ("Tesla P4", "P4", "6.1"),
+    ("Tesla P40", "P40", "6.1"),
+    ("Tesla P100-PCIE-16GB", "P100", "6.0"),
+    ("NVIDIA L4", "L4", "8.9"),
+    ("NVIDIA L40", "L40", "8.9"),
+    ("NVIDIA L40S", "L40S", "8.9"),
+    ("NVIDIA A2", "A2", "8.6"),
+    ("NVIDIA RTX A2000 12GB", "RTX A2000", "8.6"),
+    ("NVIDIA RTX A6000", "RTX A6000", "8.6"),
+    ("NVIDIA RTX 4000 SFF Ada Generation", "RTX Ada Generation (5000, 4500, 4000, 4000 SFF, 2000)", "8.9"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO Blackwell Server Edition", "12.0"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO Blackwell", "12.0"),
+    ("NVIDIA GB10", "GB10 (DGX Spark)", "12.1"),
+])
+def test_nvml_names_map_to_the_right_gpu(nvml_name: str, model: str, cc: str):
+    row = match_gpu(nvml_name)
+    assert row is not None, nvml_name
+    assert (row["model"], row["compute_capability"]) == (model, cc)
+
+
+@pytest.mark.parametrize("nvml_name", ["NVIDIA T400", "NVIDIA GeForce RTX 2050", "NVIDIA A800-SXM4-80GB", "NVIDIA RTX A4000H"])
+def test_unknown_names_do_not_match_a_neighbour(nvml_name: str):
+    assert match_gpu(nvml_name) is None
+
+
+def test_the_engines_gpu_matcher_agrees_with_this_one():
+    from gpudoctor import compat
+
+    for name in ("NVIDIA A10G", "NVIDIA A100-SXM4-80GB", "NVIDIA RTX 6000 Ada Generation", "NVIDIA L4", "NVIDIA L40S",
+                 "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 5090", "NVIDIA T400"):
+        assert compat.gpu_entry(name) == match_gpu(name)
+
+
+def test_no_match_string_is_shadowed_by_an_earlier_entry():
+    rows = topic("gpus")["entries"]
+    for i, row in enumerate(rows):
+        for pattern in row["match"]:
+            hit = match_gpu(f"NVIDIA {pattern}")
+            assert hit is row, f"{pattern!r} of {row['model']} is caught by {hit and hit['model']}"
+
+
+def test_gpu_architecture_agrees_with_architectures_json():
+    for row in topic("gpus")["entries"]:
+        assert row["segment"] in ("datacenter", "workstation", "geforce", "jetson")
+        assert matrix.architecture_for(row["compute_capability"]) == row["architecture"], row["model"]
+
+
+def test_measured_pci_ids():
+    by_model = {r["model"]: r for r in topic("gpus")["entries"]}
+    assert "0x2330" in by_model["H100"]["pci_device_ids"]
+    assert by_model["H200"]["pci_device_ids"] == ["0x2335"]
+
+
+def test_every_gpu_compute_capability_is_a_known_target():
+    targets = {r["compute_capability"] for r in topic("cuda_targets")["entries"]}
+    for row in topic("gpus")["entries"]:
+        assert row["compute_capability"] in targets, row["model"]
+
+
+# --- CUDA toolkits and targets --------------------------------------------------------------------
+
+def mvc(major: int) -> dict[str, Any]:
+    return next(r for r in topic("cuda_toolkits")["minor_version_compatibility"] if r["cuda_major"] == major)
+
+
+def test_minor_version_compatibility_floors():
+    data = topic("cuda_toolkits")
+    assert data["minor_version_compatibility_since"] == "11.0"
+    assert (mvc(11)["min_driver_linux"], mvc(11)["min_driver_windows"]) == ("450.80.02", "452.39")
+    assert (mvc(12)["min_driver_linux"], mvc(12)["min_driver_windows"]) == ("525.60.13", "527.41")
+    assert mvc(13)["min_driver_linux"] == "580"
+    assert "min_driver_windows" not in mvc(13)  # not printed by NVIDIA for 13.x
+    for major in (11, 12, 13):
+        assert "JIT" in mvc(major)["limits"]
+    fwd = data["forward_compatibility"]
+    assert fwd["package"] == "cuda-compat" and fwd["datacenter_only"] is True
+
+
+def test_toolkit_rows_are_ordered_and_known_values_hold():
+    rows = topic("cuda_toolkits")["entries"]
+    versions = [Version(r["version"]) for r in rows]
+    assert versions == sorted(versions) and len(set(versions)) == len(versions)
+    by_version = {r["version"]: r for r in rows}
+    assert (by_version["12.4"]["min_driver_linux"], by_version["12.4"]["min_driver_windows"]) == ("550.54.14", "551.61")
+    assert by_version["12.0"]["min_driver_linux"] == "525.60.13"
+    assert by_version["13.0"]["min_driver_linux"] == "580.65.06"
+    assert by_version["10.2"]["min_driver_linux"] == "440.33"
+    assert "12.7" not in by_version  # there was no CUDA 12.7
+    for major in (10, 11, 12, 13):
+        assert any(v.major == major for v in versions)
+    # a Table 3 driver never goes down as the toolkit goes up
+    linux = [(Version(r["version"]), Version(r["min_driver_linux"])) for r in rows if "min_driver_linux" in r]
+    assert [d for _, d in linux] == sorted(d for _, d in linux)
+
+
+def test_cuda_13_dropped_everything_below_7_5():
+    rows = {r["compute_capability"]: r for r in topic("cuda_targets")["entries"]}
+    for cc in ("3.0", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2"):
+        assert rows[cc]["last_cuda"] is not None and Version(rows[cc]["last_cuda"]) < Version("13.0"), cc
+    for cc in ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.3", "11.0", "12.0", "12.1"):
+        assert rows[cc]["last_cuda"] is None, cc
+    assert rows["3.0"]["last_cuda"] == "10.2"
+    assert rows["3.5"]["last_cuda"] == rows["3.7"]["last_cuda"] == "11.8"
+    assert rows["7.0"]["last_cuda"] == "12.9"
+    assert (rows["9.0"]["first_cuda"], rows["8.9"]["first_cuda"]) == ("11.8", "11.8")
+    assert (rows["10.0"]["first_cuda"], rows["12.0"]["first_cuda"], rows["12.1"]["first_cuda"]) == ("12.8", "12.8", "12.9")
+    assert rows["10.1"]["renamed_to"] == "11.0" and rows["11.0"]["first_cuda"] == "13.0"
+
+
+def test_engine_reads_the_toolkit_matrix():
+    from gpudoctor import compat
+
+    assert compat.driver_runs_cuda("12.4", driver="550.54.14").status == compat.OK
+    assert compat.driver_runs_cuda("12.8", driver="535.104.05").status == compat.LIMITED
+    assert compat.driver_runs_cuda("13.0", driver="575.57.08", driver_cuda="12.9").status == compat.FAIL
+    assert compat.toolkit_targets("13.0", "7.0").status == compat.FAIL
+    assert compat.toolkit_targets("12.9", "7.0").status == compat.OK
+    assert compat.toolkit_targets("12.6", "12.0").status == compat.FAIL
+
+
+# --- frameworks -----------------------------------------------------------------------------------
+
+def torch_variant(release: str, name: str) -> dict[str, Any]:
+    row = next(r for r in topic("pytorch")["entries"] if r["version"] == release)
+    return next(v for v in row["variants"] if v["name"] == name)
+
+
+def test_pytorch_releases():
+    rows = topic("pytorch")["entries"]
+    versions = [r["version"] for r in rows]
+    assert versions[0] == "1.12" and "2.7" in versions and "2.14" in versions
+    for row in rows:
+        names = [v["name"] for v in row["variants"]]
+        assert row["default_pypi_variant"] in names, row["version"]
+        for v in row["variants"]:
+            assert v["name"] == "cu" + v["cuda"].replace(".", "")
+    assert "sm_120" in torch_variant("2.7", "cu128")["arch_list"]
+    assert "sm_120" not in torch_variant("2.7", "cu126")["arch_list"]
+    assert "sm_50" in torch_variant("2.7", "cu126")["arch_list"]
+    assert "sm_70" not in torch_variant("2.11", "cu128")["arch_list"]
+    assert torch_variant("2.9", "cu130")["ptx"] == ["compute_120"]
+    assert next(r for r in rows if r["version"] == "2.7")["python"] == ">=3.9,<3.14"
+    assert next(r for r in rows if r["version"] == "2.7")["default_pypi_variant"] == "cu126"
+
+
+def test_engine_reads_the_pytorch_matrix():
+    from gpudoctor import compat
+
+    release, variant, name = compat.torch_build("2.7.1")
+    assert (release["version"], name) == ("2.7", "cu126")
+    release, variant, name = compat.torch_build("2.7.1+cu128")
+    assert compat.arch_runs("12.0", variant["arch_list"] + variant.get("ptx", [])).status == compat.OK
+    release, variant, name = compat.torch_build("2.7.1+cu126")
+    assert compat.arch_runs("12.0", variant["arch_list"] + variant.get("ptx", [])).status == compat.FAIL
+
+
+def test_tensorflow_releases():
+    rows = {r["version"]: r for r in topic("tensorflow")["entries"]}
+    assert rows["2.17"]["python"] == ">=3.9,<3.13" and rows["2.17"]["cuda"] == "12.3" and rows["2.17"]["cudnn"] == "8.9"
+    assert rows["2.4"]["cuda"] == "11.0"
+    for version, row in rows.items():
+        minor = Version(version).minor
+        assert row["and_cuda_extra"] is (minor >= 14)
+        assert row["windows_native_gpu"] is (minor <= 10)
+
+
+def test_cudnn_releases():
+    rows = {r["version"]: r for r in topic("cudnn")["entries"]}
+    assert rows["9.17.0"]["cuda_majors"] == [12, 13] and rows["9.17.0"]["min_compute_capability"] == "7.5"
+    assert rows["9.10.2"]["min_driver_linux"] == {"11": "450.80.02", "12": "525.60.13"}
+    assert rows["9.0.0"]["min_compute_capability"] == "5.0"
+    for row in rows.values():
+        for major in row.get("min_driver_linux", {}):
+            assert int(major) in row["cuda_majors"]
+
+
+def test_jax_and_cupy():
+    jax = {r["version"]: r for r in topic("jax")["entries"]}
+    extras = {e["name"]: e for e in jax["0.11.0"]["extras"]}
+    assert extras["jax[cuda13]"]["min_compute_capability"] == "7.5" and extras["jax[cuda13]"]["min_driver_linux"] == "580"
+    assert extras["jax[cuda12]"]["min_compute_capability"] == "5.2"
+    cupy = {r["package"]: r for r in topic("cupy")["entries"]}
+    assert set(cupy) == {"cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"}
+    assert {p: r["cuda_major"] for p, r in cupy.items()} == {"cupy-cuda11x": 11, "cupy-cuda12x": 12, "cupy-cuda13x": 13}
