@@ -113,8 +113,8 @@ def suggest(driver: str, cc: str, python: Optional[str]) -> list[str]:
         for variant in sorted(release.get("variants", []), key=lambda v: compat.version(v.get("cuda")) or compat.version("0"), reverse=True):
             if _works(variant.get("cuda"), driver, driver_cuda) and \
                     compat.arch_runs(cc, list(variant.get("arch_list") or []) + list(variant.get("ptx") or [])).status == compat.OK:
-                lines.append(f"PyTorch {release['version']} ({variant['name']}): pip install torch=={release['version']}.* "
-                             f"--index-url https://download.pytorch.org/whl/{variant['name']}")
+                lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), driver, driver_cuda)}): "
+                             f"pip install 'torch=={release['version']}.*' --index-url https://download.pytorch.org/whl/{variant['name']}")
                 break
         if lines:
             break
@@ -123,13 +123,24 @@ def suggest(driver: str, cc: str, python: Optional[str]) -> list[str]:
             continue
         if release.get("cuda") and _works(release["cuda"], driver, driver_cuda):
             extra = "[and-cuda]" if release.get("and_cuda_extra") else ""
-            lines.append(f"TensorFlow {release['version']}: pip install 'tensorflow{extra}=={release['version']}.*'")
+            lines.append(f"TensorFlow {release['version']} (CUDA {release['cuda']}{_mvc(release['cuda'], driver, driver_cuda)}): "
+                         f"pip install 'tensorflow{extra}=={release['version']}.*'")
             break
-    newest = compat.newest_known_cuda()
-    row = compat.toolkit_entry(str(newest)) if newest else None
-    if row and driver_cuda and compat.version(driver_cuda) < newest:
-        lines.append(f"Driver {row.get('min_driver_linux')} or newer unlocks builds for CUDA {newest}.")
+    newest = _newest_with_driver()
+    if newest and driver_cuda and compat.version(driver_cuda) < compat.version(newest["version"]):
+        lines.append(f"Driver {newest['min_driver_linux']} or newer unlocks builds for CUDA {newest['version']}.")
     return lines
+
+
+def _newest_with_driver() -> Optional[dict[str, Any]]:
+    """The newest toolkit whose minimum Linux driver the matrix knows (the newest may not have one yet)."""
+    rows = [r for r in matrix.load_topic("cuda_toolkits")["entries"] if r.get("min_driver_linux") and compat.version(r.get("version"))]
+    return max(rows, key=lambda r: compat.version(r["version"]), default=None)
+
+
+def _mvc(cuda: Optional[str], driver: str, driver_cuda: Optional[str]) -> str:
+    status = compat.driver_runs_cuda(cuda or "", driver, driver_cuda).status
+    return ", under minor-version compatibility" if status == compat.LIMITED else ""
 
 
 def _works(cuda: Optional[str], driver: str, driver_cuda: Optional[str]) -> bool:

@@ -87,21 +87,31 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
 
 def _driver_fix(verdict: compat.Verdict, build: Build, stack: Stack) -> str:
     parts = [f"Install NVIDIA driver {verdict.needs} or newer" if verdict.needs else "Install a newer NVIDIA driver"]
-    if build.framework == "torch" and stack.driver_cuda:
-        parts.append(f"or a PyTorch build for CUDA {stack.driver_cuda} or older (the command below)")
+    if build.framework == "torch" and _rebuild_commands(build, stack):
+        parts.append("or the same PyTorch release built for a CUDA this driver supports (the command below)")
     return ", ".join(parts) + "."
 
 
 def _rebuild_commands(build: Build, stack: Stack) -> list[str]:
-    if build.framework != "torch" or not stack.driver_cuda:
+    """The same PyTorch release built for a CUDA this driver runs, from the matrix's variants for that release."""
+    if build.framework != "torch" or not (stack.driver or stack.driver_cuda):
         return []
-    from gpudoctor.checks.frameworks import TORCH_INDEX, TORCH_VARIANTS
+    from gpudoctor.checks.frameworks import TORCH_INDEX
 
-    have = compat.major_minor(stack.driver_cuda)
-    variant = next((v for v, need in TORCH_VARIANTS if have and have >= compat.version(need)), None)
-    if variant is None:
+    release_version = build.label.split()[1].split("+")[0] if len(build.label.split()) > 1 else ""
+    try:
+        release, _, _ = compat.torch_build(release_version)
+    except MatrixError:
         return []
-    return [f"{stack.python_executable} -m pip install --force-reinstall torch --index-url {TORCH_INDEX}/{variant}"]
+    if release is None:
+        return []
+    fits = [v for v in release.get("variants", []) if v.get("cuda") and v["name"].startswith("cu")
+            and compat.driver_runs_cuda(v["cuda"], stack.driver, stack.driver_cuda).status == compat.OK]
+    if not fits:
+        return []
+    best = max(fits, key=lambda v: compat.version(v["cuda"]))
+    return [f"{stack.python_executable} -m pip install --force-reinstall 'torch=={release['version']}.*' "
+            f"--index-url {TORCH_INDEX}/{best['name']}"]
 
 
 def _arch_findings(build: Build, label: str, cc: str) -> list[Finding]:

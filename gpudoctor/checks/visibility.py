@@ -183,8 +183,8 @@ def _usable(facts: Facts) -> list[int]:
 
 
 CHECKS = (
-    Check("visibility.required_gpus", "visibility", "at least --require-gpus usable GPUs", ("VIS005",), check_required,
-          ("nvml", "host")),
     Check("visibility.cuda_visible_devices", "visibility", "CUDA_VISIBLE_DEVICES selects existing GPUs",
           ("VIS001", "VIS002", "VIS003", "VIS004"), check_mask, ("nvml", "host")),
+    Check("visibility.required_gpus", "visibility", "at least --require-gpus usable GPUs", ("VIS005",), check_required,
+          ("nvml", "host")),
 )
