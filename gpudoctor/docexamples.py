@@ -113,6 +113,17 @@ def _toolkit(**env: Any) -> dict[str, Any]:
     return {"nvcc": nvcc, "env": {"CUDA_HOME": None, "CUDA_PATH": None, **env}}
 
 
+def _build(name: str, version: str, built_cuda: str, arch_list: list[str]) -> dict[str, Any]:
+    """One framework build that loaded fine, reduced to what the compatibility check reads."""
+    return {name: {"installed": True, "status": "ok",
+                   "info": {"version": version, "built_cuda": built_cuda, "cpu_only_build": False, "arch_list": arch_list}}}
+
+
+_TORCH_CU126_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+_TORCH_CU130_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+_DEVICE0 = {"ordinal": 0, "name": _H100, "uuid": _UUID[0]}
+
+
 EXAMPLES: dict[str, Facts] = {
     # --- driver -------------------------------------------------------------------------------
     "DRV001": {
@@ -309,6 +320,12 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(device_count=2),
         "gpus": [_gpu(0), _gpu(1)],
     },
+    "VIS005": {
+        # gpudoctor check --require-gpus 2, on a machine where one of the two GPUs cannot be read
+        "options": {"require_gpus": 2},
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0), {"index": 1, "handle": {"unavailable": "unknown"}}],
+    },
     # --- container ----------------------------------------------------------------------------
     "CTR001": {
         "host": {"os": "Linux", "wsl": False, "container": {"detected": True, "markers": ["/.dockerenv"]}},
@@ -424,6 +441,70 @@ EXAMPLES: dict[str, Facts] = {
                              smoke={"unavailable": "unknown",
                                     "error": "AcceleratorError: CUDA error: no kernel image is available for execution "
                                              "on the device"}),
+    },
+    # --- compat -------------------------------------------------------------------------------
+    "CMP001": {
+        "nvml": _nvml(driver_version="570.172.08", cuda_driver_version=12080),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "frameworks": _build("torch", "2.11.0+cu130", "13.0", _TORCH_CU130_ARCHS),
+    },
+    "CMP002": {
+        "nvml": _nvml(driver_version="550.90.07", cuda_driver_version=12040),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "frameworks": _build("torch", "2.8.0+cu128", "12.8", ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]),
+    },
+    "CMP003": {
+        "nvml": _nvml(driver_version="580.95.05", cuda_driver_version=13000),
+        "gpus": [_gpu(0, "NVIDIA GeForce RTX 5090", compute_capability="12.0")],
+        "frameworks": _build("torch", "2.6.0+cu126", "12.6", _TORCH_CU126_ARCHS),
+    },
+    "CMP004": {
+        "nvml": _nvml(driver_version="580.95.05", cuda_driver_version=13000),
+        "gpus": [_gpu(0, "NVIDIA B200", compute_capability="10.0")],
+        "frameworks": _build("tensorflow", "2.18.0", "12.5.1", ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]),
+    },
+    "CMP005": {
+        "nvml": _nvml(driver_version="580.95.05", cuda_driver_version=13000),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "toolkit": {"nvcc": {"found": True, "path": "/usr/local/cuda-11.7/bin/nvcc", "version": "11.7.99", "release": "11.7",
+                             "toolkit_root": "/usr/local/cuda-11.7"}},
+    },
+    "CMP006": {
+        "nvml": _nvml(driver_version="550.90.07", cuda_driver_version=12040),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "toolkit": {"nvcc": {"found": True, "path": "/usr/local/cuda-13.0/bin/nvcc", "version": "13.0.88", "release": "13.0",
+                             "toolkit_root": "/usr/local/cuda-13.0"}},
+    },
+    "CMP007": {
+        "nvml": _nvml(driver_version="580.95.05", cuda_driver_version=13000),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "python": {"version": "3.13.1", "executable": "/usr/local/bin/python3.13"},
+        "frameworks": _build("torch", "2.4.1+cu124", "12.4", _TORCH_CU126_ARCHS),
+    },
+    "CMP008": {
+        # a driver whose CUDA version NVML did not report, and a build for a CUDA the matrix does not list yet
+        "nvml": _nvml(driver_version="580.95.05"),
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "frameworks": _build("torch", "2.15.0+cu140", "14.0", _TORCH_CU130_ARCHS),
+    },
+    # --- acceleration -------------------------------------------------------------------------
+    "RUN001": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100), _gpu(1, _H100)],
+        "smoke": {"count": {"step": "cuInit", "code": 802, "name": "CUDA_ERROR_SYSTEM_NOT_READY"}, "runs": []},
+    },
+    "RUN002": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]},
+                  "runs": [{**_DEVICE0, "ok": False, "elements": 262144, "wrong_elements": 3,
+                            "first_wrong": [[4097, 0.0, 80.75], [70000, 0.0, 63.25], [262143, 0.0, 185.0]]}]},
+    },
+    "RUN003": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100), _gpu(1, _H100)],
+        "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]},
+                  "runs": [{**_DEVICE0, "ok": True, "elements": 262144, "wrong_elements": 0, "first_wrong": []}]},
     },
     # --- internal -----------------------------------------------------------------------------
     "INT001": {

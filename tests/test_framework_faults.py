@@ -21,13 +21,14 @@ import psutil
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.checks import registry
 from gpudoctor.probes import frameworks as fw_probe
 
+#: The limit for imports that hang; the others get GENEROUS_S, so a slow machine cannot turn a
+#: crash into a timeout, and assert they ended long before it.
 TIMEOUT_S = 4.0
+GENEROUS_S = 30.0
 #: Starting a child Python, killing its process group and joining the readers: well under this.
 SLACK_S = 6.0
-AREA = {c.id: c.area for c in registry.CHECKS}
 
 
 def install_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str = "cupy") -> Path:
@@ -43,7 +44,7 @@ def install_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, n
     return pkg
 
 
-def probe(name: str = "cupy", timeout_s: float = TIMEOUT_S) -> tuple[dict[str, Any], float]:
+def probe(name: str = "cupy", timeout_s: float = GENEROUS_S) -> tuple[dict[str, Any], float]:
     start = time.monotonic()
     result = fw_probe.probe_frameworks(timeout_s=timeout_s)["frameworks"]
     elapsed = time.monotonic() - start
@@ -52,11 +53,10 @@ def probe(name: str = "cupy", timeout_s: float = TIMEOUT_S) -> tuple[dict[str, A
 
 
 def judge_on_h200(h200x2: dict[str, Any], name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The probed framework in place of the one recorded on 2 x H200; every finding outside the
-    compatibility area (which has its own owner and tests)."""
+    """Every finding, with the probed framework in place of the one recorded on 2 x H200."""
     facts = copy.deepcopy(h200x2)
     facts["frameworks"][name] = copy.deepcopy(record)
-    return [f for f in pipeline.judge(facts)["findings"] if AREA[f["check"]] != "compat"]
+    return pipeline.judge(facts)["findings"]
 
 
 def gone(pid: int) -> bool:
@@ -78,7 +78,7 @@ def test_import_that_segfaults(tmp_path, monkeypatch, h200x2, name):
     assert record["status"] == "crashed", record
     assert "SIGSEGV" in record["error"]
     assert "info" not in record
-    assert elapsed < TIMEOUT_S
+    assert elapsed < GENEROUS_S / 2
     findings = judge_on_h200(h200x2, name, record)
     assert [f["code"] for f in findings] == ["FWK004"], findings
     assert findings[0]["severity"] == "error"
@@ -108,7 +108,7 @@ def test_import_that_hangs_is_killed_with_everything_it_started(tmp_path, monkey
             fh.write(f"{{os.getpid()}} {{helper.pid}}")
         time.sleep(600)
     """)
-    record, elapsed = probe()
+    record, elapsed = probe(timeout_s=TIMEOUT_S)
     assert record["status"] == "timeout", record
     assert record["error"] == f"no answer within {TIMEOUT_S:g} s"
     assert TIMEOUT_S <= elapsed < TIMEOUT_S + SLACK_S
@@ -135,7 +135,7 @@ def test_import_flooding_stderr_then_raising(tmp_path, monkeypatch, h200x2):
         raise ImportError("libcudart.so.13: cannot open shared object file: No such file or directory")
     """)
     record, elapsed = probe()
-    assert elapsed < TIMEOUT_S, "5 MB on stderr must not stall the child on a full pipe"
+    assert elapsed < GENEROUS_S / 2, "5 MB on stderr must not stall the child on a full pipe"
     assert record["status"] == "import_error", record
     assert record["error"] == "ImportError: libcudart.so.13: cannot open shared object file: No such file or directory"
     assert 0 < len(record["stderr_tail"]) <= 2000

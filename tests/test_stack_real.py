@@ -45,8 +45,7 @@ def real_frameworks() -> dict[str, Any]:
 
 
 def _findings(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every finding outside the compatibility area, which has its own owner and tests."""
-    return [f for f in pipeline.judge(facts)["findings"] if AREA[f["check"]] != "compat"]
+    return pipeline.judge(facts)["findings"]
 
 
 # --- toolkit ----------------------------------------------------------------------------------------
