@@ -197,9 +197,11 @@ def test_real_tensorflow_cpu_on_h200_gives_fwk001_with_and_cuda(real_frameworks,
 
 
 def test_real_frameworks_on_an_old_driver_get_an_older_wheel(real_frameworks, h200x2):
-    """The wheel offered follows the driver: a driver for CUDA 12.8 gets cu128, not cu130."""
+    """The wheel offered follows the driver and keeps the release: torch 2.13 ships cu126, cu130 and cu132
+    (compat_matrix/pytorch.json), so a driver for CUDA 12.8 gets 2.13's cu126, not cu130."""
     facts = _on_h200(h200x2, "torch", real_frameworks["torch"])
     facts["nvml"]["cuda_driver_version"] = 12080
     fwk = [f for f in _findings(facts) if f["code"] == "FWK001"]
     assert len(fwk) == 1
-    assert any(c.endswith("--index-url https://download.pytorch.org/whl/cu128") for c in fwk[0]["remediation"]["commands"])
+    assert any("'torch==2.13.*'" in c and c.endswith("--index-url https://download.pytorch.org/whl/cu126")
+               for c in fwk[0]["remediation"]["commands"])

@@ -75,7 +75,8 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if info.get("cpu_only_build"):
             yield finding("FWK001", f"{label} {info.get('version')} is a CPU-only build, on a machine with {expected} GPU(s)",
                           detail=_why_cpu(name, info),
-                          text=f"Install a CUDA build of {label} for this driver.", commands=_gpu_build_commands(name, facts))
+                          text=f"Install a CUDA build of {label} for this driver.",
+                          commands=_gpu_build_commands(name, facts, str(info.get("version") or "")))
             continue
         seen = len(info.get("devices") or [])
         if seen == 0:
@@ -106,10 +107,13 @@ def _why_cpu(name: str, info: dict[str, Any]) -> str:
     return ""
 
 
-def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
+def _gpu_build_commands(name: str, facts: Facts, version: str = "") -> list[str]:
     py = _python(facts)
     cuda = _driver_cuda(facts)
     if name == "torch":
+        from_matrix = _torch_variant_command(version, facts)
+        if from_matrix:
+            return [from_matrix]
         variant = next((v for v, need in TORCH_VARIANTS if cuda and cuda >= Version(need)), None)
         if variant is None:
             return []
@@ -120,6 +124,33 @@ def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
         extra = "cuda13" if cuda and cuda >= Version("13.0") else "cuda12"
         return [f"{py} -m pip install -U 'jax[{extra}]'"]
     return []
+
+
+def _torch_variant_command(version: str, facts: Facts) -> Optional[str]:
+    """The same release's CUDA variant from the matrix: one this driver fully supports, else one it runs
+    under minor-version compatibility; None when the matrix does not know the release."""
+    from gpudoctor import compat
+    from gpudoctor.matrix import MatrixError
+
+    try:
+        release, _, _ = compat.torch_build(version)
+    except MatrixError:
+        return None
+    cuda = _driver_cuda(facts)
+    driver = known(get(facts, "nvml.driver_version"))
+    if release is None or cuda is None:
+        return None
+    ranked: dict[str, list[dict[str, Any]]] = {compat.OK: [], compat.LIMITED: []}
+    for variant in release.get("variants", []):
+        if variant.get("cuda") and str(variant.get("name", "")).startswith("cu"):
+            status = compat.driver_runs_cuda(variant["cuda"], driver, str(cuda)).status
+            ranked.get(status, []).append(variant)
+    for status in (compat.OK, compat.LIMITED):
+        if ranked[status]:
+            best = max(ranked[status], key=lambda v: compat.version(v["cuda"]))
+            return (f"{_python(facts)} -m pip install --force-reinstall 'torch=={release['version']}.*' "
+                    f"--index-url {TORCH_INDEX}/{best['name']}")
+    return None
 
 
 def _message(info: dict[str, Any]) -> str:
