@@ -1,0 +1,59 @@
+"""Live tests on a real GPU machine: `python -m pytest -m gpu tests/test_gpu_live.py` (through the
+device tool; CI has no GPU and deselects them). Each compares gpudoctor with the driver's own
+tools or the frameworks' own answers on the same machine, in the same minute."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from nvidia_smi import compare_smi_xml, compare_topology
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    out = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def _smi(*args: str) -> str:
+    if not shutil.which("nvidia-smi"):
+        pytest.skip("no nvidia-smi")
+    return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=60).stdout
+
+
+def test_every_fact_matches_nvidia_smi(report):
+    smi = compare_smi_xml(report["facts"], _smi("-q", "-x"))
+    assert smi.mismatches == []
+    topo = compare_topology(report["facts"], _smi("topo", "-m"), _smi("topo", "-p2p", "r"))
+    assert topo.mismatches == []
+
+
+def test_smoke_kernel_correct_on_every_gpu(report):
+    runs = report["facts"]["smoke"]["runs"]
+    assert len(runs) == report["facts"]["nvml"]["device_count"]
+    assert all(r["ok"] and r["wrong_elements"] == 0 for r in runs), runs
+
+
+def test_a_healthy_machine_is_all_clear(report):
+    assert [(f["code"], f["title"]) for f in report["findings"] if f["severity"] != "info"] == []
+    assert report["summary"]["verdict"] == "ok"
+
+
+def test_frameworks_see_every_gpu_as_they_say_themselves(report):
+    torch = pytest.importorskip("torch")
+    info = report["facts"]["frameworks"]["torch"]["info"]
+    assert len(info["devices"]) == torch.cuda.device_count()
+    assert info["runtime_cudnn"] == ".".join(str(torch.backends.cudnn.version())[i] for i in (0,)) + \
+        f".{torch.backends.cudnn.version() % 10000 // 100}.{torch.backends.cudnn.version() % 100}"
+    loaded = {lib["family"]: lib["path"] for lib in info["loaded_libraries"]}
+    torch.backends.cudnn.version()
+    maps = [line.split()[-1] for line in open("/proc/self/maps") if "libcudnn.so" in line]
+    assert loaded["libcudnn"] in maps
