@@ -51,8 +51,8 @@ def test_frameworks_see_every_gpu_as_they_say_themselves(report):
     torch = pytest.importorskip("torch")
     info = report["facts"]["frameworks"]["torch"]["info"]
     assert len(info["devices"]) == torch.cuda.device_count()
-    assert info["runtime_cudnn"] == ".".join(str(torch.backends.cudnn.version())[i] for i in (0,)) + \
-        f".{torch.backends.cudnn.version() % 10000 // 100}.{torch.backends.cudnn.version() % 100}"
+    v = torch.backends.cudnn.version()  # e.g. 91900 for cuDNN 9.19.0
+    assert info["runtime_cudnn"] == f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
     loaded = {lib["family"]: lib["path"] for lib in info["loaded_libraries"]}
     torch.backends.cudnn.version()
     maps = [line.split()[-1] for line in open("/proc/self/maps") if "libcudnn.so" in line]

@@ -22,7 +22,8 @@ LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH python3 -m gpudoctor 
 LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH python3 -c "import torch; print('torch cudnn with system dir first:', torch.backends.cudnn.version())" > "$d/torch-truth-ldpath.txt" 2>&1
 for r in report-cvd1 report-ldpath-cudnn; do echo "== $r"; python3 -m gpudoctor analyze "$d/$r.json" | grep -E "^\[|^    [✗!i]"; done
 cat "$d/torch-truth-ldpath.txt"
+python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_gpu_live.py > "$d/pytest-gpu.txt" 2>&1
 tar czf "$OUT/stack-$kind.tar.gz" -C "$d" .
 rm -f "$OUT/record-$kind.tar.gz"
-cat "$d/torch-truth.json"; cat "$d/ld-debug-torch.txt" | head; cat "$d/system-cudnn.txt" | head -4; cat "$d/bench.txt"
+tail -3 "$d/pytest-gpu.txt"; cat "$d/torch-truth.json"; cat "$d/ld-debug-torch.txt" | head; cat "$d/system-cudnn.txt" | head -4; cat "$d/bench.txt"
 python3 -m gpudoctor check 2>&1 | tail -14
