@@ -177,10 +177,10 @@ def toolkit_targets(cuda: str, cc: str) -> Verdict:
 
 # --- GPUs and framework builds ------------------------------------------------------------------
 
-def gpu_entry(name: str) -> Optional[dict[str, Any]]:
-    """The first matrix GPU whose whole-word match string occurs in the NVML name (case-insensitive)."""
+def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
+    """The first entry of ``topic`` whose whole-word match string occurs in the NVML name (case-insensitive)."""
     lowered = f" {re.sub(r'[^a-z0-9]+', ' ', name.lower())} "
-    for row in matrix.load_topic("gpus")["entries"]:
+    for row in matrix.load_topic(topic)["entries"]:
         for pattern in row.get("match", []):
             words = re.sub(r"[^a-z0-9]+", " ", pattern.lower()).strip()
             if words and f" {words} " in lowered:

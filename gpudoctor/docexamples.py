@@ -506,6 +506,60 @@ EXAMPLES: dict[str, Facts] = {
         "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]},
                   "runs": [{**_DEVICE0, "ok": True, "elements": 262144, "wrong_elements": 0, "first_wrong": []}]},
     },
+    "RUN011": {
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "matmul": {"ok": False, "checks": [
+                {"ok": True, "rel_error": 3e-7, "tolerance": 1e-5, "what": "matmul float32"},
+                {"ok": False, "rel_error": 0.41, "tolerance": 1e-2, "what": "matmul bfloat16"}]}}]},
+    },
+    "RUN012": {
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "conv": {"ok": False, "error": "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"}}]},
+    },
+    "RUN013": {
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "training": {"ok": False, "loss_first": 0.6958, "loss_last": float("nan"), "steps": 30,
+                         "params_updated": True, "finite": False}}]},
+    },
+    "RUN014": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, uuid=_DEVICE0["uuid"], pcie={"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16},
+                      clock_event_reasons={"mask": 4, "active": ["sw_power_cap"]}, power={"draw_mw": 350000, "limit_mw": 350000},
+                      processes=[])],
+        "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]}, "runs": []},
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "throughput": {"ok": True, "matmul_bf16_tflops": 402.0, "matmul_tf32_tflops": 210.0,
+                           "device_copy_gbs": 2950.0, "h2d_gbs": 54.0, "d2h_gbs": 55.0}}]},
+    },
+    "RUN015": {
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "skipped": "the GPU is busy: 71.3 of 79.2 GiB in use"}]},
+    },
+    "RUN016": {
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "error": "the workload crashed (SIGKILL)",
+            "stderr_tail": "Killed"}]},
+    },
+    "RUN017": {
+        "workload": {"gpu": False, "devices": [], "runs": [{
+            "framework": "torch", "device": "cpu", "version": "2.13.0+cpu",
+            "training": {"ok": True, "loss_first": 0.6958, "loss_last": 0.1577, "steps": 30, "params_updated": True,
+                         "finite": True, "device": "cpu"}}]},
+    },
+    "RUN018": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, "NVIDIA Fictional X9000", uuid=_DEVICE0["uuid"])],
+        "smoke": {"count": {"driver_cuda": 13000, "devices": [{**_DEVICE0, "name": "NVIDIA Fictional X9000"}]}, "runs": []},
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": "NVIDIA Fictional X9000", "version": "2.11.0+cu130",
+            "throughput": {"ok": True, "matmul_bf16_tflops": 120.0, "matmul_tf32_tflops": 60.0,
+                           "device_copy_gbs": 900.0, "h2d_gbs": 25.0, "d2h_gbs": 25.0}}]},
+    },
     # --- internal -----------------------------------------------------------------------------
     "INT001": {
         "probes": {

@@ -19,6 +19,7 @@ from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.smoke import probe_smoke
+from gpudoctor.probes.workload import probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
 
@@ -34,6 +35,7 @@ class Probe:
 NVML_TIMEOUT_S = 20.0
 FRAMEWORK_TIMEOUT_S = 60.0
 SMOKE_TIMEOUT_S = 30.0
+WORKLOAD_TIMEOUT_S = 90.0
 
 
 def _cuda_stack() -> dict[str, Any]:
@@ -51,9 +53,10 @@ PROBES: tuple[Probe, ...] = (
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
           lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0),
     Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
+    Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0),
 )
 #: Probes that run work on the GPUs; `check --quick` leaves them out.
-GPU_WORK = ("smoke",)
+GPU_WORK = ("smoke", "workload")
 
 
 def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None,

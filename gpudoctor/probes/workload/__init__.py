@@ -1,0 +1,42 @@
+"""Framework workloads on every GPU CUDA enumerates: correctness, a training step, throughput.
+
+One child per (framework, GPU), all started together; they take a per-GPU lock around GPU work
+so timings never overlap (see worker._lock). With no GPU, PyTorch and TensorFlow still run the
+training step on the CPU, so the code path is proven even where acceleration cannot be shown.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gpudoctor.probes.child import child_env, run_module
+from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
+
+WORKER = "gpudoctor.probes.workload.worker"
+SMOKE = "gpudoctor.probes.smoke.worker"
+CPU_CAPABLE = ("torch", "tensorflow")
+
+
+def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
+    counted = run_module(SMOKE, ["count"], timeout_s=30.0)
+    count = next((line["data"] for line in counted.lines if line.get("section") == "count"), None)
+    ordinals = [str(d["ordinal"]) for d in (count or {}).get("devices", [])]
+    frameworks = [f for f in FRAMEWORKS if installed(f)]
+    jobs = [(f, o) for f in frameworks for o in ordinals] or [(f, "cpu") for f in frameworks if f in CPU_CAPABLE]
+    with tempfile.TemporaryDirectory(prefix="gpudoctor-locks-") as locks:
+        env = child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": locks})
+        args = ["--deep"] if deep else []
+        with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+            children = list(pool.map(lambda job: run_module(WORKER, [job[0], job[1], *args], timeout_s=timeout_s, env=env),
+                                     jobs))
+    runs = []
+    for (framework, device), child in zip(jobs, children):
+        data = next((line["data"] for line in child.lines if line.get("section") == "workload"), None)
+        if data is None:
+            why = "timeout" if child.timed_out else f"crashed ({child.signal_name or child.returncode})"
+            data = {"framework": framework, "device": device, "error": f"the workload {why}",
+                    "stderr_tail": child.stderr_tail[-1500:]}
+        runs.append(data)
+    return {"workload": {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs}}

@@ -1,0 +1,360 @@
+"""Workload worker: proves a framework computes on one GPU, and measures how fast.
+
+Run as ``python -m gpudoctor.probes.workload.worker FRAMEWORK DEVICE [--deep]`` where DEVICE is a
+CUDA ordinal or "cpu" (on a machine without a GPU the training step still runs on the CPU, to
+prove the code path). Prints one JSON line. Every result is checked against a float64 CPU
+reference with a tolerance fit for the precision (float32 ~1e-5, tf32 and bf16 ~1e-2; NaN never
+passes). Throughput is timed with device events after warm-up, median of repeats, on random
+data, within a bounded share of the GPU's free memory; a busy GPU is skipped, not loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from typing import Any, Callable, Iterator
+
+MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
+BUSY_USED_SHARE = 0.5  # a GPU with more than half its memory in use is someone else's: skip the heavy work
+
+
+@contextlib.contextmanager
+def _lock(name: str) -> Iterator[None]:
+    """Serialise GPU work between the frameworks' children (one GPU, one measurement at a time), and
+    pinned host copies between GPUs (they share host memory bandwidth). The parent passes the folder."""
+    folder = os.environ.get("GPUDOCTOR_LOCK_DIR")
+    if not folder:
+        yield
+        return
+    with open(os.path.join(folder, f"{name}.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]]) -> None:
+    device = results.get("device", "cpu")
+    try:
+        with _lock(f"gpu{device}") if device != "cpu" else contextlib.nullcontext():
+            results[name] = fn()
+    except Exception as exc:  # noqa: BLE001 - a failing step is the finding, the others still run
+        results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
+                         "traceback_tail": traceback.format_exc()[-800:]}
+
+
+def rel_err(got: Any, ref: Any) -> float:
+    """||got - ref|| / ||ref|| in float64; NaN anywhere gives inf."""
+    import numpy as np
+
+    g, r = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if not np.all(np.isfinite(g)):
+        return float("inf")
+    return float(np.linalg.norm(g - r) / max(np.linalg.norm(r), 1e-300))
+
+
+def _check(name: str, err: float, tol: float) -> dict[str, Any]:
+    return {"ok": err <= tol, "rel_error": err, "tolerance": tol, "what": name}
+
+
+# --- PyTorch -----------------------------------------------------------------------------------------
+
+def run_torch(device: str, deep: bool) -> dict[str, Any]:
+    import torch
+
+    cuda = device != "cpu"
+    dev = torch.device(f"cuda:{device}" if cuda else "cpu")
+    out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
+    if cuda:
+        torch.cuda.set_device(dev)
+        free, total = torch.cuda.mem_get_info(dev)
+        out.update(name=torch.cuda.get_device_name(dev), free_bytes=free, total_bytes=total)
+        if (total - free) / total > BUSY_USED_SHARE:
+            out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
+            return out
+        _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
+        _step(out, "matmul", lambda: _torch_matmul(torch, dev))
+        _step(out, "conv", lambda: _torch_conv(torch, dev))
+    _step(out, "training", lambda: _torch_training(torch, dev, cuda))
+    if cuda:
+        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep))
+    return out
+
+
+def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(1 << 20, generator=g), torch.randn(1 << 20, generator=g)
+    ref = torch.sin(x.double() * 2.5 + y.double())
+    got = torch.sin(x.to(dev) * 2.5 + y.to(dev)).cpu()
+    return _check("sin(2.5x+y) float32", rel_err(got, ref), 1e-5)
+
+
+def _torch_matmul(torch: Any, dev: Any) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
+    ref = a.double() @ b.double()
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        fp32 = rel_err((a.to(dev) @ b.to(dev)).cpu(), ref)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    bf16 = rel_err((a.to(dev, torch.bfloat16) @ b.to(dev, torch.bfloat16)).float().cpu(), ref)
+    checks = [_check("matmul float32", fp32, 1e-5), _check("matmul bfloat16", bf16, 1e-2)]
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
+    """A cuDNN convolution, forward and backward, against float64 on the CPU (cuDNN may use tf32)."""
+    g = torch.Generator().manual_seed(3)
+    x, w = torch.randn(8, 16, 32, 32, generator=g), torch.randn(32, 16, 3, 3, generator=g)
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    yr = torch.nn.functional.conv2d(xr, wr, padding=1)
+    (yr * yr).sum().backward()
+    xd, wd = x.to(dev).requires_grad_(), w.to(dev).requires_grad_()
+    yd = torch.nn.functional.conv2d(xd, wd, padding=1)
+    (yd * yd).sum().backward()
+    checks = [_check("conv2d forward", rel_err(yd.detach().cpu(), yr.detach()), 1e-2),
+              _check("conv2d grad input", rel_err(xd.grad.cpu(), xr.grad), 1e-2),
+              _check("conv2d grad weight", rel_err(wd.grad.cpu(), wr.grad), 1e-2)]
+    return {"ok": all(c["ok"] for c in checks), "checks": checks, "cudnn": bool(torch.backends.cudnn.is_available())}
+
+
+def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
+    """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
+    def data(device: Any) -> tuple[Any, Any]:
+        g = torch.Generator().manual_seed(4)
+        x = torch.randn(256, 3, 16, 16, generator=g)
+        yl = (x[:, 0, :8].mean(dim=(1, 2)) > x[:, 1, 8:].mean(dim=(1, 2))).long()
+        return x.to(device), yl.to(device)
+
+    def model(device: Any) -> Any:
+        torch.manual_seed(5)
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                   torch.nn.Flatten(), torch.nn.Linear(256, 2)).to(device)
+
+    def train(device: Any, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
+        net, (x, y) = model(device), data(device)
+        before = [p.detach().clone() for p in net.parameters()]
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        losses, times = [], []
+        for _ in range(steps):
+            t = time.perf_counter()
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+                loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))  # float() synchronises, so the step time is real
+            times.append(time.perf_counter() - t)
+        moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
+        return losses, times, moved
+
+    amp = cuda and torch.cuda.is_bf16_supported()
+    losses, times, moved = train(dev, 30, amp)
+    finite = all(l == l and abs(l) != float("inf") for l in losses)
+    out = {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
+           "steps": len(losses), "params_updated": moved, "finite": finite, "mixed_precision": "bf16" if amp else None,
+           "device": str(dev), "warm_step_s": statistics.median(times[5:])}
+    if cuda:
+        _, cpu_times, _ = train(torch.device("cpu"), 10, False)
+        out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
+        out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
+    return out
+
+
+def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0)
+    return statistics.median(times)
+
+
+def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, Any]:
+    """Dense matmul TFLOP/s, device-copy bandwidth (bytes read + written), pinned host<->device bandwidth."""
+    budget = int(free * MEMORY_SHARE)
+    repeats = 30 if deep else 10
+    out: dict[str, Any] = {"memory_budget_bytes": budget, "repeats": repeats}
+    n = 8192
+    while 3 * n * n * 4 > budget and n > 1024:
+        n //= 2
+    g = torch.Generator(device=dev).manual_seed(6)
+    for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)):
+        a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
+        b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            t = _events_median(torch, lambda: a @ b, 3, repeats)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+        out[f"matmul_{label}_tflops"] = 2 * n**3 / t / 1e12
+        del a, b
+    out["matmul_n"] = n
+    size = min(1 << 30, budget // 2)
+    src = torch.empty(size, dtype=torch.uint8, device=dev).random_(generator=g)
+    dst = torch.empty_like(src)
+    t = _events_median(torch, lambda: dst.copy_(src), 3, repeats)
+    out["device_copy_gbs"] = 2 * size / t / 1e9  # bytes read + bytes written
+    out["device_copy_bytes"] = size
+    del src, dst
+    size = min(256 << 20, budget // 2)
+    host = torch.empty(size, dtype=torch.uint8).pin_memory()
+    devbuf = torch.empty(size, dtype=torch.uint8, device=dev)
+    with _lock("host_copies"):
+        out["h2d_gbs"] = size / _events_median(torch, lambda: devbuf.copy_(host, non_blocking=True), 2, repeats) / 1e9
+        out["d2h_gbs"] = size / _events_median(torch, lambda: host.copy_(devbuf, non_blocking=True), 2, repeats) / 1e9
+    out["pinned_bytes"] = size
+    out["ok"] = True
+    return out
+
+
+# --- TensorFlow / Keras ------------------------------------------------------------------------------
+
+def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
+    import numpy as np
+    import tensorflow as tf
+
+    cuda = device != "cpu"
+    name = f"/GPU:{device}" if cuda else "/CPU:0"
+    out: dict[str, Any] = {"framework": "tensorflow", "device": device, "version": tf.__version__}
+    with tf.device(name):
+        if cuda:
+            _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
+                tf.sin(2.5 * tf.constant(_rand(np, 1, 1 << 20)) + tf.constant(_rand(np, 2, 1 << 20))).numpy(),
+                np.sin(2.5 * _rand(np, 1, 1 << 20).astype(np.float64) + _rand(np, 2, 1 << 20))), 1e-5))
+            _step(out, "matmul", lambda: _tf_matmul(tf, np))
+            _step(out, "conv", lambda: _tf_conv(tf, np))
+        _step(out, "training", lambda: _tf_training(tf, np, cuda, name))
+    return out
+
+
+def _rand(np: Any, seed: int, *shape: int) -> Any:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _tf_matmul(tf: Any, np: Any) -> dict[str, Any]:
+    a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    got = tf.matmul(tf.constant(a), tf.constant(b)).numpy()  # TF may use tf32 on Ampere and newer
+    return _check("matmul float32 (tf32 allowed)", rel_err(got, ref), 1e-2)
+
+
+def _tf_conv(tf: Any, np: Any) -> dict[str, Any]:
+    x, w = _rand(np, 5, 8, 32, 32, 16), _rand(np, 6, 3, 3, 16, 32)
+    xv, wv = tf.Variable(x), tf.Variable(w)
+    with tf.GradientTape() as tape:
+        y = tf.nn.conv2d(xv, wv, 1, "SAME")
+        loss = tf.reduce_sum(y * y)
+    gx, gw = tape.gradient(loss, [xv, wv])
+    with tf.device("/CPU:0"):
+        xr, wr = tf.Variable(x.astype(np.float64)), tf.Variable(w.astype(np.float64))
+        with tf.GradientTape() as tape:
+            yr = tf.nn.conv2d(xr, wr, 1, "SAME")
+            lr = tf.reduce_sum(yr * yr)
+        rx, rw = tape.gradient(lr, [xr, wr])
+    checks = [_check("conv2d forward", rel_err(y.numpy(), yr.numpy()), 1e-2),
+              _check("conv2d grad input", rel_err(gx.numpy(), rx.numpy()), 1e-2),
+              _check("conv2d grad weight", rel_err(gw.numpy(), rw.numpy()), 1e-2)]
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _tf_training(tf: Any, np: Any, cuda: bool, name: str) -> dict[str, Any]:
+    x = _rand(np, 7, 256, 16, 16, 3)
+    y = (x[:, :8, :, 0].mean(axis=(1, 2)) > x[:, 8:, :, 1].mean(axis=(1, 2))).astype(np.int64)
+    tf.keras.utils.set_random_seed(8)
+    model = tf.keras.Sequential([tf.keras.Input((16, 16, 3)), tf.keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+                                 tf.keras.layers.GlobalAveragePooling2D(), tf.keras.layers.Dense(2)])
+    opt = tf.keras.optimizers.Adam(1e-2)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    losses, times = [], []
+    for _ in range(30):
+        t = time.perf_counter()
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_weights)
+        opt.apply_gradients(zip(grads, model.trainable_weights))
+        losses.append(float(loss))
+        times.append(time.perf_counter() - t)
+    moved = any(not np.array_equal(a, w.numpy()) for a, w in zip(before, model.trainable_weights))
+    finite = all(np.isfinite(losses))
+    return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
+            "steps": len(losses), "params_updated": moved, "finite": finite, "device": name,
+            "warm_step_s": statistics.median(times[5:])}
+
+
+# --- JAX and CuPy: element-wise and matmul -----------------------------------------------------------
+
+def run_jax(device: str, deep: bool) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    out: dict[str, Any] = {"framework": "jax", "device": device, "version": jax.__version__}
+    if device == "cpu":
+        out["skipped"] = "no GPU"
+        return out
+    dev = jax.devices("gpu")[int(device)]
+    x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
+    _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
+        np.asarray(jnp.sin(2.5 * jax.device_put(x, dev) + jax.device_put(y, dev))),
+        np.sin(2.5 * x.astype(np.float64) + y)), 1e-5))
+    a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
+    _step(out, "matmul", lambda: _check("matmul float32 (default precision)", rel_err(
+        np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), a.astype(np.float64) @ b), 1e-2))
+    return out
+
+
+def run_cupy(device: str, deep: bool) -> dict[str, Any]:
+    import cupy
+    import numpy as np
+
+    out: dict[str, Any] = {"framework": "cupy", "device": device, "version": cupy.__version__}
+    if device == "cpu":
+        out["skipped"] = "no GPU"
+        return out
+    with cupy.cuda.Device(int(device)):
+        x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
+        _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
+            cupy.asnumpy(cupy.sin(2.5 * cupy.asarray(x) + cupy.asarray(y))), np.sin(2.5 * x.astype(np.float64) + y)), 1e-5))
+        a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
+        _step(out, "matmul", lambda: _check("matmul float32", rel_err(
+            cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)), a.astype(np.float64) @ b), 1e-5))
+    return out
+
+
+RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cupy": run_cupy}
+
+
+def main(argv: list[str]) -> int:
+    framework, device = argv[0], argv[1]
+    start = time.monotonic()
+    try:
+        result = RUNNERS[framework](device, "--deep" in argv)
+    except BaseException as exc:  # noqa: BLE001 - the import or CUDA init failing is the finding
+        result = {"framework": framework, "device": device, "error": f"{type(exc).__name__}: {exc}"[:800],
+                  "traceback_tail": traceback.format_exc()[-1200:]}
+    result["duration_s"] = round(time.monotonic() - start, 3)
+    sys.stdout.write(json.dumps({"section": "workload", "data": result}, default=float) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
