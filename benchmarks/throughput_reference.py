@@ -1,0 +1,72 @@
+"""gpudoctor's throughput figures next to a tuned reference, in the same run on the same GPU.
+
+Run on a GPU machine: python3 benchmarks/throughput_reference.py [DEVICE]
+The reference times the same operations with triton.testing.do_bench (many repetitions, cache
+flushed between them, median) where Triton is installed, else with CUDA graphs replayed 50
+times. A gpudoctor figure within 10% of the reference is trustworthy; the script prints each
+pair, the ratio, and PASS/FAIL against that bound.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from gpudoctor.probes.workload.worker import _torch_throughput
+
+
+def reference(device: torch.device, n: int, copy_bytes: int) -> dict[str, float]:
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        do_bench = None
+    out = {}
+    for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)):
+        a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        ms = do_bench(lambda: a @ b, warmup=100, rep=500, return_mode="median") if do_bench else _graph_ms(lambda: a @ b)
+        out[f"matmul_{label}_tflops"] = 2 * n**3 / (ms / 1e3) / 1e12
+        del a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
+    src = torch.empty(copy_bytes, dtype=torch.uint8, device=device).random_()
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=100, rep=500, return_mode="median") if do_bench else _graph_ms(lambda: dst.copy_(src))
+    out["device_copy_gbs"] = 2 * copy_bytes / (ms / 1e3) / 1e9
+    return out
+
+
+def _graph_ms(fn) -> float:
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(50):
+            fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 50
+
+
+def main() -> None:
+    index = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    device = torch.device(f"cuda:{index}")
+    torch.cuda.set_device(device)
+    free, _ = torch.cuda.mem_get_info(device)
+    ours = _torch_throughput(torch, device, free, deep=False)
+    ref = reference(device, ours["matmul_n"], ours["device_copy_bytes"])
+    print(f"GPU {index}: {torch.cuda.get_device_name(device)}; matmul n={ours['matmul_n']}, copy {ours['device_copy_bytes'] >> 20} MiB")
+    print(f"{'figure':<22} {'gpudoctor':>10} {'reference':>10} {'ratio':>6}")
+    worst = 1.0
+    for key in ("matmul_bf16_tflops", "matmul_tf32_tflops", "device_copy_gbs"):
+        ratio = ours[key] / ref[key]
+        worst = min(worst, 1 - abs(1 - ratio))
+        print(f"{key:<22} {ours[key]:>10.1f} {ref[key]:>10.1f} {ratio:>6.3f} {'PASS' if abs(1 - ratio) <= 0.10 else 'FAIL'}")
+    print(f"h2d_gbs {ours['h2d_gbs']:.1f}  d2h_gbs {ours['d2h_gbs']:.1f} (pinned, {ours['pinned_bytes'] >> 20} MiB)")
+
+
+if __name__ == "__main__":
+    main()
