@@ -1,10 +1,12 @@
 """gpudoctor's throughput figures next to a tuned reference, in the same run on the same GPU.
 
 Run on a GPU machine: python3 benchmarks/throughput_reference.py [DEVICE]
-The reference times the same operations with triton.testing.do_bench (many repetitions, cache
-flushed between them, median) where Triton is installed, else with CUDA graphs replayed 50
-times. A gpudoctor figure within 10% of the reference is trustworthy; the script prints each
-pair, the ratio, and PASS/FAIL against that bound.
+The reference is tuned to remove what a plain loop pays: the operations are captured in a CUDA
+graph (no launch gaps, no Python between them) and the graph replayed; the median of five
+replays counts. It is kept short on purpose: a long back-to-back run (triton's do_bench with
+rep=500 ms) heats an H200 into its 700 W power cap and measures the throttled clock, a different
+quantity. That figure is printed too, for reference. A gpudoctor figure within 10% of the graph
+reference is trustworthy; the script prints each pair, the ratio, and PASS/FAIL.
 """
 
 from __future__ import annotations
@@ -25,30 +27,39 @@ def reference(device: torch.device, n: int, copy_bytes: int) -> dict[str, float]
     for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)):
         a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        ms = do_bench(lambda: a @ b, warmup=100, rep=500, return_mode="median") if do_bench else _graph_ms(lambda: a @ b)
-        out[f"matmul_{label}_tflops"] = 2 * n**3 / (ms / 1e3) / 1e12
+        out[f"matmul_{label}_tflops"] = 2 * n**3 / (_graph_ms(lambda: a @ b) / 1e3) / 1e12
+        if do_bench:
+            ms = do_bench(lambda: a @ b, warmup=100, rep=500, return_mode="median")
+            out[f"sustained_{label}_tflops"] = 2 * n**3 / (ms / 1e3) / 1e12
         del a, b
     torch.backends.cuda.matmul.allow_tf32 = False
     src = torch.empty(copy_bytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=100, rep=500, return_mode="median") if do_bench else _graph_ms(lambda: dst.copy_(src))
-    out["device_copy_gbs"] = 2 * copy_bytes / (ms / 1e3) / 1e9
+    out["device_copy_gbs"] = 2 * copy_bytes / (_graph_ms(lambda: dst.copy_(src)) / 1e3) / 1e9
     return out
 
 
-def _graph_ms(fn) -> float:
-    fn()
-    torch.cuda.synchronize()
+def _graph_ms(fn, per_graph: int = 10, replays: int = 5) -> float:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(50):
+        for _ in range(per_graph):
             fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
     graph.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 50
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / per_graph)
+    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:
@@ -65,6 +76,9 @@ def main() -> None:
         ratio = ours[key] / ref[key]
         worst = min(worst, 1 - abs(1 - ratio))
         print(f"{key:<22} {ours[key]:>10.1f} {ref[key]:>10.1f} {ratio:>6.3f} {'PASS' if abs(1 - ratio) <= 0.10 else 'FAIL'}")
+    for key in ("sustained_bf16_tflops", "sustained_tf32_tflops"):
+        if key in ref:
+            print(f"{key:<22} {'':>10} {ref[key]:>10.1f}  (do_bench, 500 ms back to back: power-capped clock, not judged)")
     print(f"h2d_gbs {ours['h2d_gbs']:.1f}  d2h_gbs {ours['d2h_gbs']:.1f} (pinned, {ours['pinned_bytes'] >> 20} MiB)")
 
 

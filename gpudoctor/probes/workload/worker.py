@@ -71,6 +71,8 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
 
     cuda = device != "cpu"
     dev = torch.device(f"cuda:{device}" if cuda else "cpu")
+    if os.environ.get("GPUDOCTOR_CPU_THREADS"):
+        torch.set_num_threads(int(os.environ["GPUDOCTOR_CPU_THREADS"]))
     out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
     if cuda:
         torch.cuda.set_device(dev)
@@ -163,7 +165,7 @@ def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
     out = {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
            "steps": len(losses), "params_updated": moved, "finite": finite, "mixed_precision": "bf16" if amp else None,
            "device": str(dev), "warm_step_s": statistics.median(times[5:])}
-    if cuda:
+    if cuda and str(dev.index) == "0":  # the same CPU serves every GPU: compare once, not once per GPU
         _, cpu_times, _ = train(torch.device("cpu"), 10, False)
         out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
         out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
