@@ -154,7 +154,7 @@ def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            losses.append(float(loss))  # float() synchronises, so the step time is real
+            losses.append(float(loss.detach()))  # float() synchronises, so the step time is real
             times.append(time.perf_counter() - t)
         moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
         return losses, times, moved
