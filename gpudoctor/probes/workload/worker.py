@@ -172,7 +172,8 @@ def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
     return out
 
 
-def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int) -> float:
+def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int, batch: int = 1) -> float:
+    """Seconds per call: device events around ``batch`` back-to-back calls, median over ``repeats``."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -180,10 +181,11 @@ def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int)
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1000.0)
+        times.append(start.elapsed_time(end) / 1000.0 / batch)
     return statistics.median(times)
 
 
@@ -202,7 +204,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = tf32
         try:
-            t = _events_median(torch, lambda: a @ b, 3, repeats)
+            t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
         out[f"matmul_{label}_tflops"] = 2 * n**3 / t / 1e12
