@@ -65,6 +65,9 @@ def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str
 
 MATRIX_OPTION = click.option("--matrix", "matrix_file", metavar="FILE", callback=_load_matrix, expose_value=False,
                              help="Overlay or extend the bundled compatibility matrix with FILE (JSON).")
+NO_REDACT_OPTION = click.option("--no-redact", is_flag=True,
+                                help="Keep host names, GPU UUIDs and serials, and home directories (for your own "
+                                     "fleet). Tokens, keys and passwords are removed anyway.")
 
 
 def _report_options(fn: Callable) -> Callable:
@@ -101,8 +104,10 @@ def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 @click.option("--only", multiple=True, callback=_names, metavar="AREA|CHECK",
               help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them).")
 @click.option("--skip", multiple=True, callback=_names, metavar="AREA|CHECK", help="Leave out these areas or checks.")
+@NO_REDACT_OPTION
 def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, quiet: bool,
-          timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...]) -> None:
+          timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
+          no_redact: bool) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
@@ -117,26 +122,23 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     report = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deadline=deadline,
                             only=only, skip=skip, options=options)
     _clear_progress()
-    if quiet and fmt == "text":
-        from gpudoctor.render.quiet import render_quiet
-
-        text = render_quiet(report)
-        _write(output, text) if output else click.echo(text, nl=False)
-    else:
-        _emit(report, fmt, output, verbose)
+    _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("report_file", metavar="REPORT.json", type=click.Path(dir_okay=False, path_type=Path))
 @_report_options
-def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, fail_on: str) -> None:
+@NO_REDACT_OPTION
+def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
     """Re-check a saved JSON report with this version's checks (for triaging someone else's machine)."""
     from gpudoctor import pipeline
 
     saved = _load_report(report_file)
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
-    _emit(report, fmt, output, verbose)
+    if saved.get("redacted") is True:
+        report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
+    _emit(report, fmt, output, verbose, redact=not no_redact)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
@@ -267,7 +269,19 @@ def _load_report(path: Path) -> dict[str, Any]:
         raise BadInput(str(exc)) from None
 
 
-def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool) -> None:
+def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool, redact: bool = True,
+          quiet: bool = False) -> None:
+    """Redact (secrets always; host names, UUIDs, serials and home directories unless ``redact`` is
+    false), then render and print or write. Every report leaves through here."""
+    from gpudoctor.redact import redact_report
+
+    report = redact_report(report, identities=redact)
+    if quiet and fmt == "text":
+        from gpudoctor.render.quiet import render_quiet
+
+        text = render_quiet(report)
+        _write(output, text) if output else click.echo(text, nl=False)
+        return
     text = _render(report, fmt, verbose, to_terminal=output is None)
     if output is None:
         click.echo(text, nl=False)

@@ -68,8 +68,9 @@ def test_check_json(runner):
     result = runner.invoke(cli, ["check", "--format", "json"])
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    assert list(report) == list(TOP_LEVEL_KEYS)
-    assert list(report) == ["schema_version", "tool", "created", "facts", "checks", "findings", "summary"]
+    assert list(report) == [*TOP_LEVEL_KEYS, "redacted"]  # "redacted" is added on the way out (gpudoctor/redact.py)
+    assert list(report) == ["schema_version", "tool", "created", "facts", "checks", "findings", "summary", "redacted"]
+    assert report["redacted"] is True
     assert report["schema_version"] == 1
     assert report["tool"]["name"] == "gpudoctor"
     assert [f["code"] for f in report["findings"]] == ["CTR001"]
