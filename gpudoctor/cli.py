@@ -258,6 +258,41 @@ def explain(code: str) -> None:
                f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}")
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("report_files", metavar="REPORT.json...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-f", "--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text",
+              show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the result to FILE instead of standard output.")
+@click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
+              help="Lowest severity on any node that makes the exit code 1.")
+@MATRIX_OPTION
+def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str) -> None:
+    """Compare saved JSON reports of many nodes: a nodes x areas table, drift between nodes, outlier GPUs.
+
+    Each report is re-judged with this version's checks, as `analyze` does. Drift lists the driver,
+    CUDA driver, GPU models and count, framework and CUDA toolkit versions that differ between nodes;
+    outliers are measured figures worse than 0.7 x the median of peers with the same GPU model.
+    A node is named by its host name, or by its file name when that is redacted or not unique.
+    """
+    import json
+
+    from gpudoctor import fleet
+    from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
+
+    merged = fleet.merge([(str(p), _load_report(p)) for p in report_files], fail_on=fail_on)
+    render = {"json": lambda m: json.dumps(m, indent=2, ensure_ascii=False) + "\n",
+              "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
+    text = render(merged)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        _write(output, text)
+        click.echo(f"gpudoctor: merged report written to {output}", err=True)
+    sys.exit(fleet.exit_code(merged))
+
+
 def _load_report(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")

@@ -1,0 +1,354 @@
+"""Many nodes' saved reports side by side: what each node's checks say, what differs, what is slow.
+
+``merge`` takes reports already loaded (and validated) by ``report.load`` and returns one plain
+dict, which ``render/fleet.py`` prints as text or markdown and ``json.dumps`` writes as JSON:
+
+- ``nodes``: each node's worst status per area, re-judged with this version's checks (as
+  ``analyze`` does), and its errors and warnings;
+- ``drift``: the facts that should match across a fleet (driver, CUDA driver, GPU models and count,
+  framework versions, the CUDA toolkit) where they do not, each value with the nodes that have it;
+- ``outliers``: a GPU, GPU pair or node whose measured figure is worse than ``WELL_BELOW`` times
+  the median of its peers (every other sample with the same GPU model), for each metric in
+  ``METRICS``. A metric is a dotted path into the facts, with ``[*]`` for "every element of this
+  list", and whether higher or lower is better; a figure added to the facts later
+  (``performance.*``) is compared by adding one line to ``METRICS``.
+
+Nothing here reads files or the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Callable, Optional, Sequence
+
+from gpudoctor import __version__
+from gpudoctor import report as rep
+from gpudoctor.findings import ERROR, WARNING
+from gpudoctor.render.facts_text import cuda_version
+from gpudoctor.snapshot import get, gpus, is_unavailable, known
+
+MERGE_SCHEMA_VERSION = 1
+#: "Well below its peers": worse than this fraction of the peers' median (for a time: above median / WELL_BELOW).
+WELL_BELOW = 0.7
+#: Fewer samples of one GPU model than this, and the metric is not compared for that model.
+MIN_SAMPLES = 3
+NOT_RECORDED = "not recorded"
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A measured figure: where it is in the facts, and which direction is better."""
+
+    path: str  # "smoke.runs[*].kernel_and_copies_s"; an element with "ok": false is not a measurement
+    better: str  # "higher" (a bandwidth, a link count) or "lower" (a time)
+    unit: str = ""  # for display: "s", "GB/s"
+
+    def worse(self, value: float, median: float) -> bool:
+        if self.better == "higher":
+            return value < WELL_BELOW * median
+        return median > 0 and value > median / WELL_BELOW
+
+
+#: The measured figures compared across nodes. Another figure the probes record (a link bandwidth,
+#: say ``Metric("performance.pairs[*].p2p_gbs", "higher", "GB/s")``) is one more line here.
+METRICS: tuple[Metric, ...] = (
+    Metric("smoke.runs[*].kernel_and_copies_s", "lower", "s"),
+    Metric("topology.pairs[*].nvlink_count", "higher"),
+    Metric("workload.runs[*].throughput.matmul_bf16_tflops", "higher", "TFLOP/s"),
+    Metric("workload.runs[*].throughput.matmul_tf32_tflops", "higher", "TFLOP/s"),
+    Metric("workload.runs[*].throughput.device_copy_gbs", "higher", "GB/s"),
+    Metric("workload.runs[*].throughput.h2d_gbs", "higher", "GB/s"),
+    Metric("workload.runs[*].throughput.d2h_gbs", "higher", "GB/s"),
+)
+
+
+# Node names -------------------------------------------------------------------------------------
+
+def hostname(report: dict[str, Any]) -> Optional[str]:
+    """The node's own name, or None when it is absent, unreadable or a redaction pseudonym."""
+    name = known(get(report.get("facts") or {}, "host.hostname"))
+    if not isinstance(name, str) or not name.strip():
+        return None
+    name = name.strip()
+    if report.get("redacted") is True or "redacted" in name.lower():  # redact.py's "host-redacted[-N]"
+        return None
+    if name.lower() in ("localhost", "localhost.localdomain"):
+        return None
+    return name
+
+
+def node_names(sources: Sequence[str], hostnames: Sequence[Optional[str]]) -> list[str]:
+    """One unique name per report: its host name, else its file name without ``.json``.
+
+    Names that still collide (every recorded VM calling itself ``vm``, or ``*/report.json``) are
+    replaced by more of their path (``h100x1/report``), and as a last resort numbered (``vm#2``).
+    """
+    parts = [tuple(p for p in PurePath(s).with_suffix("").parts if p not in (PurePath(s).anchor, ".", ""))
+             for s in sources]
+    depth = [0 if h else 1 for h in hostnames]
+    labels = [h or "/".join(p[-1:]) or s for h, p, s in zip(hostnames, parts, sources)]
+    while True:
+        dup = {label for label in labels if labels.count(label) > 1}
+        if not dup:
+            return labels
+        changed = False
+        for i, label in enumerate(labels):
+            if label in dup and depth[i] < len(parts[i]):
+                depth[i] += 1
+                labels[i] = "/".join(parts[i][-depth[i]:])
+                changed = True
+        if not changed:
+            seen: dict[str, int] = {}
+            for i, label in enumerate(labels):
+                if label in dup:
+                    seen[label] = seen.get(label, 0) + 1
+                    labels[i] = f"{label}#{seen[label]}"
+            return labels
+
+
+# The nodes' own verdicts ------------------------------------------------------------------------
+
+def _judge(facts: dict[str, Any], created: Optional[str]) -> dict[str, Any]:
+    from gpudoctor import pipeline
+
+    return pipeline.judge(facts, created=created)
+
+
+def node_summary(name: str, source: str, report: dict[str, Any], fail_on: str,
+                 judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge) -> dict[str, Any]:
+    judged = judge(report["facts"], report.get("created"))
+    summary = judged.get("summary") or {}
+    findings = [f for f in judged.get("findings") or [] if f.get("severity") in (ERROR, WARNING)]
+    return {
+        "name": name,
+        "file": source,
+        "hostname": known(get(report["facts"], "host.hostname")),
+        "created": report.get("created"),
+        "verdict": summary.get("verdict"),
+        "counts": summary.get("counts") or {},
+        "areas": summary.get("areas") or {},
+        "failing": rep.exit_code(rep.findings_of(judged), fail_on) != rep.EXIT_OK,
+        "findings": [{"severity": f.get("severity"), "code": f.get("code"), "where": _where(f.get("subject") or {}),
+                      "title": f.get("title")} for f in findings],
+    }
+
+
+def _where(subject: dict[str, Any]) -> str:
+    if subject.get("kind") == "gpu":
+        return f"GPU {subject.get('gpu_index')}"
+    if subject.get("kind") == "pair":
+        return f"GPU {subject.get('gpu_index')} <-> GPU {subject.get('peer_index')}"
+    return subject.get("kind") or "host"
+
+
+# Drift ------------------------------------------------------------------------------------------
+
+def _show(value: Any) -> str:
+    if value is None:
+        return NOT_RECORDED
+    if is_unavailable(value):
+        return f"unavailable ({value['unavailable']})"
+    return str(value)
+
+
+def _cuda(raw: Any) -> str:
+    return cuda_version(raw) if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else _show(raw)
+
+
+def _gpu_names(facts: dict[str, Any]) -> list[str]:
+    return [str(known(g.get("name")) or "unreadable GPU") for g in gpus(facts)]
+
+
+def compared_facts(facts: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, label, value as text) for every fact that should be the same across a fleet."""
+    out = [
+        ("driver_version", "driver", _show(get(facts, "nvml.driver_version"))),
+        ("cuda_driver_version", "CUDA driver", _cuda(get(facts, "nvml.cuda_driver_version"))),
+    ]
+    if facts.get("gpus") is None:
+        out += [("gpu_models", "GPU models", NOT_RECORDED), ("gpu_count", "GPU count", NOT_RECORDED)]
+    else:
+        names = _gpu_names(facts)
+        out += [("gpu_models", "GPU models", ", ".join(dict.fromkeys(names)) or "none"),
+                ("gpu_count", "GPU count", str(len(names)))]
+    for fw_name, fw in (facts.get("frameworks") or {}).items():
+        out.append((f"frameworks.{fw_name}", fw_name, _framework_version(fw)))
+    nvcc = get(facts, "toolkit.nvcc")
+    if isinstance(nvcc, dict) and not nvcc.get("found", True):
+        toolkit = "not found"
+    else:
+        toolkit = _show(get(facts, "toolkit.nvcc.version"))
+    out.append(("toolkit.nvcc", "CUDA toolkit (nvcc)", toolkit))
+    return out
+
+
+def _framework_version(fw: Any) -> str:
+    if not isinstance(fw, dict):
+        return NOT_RECORDED
+    if not fw.get("installed"):
+        return "not installed"
+    version = (fw.get("info") or {}).get("version")
+    if version:
+        return str(version)
+    return f"installed ({fw.get('status') or 'version unknown'})"
+
+
+def drift(names: Sequence[str], facts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each compared fact that differs between nodes: its values, most common first, with their nodes."""
+    table: dict[str, dict[str, Any]] = {}
+    for name, node_facts in zip(names, facts):
+        for key, label, value in compared_facts(node_facts):
+            entry = table.setdefault(key, {"fact": key, "label": label, "values": {}})
+            entry["values"].setdefault(value, []).append(name)
+    # a framework missing from one node's list entirely was not recorded there
+    for entry in table.values():
+        seen = {n for ns in entry["values"].values() for n in ns}
+        missing = [n for n in names if n not in seen]
+        if missing:
+            entry["values"].setdefault(NOT_RECORDED, []).extend(missing)
+    out = []
+    for entry in table.values():
+        if len(entry["values"]) < 2:
+            continue
+        order = list(entry["values"])
+        values = sorted(entry["values"].items(), key=lambda kv: (-len(kv[1]), order.index(kv[0])))
+        out.append({"fact": entry["fact"], "label": entry["label"],
+                    "values": [{"value": v, "nodes": ns} for v, ns in values]})
+    return out
+
+
+# Outliers ---------------------------------------------------------------------------------------
+
+def _expand(node: Any, parts: Sequence[str], element: Optional[dict[str, Any]] = None):
+    """Yield (innermost list element or None, value) for a path whose parts may include ``[*]`` steps."""
+    if not parts:
+        yield element, node
+        return
+    part, rest = parts[0], parts[1:]
+    if part.endswith("[*]"):
+        items = get(node, part[:-3]) if isinstance(node, dict) else None
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, dict):
+                    yield from _expand(item, rest, item)
+        return
+    value = get(node, part, _MISSING) if isinstance(node, dict) else _MISSING
+    if value is not _MISSING:
+        yield from _expand(value, rest, element)
+
+
+def _split(path: str) -> list[str]:
+    parts, current = [], []
+    for piece in path.split("."):
+        current.append(piece)
+        if piece.endswith("[*]"):
+            parts.append(".".join(current))
+            current = []
+    if current:
+        parts.append(".".join(current))
+    return parts
+
+
+def _gpu_by(facts: dict[str, Any], element: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The NVML GPU a list element measured: by its UUID, its NVML ``index``, or its CUDA ordinal
+    (``ordinal``, or a workload run's ``device``) through the UUIDs the smoke probe enumerated."""
+    uuid = element.get("uuid")
+    if not isinstance(uuid, str):
+        ordinal = element.get("ordinal", element.get("device"))
+        devices = get(facts, "smoke.count.devices") or []
+        uuid = next((d.get("uuid") for d in devices if isinstance(d, dict) and ordinal is not None
+                     and str(d.get("ordinal")) == str(ordinal)), None)
+    if isinstance(uuid, str):
+        return next((g for g in gpus(facts) if g.get("uuid") == uuid), None)
+    if isinstance(element.get("index"), int) and not isinstance(element.get("index"), bool):
+        return next((g for g in gpus(facts) if g.get("index") == element["index"]), None)
+    return None
+
+
+def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]]) -> tuple[str, str]:
+    """(what was measured, its GPU model) for one sample."""
+    if element is None:
+        models = list(dict.fromkeys(_gpu_names(facts)))
+        return "", " + ".join(models) or "no GPU"
+    pair = element.get("gpus")
+    if isinstance(pair, list) and len(pair) == 2:
+        by_index = {g.get("index"): str(known(g.get("name")) or "unreadable GPU") for g in gpus(facts)}
+        models = list(dict.fromkeys(by_index.get(i, "unknown GPU") for i in pair))
+        return f"GPU {pair[0]} <-> GPU {pair[1]}", " + ".join(models)
+    gpu = _gpu_by(facts, element)
+    if gpu is not None:
+        return f"GPU {gpu.get('index')}", str(known(gpu.get("name")) or element.get("name") or "unreadable GPU")
+    ordinal = element.get("ordinal", element.get("device"))
+    label = f"cuda:{ordinal}" if ordinal is not None else "GPU ?"
+    return label, str(element.get("name") or "unknown GPU")
+
+
+def samples(facts: dict[str, Any], metric: Metric) -> list[tuple[str, str, float]]:
+    """(subject, GPU model, value) for every measurement of ``metric`` in one node's facts."""
+    out = []
+    for element, value in _expand(facts, _split(metric.path)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        if element is not None and element.get("ok") is False:
+            continue
+        subject, model = _subject(facts, element)
+        out.append((subject, model, float(value)))
+    return out
+
+
+def outliers(names: Sequence[str], facts: Sequence[dict[str, Any]],
+             metrics: Sequence[Metric] = METRICS) -> list[dict[str, Any]]:
+    """For each metric and GPU model: how many samples, and which are worse than WELL_BELOW x their peers' median."""
+    out = []
+    for metric in metrics:
+        groups: dict[str, list[tuple[str, str, float]]] = {}
+        for name, node_facts in zip(names, facts):
+            for subject, model, value in samples(node_facts, metric):
+                groups.setdefault(model, []).append((name, subject, value))
+        models = []
+        for model, group in groups.items():
+            entry: dict[str, Any] = {"model": model, "samples": len(group), "compared": len(group) >= MIN_SAMPLES,
+                                     "outliers": []}
+            if entry["compared"]:
+                for i, (name, subject, value) in enumerate(group):
+                    median = statistics.median(v for j, (_, _, v) in enumerate(group) if j != i)
+                    if metric.worse(value, median):
+                        entry["outliers"].append({"node": name, "subject": subject, "value": value,
+                                                  "peers_median": median,
+                                                  "ratio": round(value / median, 2) if median else None})
+            models.append(entry)
+        out.append({"metric": metric.path, "better": metric.better, "unit": metric.unit, "models": models})
+    return out
+
+
+# The whole merge --------------------------------------------------------------------------------
+
+def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
+          metrics: Sequence[Metric] = METRICS,
+          judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge) -> dict[str, Any]:
+    """``items``: (source file, loaded report) per node, in the order given."""
+    sources = [s for s, _ in items]
+    reports = [r for _, r in items]
+    names = node_names(sources, [hostname(r) for r in reports])
+    facts = [r["facts"] for r in reports]
+    nodes = [node_summary(n, s, r, fail_on, judge) for n, s, r in zip(names, sources, reports)]
+    areas = list(dict.fromkeys(a for node in nodes for a in node["areas"]))
+    return {
+        "kind": "gpudoctor-merge",
+        "schema_version": MERGE_SCHEMA_VERSION,
+        "tool": {"name": "gpudoctor", "version": __version__},
+        "fail_on": fail_on,
+        "areas": areas,
+        "nodes": nodes,
+        "drift": drift(names, facts),
+        "outliers": {"well_below": WELL_BELOW, "min_samples": MIN_SAMPLES, "peers": "same GPU model",
+                     "metrics": outliers(names, facts, metrics)},
+    }
+
+
+def exit_code(merged: dict[str, Any]) -> int:
+    return rep.EXIT_FINDINGS if any(n["failing"] for n in merged["nodes"]) else rep.EXIT_OK

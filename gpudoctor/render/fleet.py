@@ -1,0 +1,126 @@
+"""`merge`'s output: the nodes x areas table, the findings, drift and outliers, as text or markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudoctor.render.markdown import STATUS_WORDS
+
+COMPARED = "the driver, CUDA driver, GPU models and count, framework versions and CUDA toolkit are the same on every node"
+
+
+def headline(merged: dict[str, Any]) -> str:
+    nodes = merged["nodes"]
+    fail_on = merged["fail_on"]
+    if fail_on == "never":
+        return f"{len(nodes)} node(s); --fail-on never: findings do not change the exit status"
+    failing = [n["name"] for n in nodes if n["failing"]]
+    if not failing:
+        return f"{len(nodes)} node(s), none with findings at or above --fail-on {fail_on}"
+    return f"{len(nodes)} node(s), {len(failing)} with findings at or above --fail-on {fail_on}: {', '.join(failing)}"
+
+
+def _num(value: float, unit: str) -> str:
+    return f"{value:g}{' ' + unit if unit else ''}"
+
+
+def _outlier(o: dict[str, Any], unit: str) -> str:
+    subject = f" {o['subject']}" if o["subject"] else ""
+    ratio = f"{o['ratio']:g} x" if o["ratio"] is not None else "against"
+    return f"{o['node']}{subject}: {_num(o['value'], unit)}, {ratio} the peers' median of {_num(o['peers_median'], unit)}"
+
+
+def _rule(merged: dict[str, Any]) -> str:
+    rule = merged["outliers"]
+    return (f"worse than {rule['well_below']:g} x the median of peers with the same GPU model "
+            f"(at least {rule['min_samples']} samples of a model)")
+
+
+def _metric_title(m: dict[str, Any]) -> str:
+    return f"{m['metric']} ({m['better']} is better)"
+
+
+def _group_summary(g: dict[str, Any], min_samples: int) -> str:
+    if not g["compared"]:
+        return f"{g['samples']} sample(s); at least {min_samples} needed to compare"
+    if not g["outliers"]:
+        return f"{g['samples']} samples; no outlier"
+    return f"{g['samples']} samples; {len(g['outliers'])} outlier(s)"
+
+
+def render_fleet_text(merged: dict[str, Any]) -> str:
+    areas = merged["areas"]
+    rows = [["node", "verdict", *areas]]
+    for n in merged["nodes"]:
+        rows.append([n["name"], n["verdict"] or "?", *(n["areas"].get(a, "n/a") for a in areas)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"gpudoctor merge: {headline(merged)}", ""]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    findings = [(n["name"], f) for n in merged["nodes"] for f in n["findings"]]
+    if findings:
+        lines += ["", "Findings (errors and warnings)"]
+        lines += [f"  {name}: {f['severity']} {f['code']} [{f['where']}] {f['title']}" for name, f in findings]
+    lines.append("")
+    if merged["drift"]:
+        lines.append("Drift: facts that differ between nodes")
+        for d in merged["drift"]:
+            lines.append(f"  {d['label']}: " + "; ".join(f"{v['value']} ({', '.join(v['nodes'])})" for v in d["values"]))
+    else:
+        lines.append(f"Drift: none; {COMPARED}")
+    lines += ["", f"Outliers: {_rule(merged)}"]
+    min_samples = merged["outliers"]["min_samples"]
+    for m in merged["outliers"]["metrics"]:
+        if not m["models"]:
+            continue
+        lines.append(f"  {_metric_title(m)}")
+        for g in m["models"]:
+            lines.append(f"    {g['model']}: {_group_summary(g, min_samples)}")
+            lines += [f"      {_outlier(o, m['unit'])}" for o in g["outliers"]]
+    unmeasured = _unmeasured(merged)
+    if unmeasured:
+        lines.append(f"  not measured in any report: {', '.join(unmeasured)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_fleet_markdown(merged: dict[str, Any]) -> str:
+    areas = merged["areas"]
+    out = [f"## gpudoctor merge: {headline(merged)}", "",
+           "| Node | Verdict | " + " | ".join(areas) + " |",
+           "|---|---|" + "---|" * len(areas)]
+    for n in merged["nodes"]:
+        cells = [STATUS_WORDS.get(n["areas"].get(a, ""), n["areas"].get(a, "n/a")) for a in areas]
+        out.append(f"| {_cell(n['name'])} | {n['verdict'] or '?'} | " + " | ".join(cells) + " |")
+    findings = [(n["name"], f) for n in merged["nodes"] for f in n["findings"]]
+    if findings:
+        out += ["", "### Findings (errors and warnings)", ""]
+        out += [f"- **{_cell(name)}** {f['severity']} `{f['code']}` ({f['where']}) {f['title']}" for name, f in findings]
+    out += ["", "### Drift", ""]
+    if merged["drift"]:
+        out += ["| Fact | Value | Nodes |", "|---|---|---|"]
+        for d in merged["drift"]:
+            for v in d["values"]:
+                out.append(f"| {d['label']} | {_cell(v['value'])} | {_cell(', '.join(v['nodes']))} |")
+    else:
+        out.append(f"None: {COMPARED}.")
+    out += ["", "### Outliers", "", f"A GPU, GPU pair or node {_rule(merged)}.", "",
+            "| Metric | GPU model | Samples | Outliers |", "|---|---|---|---|"]
+    min_samples = merged["outliers"]["min_samples"]
+    for m in merged["outliers"]["metrics"]:
+        for g in m["models"]:
+            if not g["compared"]:
+                verdict = f"not compared: at least {min_samples} samples needed"
+            else:
+                verdict = "; ".join(_outlier(o, m["unit"]) for o in g["outliers"]) or "none"
+            out.append(f"| `{m['metric']}` ({m['better']} is better) | {_cell(g['model'])} | {g['samples']} | {_cell(verdict)} |")
+    unmeasured = _unmeasured(merged)
+    if unmeasured:
+        out += ["", "Not measured in any report: " + ", ".join(f"`{u}`" for u in unmeasured) + "."]
+    return "\n".join(out) + "\n"
+
+
+def _unmeasured(merged: dict[str, Any]) -> list[str]:
+    return [m["metric"] for m in merged["outliers"]["metrics"] if not m["models"]]
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")

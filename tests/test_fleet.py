@@ -1,0 +1,542 @@
+"""`gpudoctor merge` on the reports recorded on real machines (1 x H100, 2 x H200, 4 x H200) and on
+nodes derived from them one fact at a time with snapshot.with_fact.
+
+The recorded machines all call themselves ``vm``, so the nodes are named after their files, as in a
+fleet whose reports are saved as ``reports/NODE.json``. Every expected output below is what the
+rules in gpudoctor/fleet.py give on these figures; the smoke kernel's ``kernel_and_copies_s`` of
+the 4 x H200 machine (4.3 to 10.9 ms, against 1.5 and 1.8 ms on the 2 x H200) is what makes three
+of its GPUs outliers already among the real recordings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REAL_DIRS
+from gpudoctor import fleet
+from gpudoctor.cli import cli
+from gpudoctor.snapshot import with_fact
+
+REAL = {p.name.split("-")[0]: p / "report.json" for p in REAL_DIRS}
+NOT_MEASURED = ("workload.runs[*].throughput.matmul_bf16_tflops, workload.runs[*].throughput.matmul_tf32_tflops, "
+                "workload.runs[*].throughput.device_copy_gbs, workload.runs[*].throughput.h2d_gbs, "
+                "workload.runs[*].throughput.d2h_gbs")
+AREAS = ("doctor driver gpus topology visibility container toolkit libraries python frameworks compat "
+         "acceleration").split()
+HEADER = ("node{pad}  verdict  doctor  driver  gpus  topology  visibility  container  toolkit  libraries  python  "
+          "frameworks  compat  acceleration")
+
+
+def real(name: str) -> dict[str, Any]:
+    return json.loads(REAL[name].read_text())
+
+
+def variant(name: str, *changes: tuple[str, Any]) -> dict[str, Any]:
+    """A real report whose facts differ in the given facts only."""
+    report = real(name)
+    for path, value in changes:
+        report["facts"] = with_fact(report["facts"], path, value)
+    return report
+
+
+def row(name: str, verdict: str, width: int, topology: str = "pass", visibility: str = "skip",
+        libraries: str = "pass", compat: str = "pass", acceleration: str = "pass") -> str:
+    cells = [name.ljust(width), verdict.ljust(7), "pass  ", "pass  ", "pass", topology.ljust(8), visibility.ljust(10),
+             "pass     ", "pass   ", libraries.ljust(9), "pass  ", "pass      ", compat.ljust(6), acceleration]
+    return "  ".join(cells)
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write reports as NAME.json (the three real ones, plus any given) and return the paths as a shell glob orders them."""
+
+    def make(extra: dict[str, dict[str, Any]] | None = None, real_ones=("h100x1", "h200x2", "h200x4")) -> list[Path]:
+        reports = {n: real(n) for n in real_ones}
+        reports.update(extra or {})
+        for name, report in reports.items():
+            (tmp_path / f"{name}.json").write_text(json.dumps(report), encoding="utf-8")
+        return sorted(tmp_path / f"{n}.json" for n in reports)
+
+    return make
+
+
+def merge(paths, *args: str):
+    return CliRunner().invoke(cli, ["merge", *map(str, paths), *args])
+
+
+def test_the_three_recordings_are_real():
+    assert sorted(REAL) == ["h100x1", "h200x2", "h200x4"]
+
+
+# The three real recordings -------------------------------------------------------------------------
+
+REAL_TEXT = f"""\
+gpudoctor merge: 3 node(s), none with findings at or above --fail-on error
+
+{HEADER.format(pad='  ')}
+{row('h100x1', 'ok', 6, topology='skip')}
+{row('h200x2', 'ok', 6)}
+{row('h200x4', 'ok', 6)}
+
+Drift: facts that differ between nodes
+  GPU models: NVIDIA H200 (h200x2, h200x4); NVIDIA H100 80GB HBM3 (h100x1)
+  GPU count: 1 (h100x1); 2 (h200x2); 4 (h200x4)
+
+Outliers: worse than 0.7 x the median of peers with the same GPU model (at least 3 samples of a model)
+  smoke.runs[*].kernel_and_copies_s (lower is better)
+    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare
+    NVIDIA H200: 6 samples; 3 outlier(s)
+      h200x4 GPU 1: 0.0109 s, 2.53 x the peers' median of 0.0043 s
+      h200x4 GPU 2: 0.0065 s, 1.51 x the peers' median of 0.0043 s
+      h200x4 GPU 3: 0.0098 s, 2.28 x the peers' median of 0.0043 s
+  topology.pairs[*].nvlink_count (higher is better)
+    NVIDIA H200: 7 samples; no outlier
+  not measured in any report: {NOT_MEASURED}
+"""
+
+REAL_MARKDOWN = f"""\
+## gpudoctor merge: 3 node(s), none with findings at or above --fail-on error
+
+| Node | Verdict | {' | '.join(AREAS)} |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| h100x1 | ok | ✅ pass | ✅ pass | ✅ pass | ➖ skipped | ➖ skipped | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass |
+| h200x2 | ok | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ➖ skipped | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass |
+| h200x4 | ok | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ➖ skipped | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ✅ pass |
+
+### Drift
+
+| Fact | Value | Nodes |
+|---|---|---|
+| GPU models | NVIDIA H200 | h200x2, h200x4 |
+| GPU models | NVIDIA H100 80GB HBM3 | h100x1 |
+| GPU count | 1 | h100x1 |
+| GPU count | 2 | h200x2 |
+| GPU count | 4 | h200x4 |
+
+### Outliers
+
+A GPU, GPU pair or node worse than 0.7 x the median of peers with the same GPU model (at least 3 samples of a model).
+
+| Metric | GPU model | Samples | Outliers |
+|---|---|---|---|
+| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H100 80GB HBM3 | 1 | not compared: at least 3 samples needed |
+| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H200 | 6 | h200x4 GPU 1: 0.0109 s, 2.53 x the peers' median of 0.0043 s; h200x4 GPU 2: 0.0065 s, 1.51 x the peers' median of 0.0043 s; h200x4 GPU 3: 0.0098 s, 2.28 x the peers' median of 0.0043 s |
+| `topology.pairs[*].nvlink_count` (higher is better) | NVIDIA H200 | 7 | none |
+
+Not measured in any report: {', '.join(f'`{m}`' for m in NOT_MEASURED.split(', '))}.
+"""
+
+REAL_DRIFT = [
+    {"fact": "gpu_models", "label": "GPU models",
+     "values": [{"value": "NVIDIA H200", "nodes": ["h200x2", "h200x4"]},
+                {"value": "NVIDIA H100 80GB HBM3", "nodes": ["h100x1"]}]},
+    {"fact": "gpu_count", "label": "GPU count",
+     "values": [{"value": "1", "nodes": ["h100x1"]}, {"value": "2", "nodes": ["h200x2"]},
+                {"value": "4", "nodes": ["h200x4"]}]},
+]
+REAL_SMOKE = {
+    "metric": "smoke.runs[*].kernel_and_copies_s", "better": "lower", "unit": "s",
+    "models": [
+        {"model": "NVIDIA H100 80GB HBM3", "samples": 1, "compared": False, "outliers": []},
+        {"model": "NVIDIA H200", "samples": 6, "compared": True, "outliers": [
+            {"node": "h200x4", "subject": "GPU 1", "value": 0.0109, "peers_median": 0.0043, "ratio": 2.53},
+            {"node": "h200x4", "subject": "GPU 2", "value": 0.0065, "peers_median": 0.0043, "ratio": 1.51},
+            {"node": "h200x4", "subject": "GPU 3", "value": 0.0098, "peers_median": 0.0043, "ratio": 2.28}]},
+    ]}
+REAL_NVLINK = {"metric": "topology.pairs[*].nvlink_count", "better": "higher", "unit": "",
+               "models": [{"model": "NVIDIA H200", "samples": 7, "compared": True, "outliers": []}]}
+
+
+def test_real_fleet_text(write):
+    result = merge(write())
+    assert result.exit_code == 0, result.output
+    assert result.stdout == REAL_TEXT
+    assert result.stderr == ""
+
+
+def test_real_fleet_markdown(write):
+    result = merge(write(), "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == REAL_MARKDOWN
+
+
+def test_real_fleet_json(write, tmp_path):
+    result = merge(write(), "--format", "json")
+    assert result.exit_code == 0, result.output
+    merged = json.loads(result.stdout)
+    assert list(merged) == ["kind", "schema_version", "tool", "fail_on", "areas", "nodes", "drift", "outliers"]
+    assert (merged["kind"], merged["schema_version"], merged["fail_on"]) == ("gpudoctor-merge", 1, "error")
+    assert merged["areas"] == AREAS
+    h100 = merged["nodes"][0]
+    assert h100 == {
+        "name": "h100x1", "file": str(tmp_path / "h100x1.json"), "hostname": "vm", "created": "2026-11-21T11:21:50Z",
+        "verdict": "ok", "counts": {"error": 0, "warning": 0, "info": 0},
+        "areas": {a: "skip" if a in ("topology", "visibility") else "pass" for a in AREAS},
+        "failing": False, "findings": []}
+    assert [(n["name"], n["verdict"], n["failing"], n["areas"]["topology"]) for n in merged["nodes"]] == [
+        ("h100x1", "ok", False, "skip"), ("h200x2", "ok", False, "pass"), ("h200x4", "ok", False, "pass")]
+    assert merged["drift"] == REAL_DRIFT
+    outliers = merged["outliers"]
+    assert (outliers["well_below"], outliers["min_samples"], outliers["peers"]) == (0.7, 3, "same GPU model")
+    assert outliers["metrics"][:2] == [REAL_SMOKE, REAL_NVLINK]
+    assert [m["models"] for m in outliers["metrics"][2:]] == [[]] * 5
+
+
+def test_output_file(write, tmp_path):
+    target = tmp_path / "out" / "fleet.md"
+    target.parent.mkdir()
+    result = merge(write(), "--format", "markdown", "--output", str(target))
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr == f"gpudoctor: merged report written to {target}\n"
+    assert target.read_text(encoding="utf-8") == REAL_MARKDOWN
+
+
+# A node with an older driver: drift names it ----------------------------------------------------
+
+OLD_DRIVER = variant("h200x2", ("nvml.driver_version", "570.172.08"), ("nvml.cuda_driver_version", 12080))
+OLD_FINDINGS = [
+    *(f"  h200x2-old: error LIB004 [host] libcuda 580.159.04 at {path} does not match the running driver 570.172.08"
+      for path in ("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.580.159.04",
+                   "/usr/local/nvidia/lib/libcuda.so.1", "/usr/local/nvidia/lib/libcuda.so.580.159.04",
+                   "/usr/lib/libcuda.so.1", "/lib/libcuda.so.1")),
+    "  h200x2-old: error CMP001 [host] PyTorch 2.11.0+cu130 needs a newer driver than driver 570.172.08",
+    "  h200x2-old: error CMP001 [host] JAX 0.11.2 needs a newer driver than driver 570.172.08",
+    "  h200x2-old: error CMP001 [host] CuPy 14.2.0 needs a newer driver than driver 570.172.08",
+    "  h200x2-old: warning CMP006 [host] the CUDA toolkit (13.0) is newer than the driver supports",
+]
+OLD_DRIFT = """\
+Drift: facts that differ between nodes
+  driver: 580.159.04 (h100x1, h200x2, h200x4); 570.172.08 (h200x2-old)
+  CUDA driver: 13.0 (h100x1, h200x2, h200x4); 12.8 (h200x2-old)
+  GPU models: NVIDIA H200 (h200x2-old, h200x2, h200x4); NVIDIA H100 80GB HBM3 (h100x1)
+  GPU count: 2 (h200x2-old, h200x2); 1 (h100x1); 4 (h200x4)
+"""
+
+
+def test_older_driver_text(write):
+    result = merge(write({"h200x2-old": OLD_DRIVER}))
+    assert result.exit_code == 1  # the node's own findings: its libcuda and frameworks need the newer driver
+    text = result.stdout
+    assert text.startswith("gpudoctor merge: 4 node(s), 1 with findings at or above --fail-on error: h200x2-old\n\n"
+                           f"{HEADER.format(pad='      ')}\n"
+                           f"{row('h100x1', 'ok', 10, topology='skip')}\n"
+                           f"{row('h200x2-old', 'error', 10, libraries='fail', compat='fail')}\n"
+                           f"{row('h200x2', 'ok', 10)}\n"
+                           f"{row('h200x4', 'ok', 10)}\n\n"
+                           "Findings (errors and warnings)\n" + "\n".join(OLD_FINDINGS) + "\n\n" + OLD_DRIFT + "\n")
+
+
+def test_older_driver_markdown(write):
+    text = merge(write({"h200x2-old": OLD_DRIVER}), "-f", "markdown").stdout
+    assert ("| Fact | Value | Nodes |\n|---|---|---|\n"
+            "| driver | 580.159.04 | h100x1, h200x2, h200x4 |\n"
+            "| driver | 570.172.08 | h200x2-old |\n"
+            "| CUDA driver | 13.0 | h100x1, h200x2, h200x4 |\n"
+            "| CUDA driver | 12.8 | h200x2-old |\n") in text
+    assert ("| h200x2-old | error | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ➖ skipped | ✅ pass | ✅ pass | ❌ fail | "
+            "✅ pass | ✅ pass | ❌ fail | ✅ pass |") in text
+    assert "- **h200x2-old** error `CMP001` (host) PyTorch 2.11.0+cu130 needs a newer driver than driver 570.172.08" in text
+
+
+def test_older_driver_json(write):
+    result = merge(write({"h200x2-old": OLD_DRIVER}), "-f", "json")
+    assert result.exit_code == 1
+    merged = json.loads(result.stdout)
+    assert merged["drift"][:2] == [
+        {"fact": "driver_version", "label": "driver",
+         "values": [{"value": "580.159.04", "nodes": ["h100x1", "h200x2", "h200x4"]},
+                    {"value": "570.172.08", "nodes": ["h200x2-old"]}]},
+        {"fact": "cuda_driver_version", "label": "CUDA driver",
+         "values": [{"value": "13.0", "nodes": ["h100x1", "h200x2", "h200x4"]},
+                    {"value": "12.8", "nodes": ["h200x2-old"]}]},
+    ]
+    old = merged["nodes"][1]
+    assert (old["name"], old["verdict"], old["failing"], old["counts"]) == (
+        "h200x2-old", "error", True, {"error": 9, "warning": 1, "info": 0})
+    assert old["findings"][6] == {"severity": "error", "code": "CMP001", "where": "host",
+                                  "title": "PyTorch 2.11.0+cu130 needs a newer driver than driver 570.172.08"}
+
+
+def test_framework_and_toolkit_drift(write):
+    other = variant("h200x2", ("frameworks.torch.info.version", "2.10.0+cu128"), ("toolkit.nvcc.version", "12.8.93"),
+                    ("frameworks.tensorflow", {"installed": True, "status": "import_error", "error": "ImportError: x"}))
+    merged = json.loads(merge(write({"h200x2-other": other}), "-f", "json").stdout)
+    drift = {d["fact"]: d["values"] for d in merged["drift"]}
+    assert drift["frameworks.torch"] == [{"value": "2.11.0+cu130", "nodes": ["h100x1", "h200x2", "h200x4"]},
+                                         {"value": "2.10.0+cu128", "nodes": ["h200x2-other"]}]
+    assert drift["frameworks.tensorflow"] == [{"value": "not installed", "nodes": ["h100x1", "h200x2", "h200x4"]},
+                                              {"value": "installed (import_error)", "nodes": ["h200x2-other"]}]
+    assert drift["toolkit.nvcc"] == [{"value": "13.0.88", "nodes": ["h100x1", "h200x2", "h200x4"]},
+                                     {"value": "12.8.93", "nodes": ["h200x2-other"]}]
+    assert "frameworks.jax" not in drift and "driver_version" not in drift
+
+
+# A node whose smoke kernel takes 5 x as long as its peers': an outlier ---------------------------
+
+# 5 x the median of the six recorded H200 figures (0.0054 s)
+SLOW = variant("h200x2", ("smoke.runs.0.kernel_and_copies_s", 0.027), ("smoke.runs.1.kernel_and_copies_s", 0.027))
+SLOW_OUTLIERS = """\
+  smoke.runs[*].kernel_and_copies_s (lower is better)
+    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare
+    NVIDIA H200: 8 samples; 4 outlier(s)
+      h200x2-slow GPU 0: 0.027 s, 4.15 x the peers' median of 0.0065 s
+      h200x2-slow GPU 1: 0.027 s, 4.15 x the peers' median of 0.0065 s
+      h200x4 GPU 1: 0.0109 s, 1.68 x the peers' median of 0.0065 s
+      h200x4 GPU 3: 0.0098 s, 1.51 x the peers' median of 0.0065 s
+"""
+
+
+def test_slow_node_text(write):
+    result = merge(write({"h200x2-slow": SLOW}))
+    assert result.exit_code == 0  # outliers and drift inform; only the nodes' findings set the exit status
+    assert SLOW_OUTLIERS in result.stdout
+    assert "Findings" not in result.stdout
+
+
+def test_slow_node_markdown(write):
+    text = merge(write({"h200x2-slow": SLOW}), "-f", "markdown").stdout
+    assert ("| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H200 | 8 | "
+            "h200x2-slow GPU 0: 0.027 s, 4.15 x the peers' median of 0.0065 s; "
+            "h200x2-slow GPU 1: 0.027 s, 4.15 x the peers' median of 0.0065 s; "
+            "h200x4 GPU 1: 0.0109 s, 1.68 x the peers' median of 0.0065 s; "
+            "h200x4 GPU 3: 0.0098 s, 1.51 x the peers' median of 0.0065 s |") in text
+
+
+def test_slow_node_json(write):
+    merged = json.loads(merge(write({"h200x2-slow": SLOW}), "-f", "json").stdout)
+    h200 = merged["outliers"]["metrics"][0]["models"][1]
+    assert h200["outliers"][:2] == [
+        {"node": "h200x2-slow", "subject": "GPU 0", "value": 0.027, "peers_median": 0.0065, "ratio": 4.15},
+        {"node": "h200x2-slow", "subject": "GPU 1", "value": 0.027, "peers_median": 0.0065, "ratio": 4.15},
+    ]
+
+
+def test_slow_node_among_identical_peers_is_the_only_outlier(write):
+    """Three copies of the 2 x H200 recording, one with each GPU's smoke time 5 x its own: only that node is named."""
+    slow = variant("h200x2", ("smoke.runs.0.kernel_and_copies_s", 0.009), ("smoke.runs.1.kernel_and_copies_s", 0.0075))
+    paths = write({"node-a": real("h200x2"), "node-b": real("h200x2"), "node-c": slow}, real_ones=())
+    text = merge(paths).stdout
+    assert ("  smoke.runs[*].kernel_and_copies_s (lower is better)\n"
+            "    NVIDIA H200: 6 samples; 2 outlier(s)\n"
+            "      node-c GPU 0: 0.009 s, 5 x the peers' median of 0.0018 s\n"
+            "      node-c GPU 1: 0.0075 s, 4.17 x the peers' median of 0.0018 s\n"
+            "  topology.pairs[*].nvlink_count (higher is better)\n"
+            "    NVIDIA H200: 3 samples; no outlier\n") in text
+    assert "Drift: none; the driver, CUDA driver, GPU models and count, framework versions and CUDA toolkit are the " \
+           "same on every node\n" in text
+
+
+def test_missing_nvlinks_are_an_outlier(write):
+    """A pair whose NVLinks are down (0 of 18) is worse than 0.7 x its peers' 18."""
+    down = variant("h200x4", ("topology.pairs.2.nvlink_count", 0))
+    text = merge(write({"h200x4-down": down})).stdout
+    assert ("  topology.pairs[*].nvlink_count (higher is better)\n"
+            "    NVIDIA H200: 13 samples; 1 outlier(s)\n"
+            "      h200x4-down GPU 0 <-> GPU 3: 0, 0 x the peers' median of 18\n") in text
+
+
+# A node with a failing area: the table shows it and the exit status is 1 ------------------------
+
+CVD = variant("h200x2", ("host.env.CUDA_VISIBLE_DEVICES", "0,0"))
+
+
+def test_failing_area_text(write):
+    result = merge(write({"h200x2-cvd": CVD}))
+    assert result.exit_code == 1
+    assert result.stdout.startswith(
+        "gpudoctor merge: 4 node(s), 1 with findings at or above --fail-on error: h200x2-cvd\n\n"
+        f"{HEADER.format(pad='      ')}\n"
+        f"{row('h100x1', 'ok', 10, topology='skip')}\n"
+        f"{row('h200x2-cvd', 'error', 10, visibility='fail', acceleration='skip')}\n"
+        f"{row('h200x2', 'ok', 10)}\n"
+        f"{row('h200x4', 'ok', 10)}\n\n"
+        "Findings (errors and warnings)\n"
+        "  h200x2-cvd: error VIS001 [host] CUDA_VISIBLE_DEVICES='0,0' hides every GPU from CUDA programs\n\n"
+        "Drift: facts that differ between nodes\n")
+
+
+def test_failing_area_markdown(write):
+    result = merge(write({"h200x2-cvd": CVD}), "--format", "markdown")
+    assert result.exit_code == 1
+    assert ("| h200x2-cvd | error | ✅ pass | ✅ pass | ✅ pass | ✅ pass | ❌ fail | ✅ pass | ✅ pass | ✅ pass | "
+            "✅ pass | ✅ pass | ✅ pass | ➖ skipped |\n") in result.stdout
+    assert ("### Findings (errors and warnings)\n\n"
+            "- **h200x2-cvd** error `VIS001` (host) CUDA_VISIBLE_DEVICES='0,0' hides every GPU from CUDA programs\n"
+            ) in result.stdout
+
+
+def test_failing_area_json(write):
+    result = merge(write({"h200x2-cvd": CVD}), "--format", "json")
+    assert result.exit_code == 1
+    node = json.loads(result.stdout)["nodes"][1]
+    assert (node["name"], node["verdict"], node["failing"], node["areas"]["visibility"]) == ("h200x2-cvd", "error", True, "fail")
+    assert node["findings"] == [{"severity": "error", "code": "VIS001", "where": "host",
+                                 "title": "CUDA_VISIBLE_DEVICES='0,0' hides every GPU from CUDA programs"}]
+
+
+@pytest.mark.parametrize("fail_on, code, headline", [
+    ("error", 1, "4 node(s), 1 with findings at or above --fail-on error: h200x2-cvd"),
+    ("warning", 1, "4 node(s), 1 with findings at or above --fail-on warning: h200x2-cvd"),
+    ("never", 0, "4 node(s); --fail-on never: findings do not change the exit status"),
+])
+def test_fail_on(write, fail_on, code, headline):
+    result = merge(write({"h200x2-cvd": CVD}), "--fail-on", fail_on)
+    assert result.exit_code == code
+    assert result.stdout.splitlines()[0] == f"gpudoctor merge: {headline}"
+
+
+def test_a_warning_fails_only_at_fail_on_warning(write):
+    warned = variant("h200x2", ("gpus.0.pcie.width_current", 8))  # GPU131: x8 of x16
+    paths = write({"h200x2-warn": warned})
+    assert merge(paths).exit_code == 0
+    result = merge(paths, "--fail-on", "warning")
+    assert result.exit_code == 1
+    assert ("  h200x2-warn: warning GPU131 [GPU 0] GPU 0 (NVIDIA H200): PCIe link runs at x8, the GPU and slot allow x16\n"
+            in result.stdout)
+
+
+# Bad input: exit 2, one line naming the file -------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+@pytest.mark.parametrize("content, message", [
+    (lambda r: {**r, "schema_version": 2},
+     "{path} uses report schema 2, newer than this gpudoctor understands (1); upgrade gpudoctor"),
+    (lambda r: json.dumps(r)[:-40], "{path} is not valid JSON"),
+    (lambda r: [r], "{path} is not a gpudoctor report (expected a JSON object)"),
+    (lambda r: {k: v for k, v in r.items() if k != "facts"}, "{path} is not a gpudoctor report (missing facts)"),
+])
+def test_bad_report_is_exit_2_one_line(write, tmp_path, fmt, content, message):
+    bad = content(real("h200x2"))
+    path = tmp_path / "bad-node.json"
+    path.write_text(bad if isinstance(bad, str) else json.dumps(bad), encoding="utf-8")
+    result = merge([*write(), path], "--format", fmt)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: " + message.format(path=path))
+
+
+def test_missing_report_is_exit_2(tmp_path):
+    result = merge([tmp_path / "absent.json"])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: cannot read {tmp_path / 'absent.json'}: No such file or directory\n"
+
+
+def test_no_report_is_a_usage_error():
+    result = CliRunner().invoke(cli, ["merge"])
+    assert result.exit_code == 2
+    assert "Missing argument 'REPORT.json...'" in result.stderr
+
+
+# Node names ---------------------------------------------------------------------------------------
+
+def test_redacted_hostname_falls_back_to_the_file_name(write, tmp_path):
+    reports = {
+        "a": variant("h200x2", ("host.hostname", "gpu-node-01")),
+        "b": variant("h200x4", ("host.hostname", "gpu-node-02")),
+        "node-3": variant("h100x1", ("host.hostname", "host-redacted")),
+        "node-4": {**variant("h200x2", ("host.hostname", "host-redacted-1")), "redacted": True},
+    }
+    paths = write(reports, real_ones=())
+    result = merge(paths)
+    assert [line.split()[0] for line in result.stdout.splitlines()[2:7]] == ["node", "gpu-node-01", "gpu-node-02",
+                                                                             "node-3", "node-4"]
+    merged = json.loads(merge(paths, "-f", "json").stdout)
+    assert [(n["name"], n["hostname"], Path(n["file"]).name) for n in merged["nodes"]] == [
+        ("gpu-node-01", "gpu-node-01", "a.json"), ("gpu-node-02", "gpu-node-02", "b.json"),
+        ("node-3", "host-redacted", "node-3.json"), ("node-4", "host-redacted-1", "node-4.json")]
+    markdown = merge(paths, "-f", "markdown").stdout
+    assert "\n| node-3 | ok | " in markdown and "\n| gpu-node-01 | ok | " in markdown
+
+
+def test_a_redacted_report_says_so_at_the_top():
+    report = {**real("h200x2"), "redacted": True}
+    report["facts"] = with_fact(report["facts"], "host.hostname", "pseudonym-7")
+    assert fleet.hostname(report) is None
+    assert fleet.hostname(variant("h200x2", ("host.hostname", "gpu-node-01"))) == "gpu-node-01"
+    assert fleet.hostname(variant("h200x2", ("host.hostname", {"unavailable": "not_found"}))) is None
+
+
+def test_colliding_names_take_more_of_the_path():
+    """The recordings are all ``vm`` in files all named report.json: their folders tell them apart."""
+    paths = [REAL[n] for n in ("h100x1", "h200x2", "h200x4")]
+    result = merge(paths)
+    assert [line.split()[0] for line in result.stdout.splitlines()[3:6]] == [
+        "h100x1-20261121/report", "h200x2-20261121/report", "h200x4-20261121/report"]
+    assert fleet.node_names(["a/x.json", "a/x.json", "b.json"], [None, None, "b"]) == ["a/x#1", "a/x#2", "b"]
+    assert fleet.node_names(["/r/n1.json", "/r/n2.json"], ["vm", "vm"]) == ["n1", "n2"]
+    assert fleet.node_names(["n1.json", "gpu7.json"], ["gpu7", None]) == ["n1", "gpu7"]
+
+
+# The outlier rule and its metrics --------------------------------------------------------------------
+
+def test_well_below_is_strictly_worse_than_0_7_of_the_median():
+    higher, lower = fleet.Metric("x[*].gbs", "higher"), fleet.Metric("x[*].s", "lower")
+    assert higher.worse(69.9, 100) and not higher.worse(70.0, 100) and not higher.worse(150, 100)
+    assert lower.worse(1.43, 1.0) and not lower.worse(1.0 / 0.7, 1.0) and not lower.worse(0.1, 1.0)
+    assert not lower.worse(5.0, 0.0)  # no ratio to a zero time
+
+
+def _gpu_facts(name: str, values: list[float], **extra: Any) -> dict[str, Any]:
+    gpus = [{"index": i, "name": name, "uuid": f"GPU-{name[-4:]}-{i}"} for i in range(len(values))]
+    return {"gpus": gpus, "performance": {"gpus": [{"index": i, "matmul_tflops": v} for i, v in enumerate(values)]},
+            **extra}
+
+
+def test_a_new_figure_plugs_in_as_one_metric():
+    """facts.performance.* (not recorded yet): a per-GPU figure and a per-node one, by path and direction alone."""
+    metrics = [fleet.Metric("performance.gpus[*].matmul_tflops", "higher", "TFLOP/s"),
+               fleet.Metric("performance.host_gbs", "higher", "GB/s")]
+    facts = [_gpu_facts("NVIDIA H100 80GB HBM3", [700, 690]),
+             _gpu_facts("NVIDIA H100 80GB HBM3", [705, 300]),
+             _gpu_facts("NVIDIA L4", [120])]
+    for f, gbs in zip(facts, (50.0, 20.0, 25.0)):
+        f["performance"]["host_gbs"] = gbs
+    result = fleet.outliers(["n1", "n2", "n3"], facts, metrics)
+    assert result[0]["models"] == [
+        {"model": "NVIDIA H100 80GB HBM3", "samples": 4, "compared": True, "outliers": [
+            {"node": "n2", "subject": "GPU 1", "value": 300.0, "peers_median": 700.0, "ratio": 0.43}]},
+        {"model": "NVIDIA L4", "samples": 1, "compared": False, "outliers": []}]
+    # a node-level figure compares nodes with the same GPU models: two H100 nodes are too few
+    assert result[1]["models"] == [
+        {"model": "NVIDIA H100 80GB HBM3", "samples": 2, "compared": False, "outliers": []},
+        {"model": "NVIDIA L4", "samples": 1, "compared": False, "outliers": []}]
+
+
+def test_workload_throughput_is_matched_to_its_gpu_through_the_cuda_ordinal():
+    """A workload run names its GPU by CUDA ordinal (``device``); the smoke probe's UUIDs give the NVML index."""
+    facts = real("h200x2")["facts"]
+    facts = with_fact(facts, "smoke.count.devices", list(reversed(facts["smoke"]["count"]["devices"])))
+    facts["smoke"]["count"]["devices"][0]["ordinal"], facts["smoke"]["count"]["devices"][1]["ordinal"] = 0, 1
+    facts["workload"] = {"runs": [
+        {"framework": "torch", "device": "0", "name": "NVIDIA H200", "throughput": {"ok": True, "h2d_gbs": 50.0}},
+        {"framework": "torch", "device": "1", "name": "NVIDIA H200", "throughput": {"ok": True, "h2d_gbs": 10.0}},
+        {"framework": "torch", "device": "1", "error": "the workload timeout"},
+    ]}
+    metric = fleet.Metric("workload.runs[*].throughput.h2d_gbs", "higher", "GB/s")
+    # CUDA ordinal 0 is NVML GPU 1 here (as with CUDA_VISIBLE_DEVICES=1,0)
+    assert fleet.samples(facts, metric) == [("GPU 1", "NVIDIA H200", 50.0), ("GPU 0", "NVIDIA H200", 10.0)]
+
+
+def test_failed_and_unavailable_measurements_are_not_samples():
+    facts = real("h200x2")["facts"]
+    facts = with_fact(facts, "smoke.runs.0.ok", False)
+    facts = with_fact(facts, "smoke.runs.1.kernel_and_copies_s", {"unavailable": "timeout"})
+    assert fleet.samples(facts, fleet.METRICS[0]) == []
+    assert fleet.samples(real("h200x4")["facts"], fleet.METRICS[0]) == [
+        ("GPU 0", "NVIDIA H200", 0.0043), ("GPU 1", "NVIDIA H200", 0.0109),
+        ("GPU 2", "NVIDIA H200", 0.0065), ("GPU 3", "NVIDIA H200", 0.0098)]
+
+
+def test_merge_does_not_change_the_reports():
+    reports = [(str(REAL[n]), real(n)) for n in ("h100x1", "h200x2")]
+    before = json.dumps(reports)
+    fleet.merge(reports)
+    assert json.dumps(reports) == before
