@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional, Sequence
 from gpudoctor import report as rep
 from gpudoctor.checks.base import Check
 from gpudoctor.checks.registry import CHECKS, run_checks
-from gpudoctor.probes.child import kill_all
+from gpudoctor.probes.child import kill_all, reopen
 from gpudoctor.checks.visibility import resolve
 from gpudoctor.runner import GPU_WORK, PROBES, run_probes
 
@@ -23,6 +23,7 @@ def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = Fal
     checks = select_checks(only, skip)
     needed = set(BASE_PROBES) | {name for c in checks for name in c.needs}
     probes = [p for p in PROBES if p.name in needed and not (quick and p.name in GPU_WORK)]
+    reopen()
     try:
         facts = run_probes(probes, on_progress=on_progress, deadline=deadline)
     finally:

@@ -25,3 +25,13 @@ def real_dir(request: pytest.FixtureRequest) -> Path:
 def h200x2() -> dict[str, Any]:
     """The 2 x H200 recording: two GPUs, so pair and multi-GPU faults can be derived from it."""
     return load_facts(next(p for p in REAL_DIRS if p.name.startswith("h200x2")))
+
+
+@pytest.fixture(autouse=True)
+def _children_allowed():
+    """A test that ran `check --timeout` or an interrupt closed the child gate (probes/child.py); every
+    test starts with it open, as every gpudoctor process does."""
+    from gpudoctor.probes.child import reopen
+
+    reopen()
+    yield

@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence
 STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+_closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -62,15 +63,18 @@ def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,
 def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None) -> ChildResult:
     result = ChildResult()
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, start_new_session=True,
-        )
-    except OSError as exc:
-        result.start_error = f"{type(exc).__name__}: {exc}"
-        return result
-    with _live_lock:
+    with _live_lock:  # start and register atomically, so kill_all() cannot miss a child
+        if _closed:
+            result.start_error = "not started: the run's deadline passed or it was interrupted"
+            return result
+        try:
+            proc = subprocess.Popen(
+                list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, start_new_session=True,
+            )
+        except OSError as exc:
+            result.start_error = f"{type(exc).__name__}: {exc}"
+            return result
         _live.add(proc)
     stderr_chunks: list[bytes] = []
     readers = [
@@ -98,9 +102,19 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     return result
 
 
-def kill_all() -> int:
-    """Kill every child still running (a deadline passed, or the user pressed Ctrl-C); returns how many."""
+def reopen() -> None:
+    """Allow children again (a new run in the same process, as tests do)."""
+    global _closed
     with _live_lock:
+        _closed = False
+
+
+def kill_all() -> int:
+    """Kill every child still running (a deadline passed, or the user pressed Ctrl-C), and start no
+    new one until reopen(); returns how many were killed."""
+    global _closed
+    with _live_lock:
+        _closed = True
         procs = list(_live)
     for proc in procs:
         kill_group(proc)
