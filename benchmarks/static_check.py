@@ -1,4 +1,5 @@
-"""Wall time and memory of `gpudoctor check` next to `python -m torch.utils.collect_env`.
+"""Wall time and memory of the static `gpudoctor check --quick` (every probe, framework imports
+included, but no work on the GPUs) next to `python -m torch.utils.collect_env`.
 
 Prints a table; run on the machine you want figures for:  python3 benchmarks/static_check.py [RUNS]
 The main process's peak RSS is measured in-process (the framework children are separate
@@ -14,7 +15,7 @@ import sys
 import time
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(); "
+RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(quick=True); "
                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "
                "'torch' in sys.modules, 'tensorflow' in sys.modules)")
 
@@ -32,8 +33,8 @@ def median_wall(cmd: list[str]) -> tuple[float, list[float]]:
 
 def main() -> None:
     rows = []
-    gd, gd_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--format", "json"])
-    rows.append(("gpudoctor check", gd, gd_all))
+    gd, gd_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"])
+    rows.append(("gpudoctor check --quick", gd, gd_all))
     have_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     if have_torch:
         ce, ce_all = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
@@ -41,7 +42,7 @@ def main() -> None:
         imp, imp_all = median_wall([sys.executable, "-c", "import torch"])
         rows.append(("python -c 'import torch'", imp, imp_all))
     out = subprocess.run([sys.executable, "-c", RSS_SNIPPET], capture_output=True, text=True).stdout.split()
-    report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--format", "json"],
+    report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"],
                                        capture_output=True, text=True).stdout)
     print(f"{'command':<38} {'median s':>9}  runs")
     for name, med, runs in rows:
