@@ -97,6 +97,10 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
         newest = newest_known_cuda()
         return Verdict(UNKNOWN, f"CUDA {want} is newer than gpudoctor's matrix knows (newest: {newest}); "
                                 "update gpudoctor or pass --matrix")
+    if have_cuda is not None and want.major > have_cuda.major:
+        return Verdict(FAIL, f"CUDA {want} needs a driver of the CUDA {want.major} generation; this driver supports CUDA "
+                             f"{have_cuda}, and minor-version compatibility never crosses a major (only the cuda-compat "
+                             "forward-compatibility package can, on datacenter GPUs)", full_driver)
     if want.major < 11:
         return Verdict(FAIL, f"CUDA {want} predates minor-version compatibility, so it needs a driver that supports "
                              f"CUDA {want} itself" + (f" ({full_driver} or newer)" if full_driver else ""), full_driver)

@@ -506,6 +506,11 @@ EXAMPLES: dict[str, Facts] = {
         "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]},
                   "runs": [{**_DEVICE0, "ok": True, "elements": 262144, "wrong_elements": 0, "first_wrong": []}]},
     },
+    "CMP009": {
+        "host": {"os": "Windows"},
+        "frameworks": {"tensorflow": {"installed": True, "status": "ok",
+                                      "info": {"version": "2.16.1", "cpu_only_build": True, "devices": []}}},
+    },
     "RUN011": {
         "workload": {"gpu": True, "devices": ["0"], "runs": [{
             "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",

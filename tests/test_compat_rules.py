@@ -72,7 +72,8 @@ CASES = [
     # beyond the matrix: unknown, never an error
     (["--driver", "580.65.06", "--torch", "9.1.0+cu190"], 0, "unknown", {"CMP008"}, "unknown release"),
     (["--gpu", "NVIDIA Fictional X9000", "--torch", "2.11.0"], 0, "unknown", {"CMP008"}, "unknown GPU"),
-    (["--driver", "580.65.06", "--cuda", "19.0"], 0, "unknown", {"CMP008"}, "unknown CUDA"),
+    # ...but a CUDA major newer than the driver's is known not to run, matrix or not (MVC stays within a major)
+    (["--driver", "580.65.06", "--cuda", "19.0"], 0, "unknown", {"CMP006", "CMP008"}, "unknown CUDA, newer major"),
 ]
 
 
@@ -132,3 +133,17 @@ def test_show_prints_entries_with_sources():
     assert result.exit_code == 0
     assert "12.4" in result.stdout and "sources:" in result.stdout
     assert CliRunner().invoke(cli, ["matrix", "show", "nope"]).exit_code == 2
+
+
+def test_tensorflow_after_2_10_on_native_windows_is_known_bad():
+    """TensorFlow's install guide: 2.10 was the last release supporting GPU on native Windows."""
+    from gpudoctor.checks.compat import check_known_bad
+
+    def facts(os_name, version):
+        return {"host": {"os": os_name}, "frameworks": {"tensorflow": {"installed": True, "status": "ok",
+                                                                       "info": {"version": version}}}}
+
+    assert [f.code for f in check_known_bad(facts("Windows", "2.16.1"))] == ["CMP009"]
+    assert list(check_known_bad(facts("Windows", "2.10.1"))) == []
+    with pytest.raises(Exception):
+        list(check_known_bad(facts("Linux", "2.16.1")))

@@ -83,10 +83,15 @@ def test_require_cuda_satisfied():
 
 
 def test_require_cuda_unmet():
+    """cuda>=13.1 on a 13.0 driver: unmet, but the same major above the 580 floor runs under minor-version
+    compatibility, so a warning (docs.nvidia.com/deploy/cuda-compatibility); another major is an error."""
     r = run_check(REQUIRE, make_facts({"NVIDIA_REQUIRE_CUDA": "cuda>=13.1"}, cuda=13000, driver="580.95.05"))
-    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (FAIL, [("CTR003", ERROR)])
+    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (WARN, [("CTR003", WARNING)])
     assert r.findings[0].title == ("the host driver (CUDA 13.0, driver 580.95.05) does not meet "
-                                   "NVIDIA_REQUIRE_CUDA='cuda>=13.1'")
+                                   "NVIDIA_REQUIRE_CUDA='cuda>=13.1': the image's CUDA runs only under "
+                                   "minor-version compatibility")
+    r = run_check(REQUIRE, make_facts({"NVIDIA_REQUIRE_CUDA": "cuda>=14.0"}, cuda=13000, driver="580.95.05"))
+    assert (r.status, [(f.code, f.severity) for f in r.findings]) == (FAIL, [("CTR003", ERROR)])
 
 
 def test_require_cuda_real_image_value_satisfied_by_first_alternative():
@@ -125,3 +130,23 @@ def test_require_cuda_unknown_driver_cuda_skips():
 
 def test_require_cuda_unset_skips():
     assert judge(REQUIRE, {}) == (SKIP, [])
+
+
+def test_require_cuda_is_judged_with_minor_version_compatibility():
+    """NVIDIA_REQUIRE_CUDA gets the same driver verdict as a framework build (MVC: same major, driver above
+    the major's floor, docs.nvidia.com/deploy/cuda-compatibility): a warning within the major, an error across it."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import pipeline
+    from gpudoctor.snapshot import with_fact
+
+    facts = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json").read_text())["facts"]
+
+    def ctr003(require):
+        report = pipeline.judge(with_fact(facts, "host.env.NVIDIA_REQUIRE_CUDA", require))
+        return [(f["severity"], "minor-version" in f["title"]) for f in report["findings"] if f["code"] == "CTR003"]
+
+    assert ctr003("cuda>=13.0") == []  # the recorded image's requirement on its own driver
+    assert ctr003("cuda>=13.1 brand=tesla,driver>=535,driver<536") == [("warning", True)]
+    assert ctr003("cuda>=14.0") == [("error", False)]

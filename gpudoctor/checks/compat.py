@@ -215,7 +215,26 @@ def check_compat(facts: Facts) -> Iterator[Finding]:
         yield finding("CMP008", f"the compatibility matrix could not be read: {exc}")
 
 
+def check_known_bad(facts: Facts) -> Iterator[Finding]:
+    """Combinations the matrix records as broken whatever the versions say: today TensorFlow after 2.10
+    on native Windows, which has no GPU support there (tensorflow.json, windows_native_gpu)."""
+    tf = (facts.get("frameworks") or {}).get("tensorflow") or {}
+    version = ((tf.get("info") or {}).get("version"))
+    if get(facts, "host.os") != "Windows" or not version:
+        raise NotApplicable("no known-bad combination applies")
+    try:
+        release = compat.tensorflow_release(str(version))
+    except MatrixError:
+        return
+    if release is not None and release.get("windows_native_gpu") is False:
+        yield finding("CMP009", f"TensorFlow {version} has no GPU support on native Windows (the last was 2.10)",
+                      text="Run TensorFlow in WSL2 (pip install 'tensorflow[and-cuda]' there), or use TensorFlow 2.10 "
+                           "with CUDA 11.2 and cuDNN 8.1 on Windows.",
+                      links=["https://www.tensorflow.org/install/pip#windows-wsl2"])
+
+
 CHECKS = (
+    Check("compat.known_bad", "compat", "no known-bad combination", ("CMP009",), check_known_bad, ("frameworks", "host")),
     Check("compat.stack", "compat", "the driver, GPUs, toolkit and framework builds are compatible",
           ("CMP001", "CMP002", "CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008"), check_compat,
           ("nvml", "frameworks", "cuda_stack", "python")),

@@ -64,11 +64,37 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
     if any(v is True for v in verdicts) or any(v is None for v in verdicts):
         return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
     driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
+    wanted = _required_cuda(require)
+    verdict = _image_verdict(wanted, driver, str(host["cuda"]))
+    limited = verdict is not None and verdict.status == "limited"
     yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {driver}) does not meet "
-                            f"NVIDIA_REQUIRE_CUDA={require!r}",
-                  detail="The image was built for a newer CUDA than the host driver supports.",
+                            f"NVIDIA_REQUIRE_CUDA={require!r}"
+                            + (": the image's CUDA runs only under minor-version compatibility" if limited else ""),
+                  severity="warning" if limited else None,
+                  detail=(verdict.reason + ". " if verdict else "") +
+                         "The NVIDIA container runtime refuses to start such an image unless NVIDIA_DISABLE_REQUIRE is set, "
+                         "which is how this container must have started.",
                   text="Upgrade the host driver, or use an image built for the CUDA version the driver supports.",
                   links=[TOOLKIT_DOCS])
+
+
+def _required_cuda(require: str) -> Optional[str]:
+    """The image's CUDA from its first 'cuda>=X.Y' term (the CUDA images put it first)."""
+    match = re.search(r"(?:^|\s)cuda\s*>=\s*(\d+\.\d+)", require)
+    return match.group(1) if match else None
+
+
+def _image_verdict(cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
+    """The same driver-versus-CUDA verdict the compatibility checks give a framework build."""
+    if not cuda:
+        return None
+    from gpudoctor import compat
+    from gpudoctor.matrix import MatrixError
+
+    try:
+        return compat.driver_runs_cuda(cuda, driver if driver != "unknown" else None, driver_cuda)
+    except MatrixError:
+        return None
 
 
 def _host_versions(facts: Facts) -> dict[str, Optional[Version]]:
