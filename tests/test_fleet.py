@@ -1,11 +1,14 @@
 """`gpudoctor merge` on the reports recorded on real machines (1 x H100, 2 x H200, 4 x H200) and on
 nodes derived from them one fact at a time with snapshot.with_fact.
 
-The recorded machines all call themselves ``vm``, so the nodes are named after their files, as in a
-fleet whose reports are saved as ``reports/NODE.json``. Every expected output below is what the
-rules in gpudoctor/fleet.py give on these figures; the smoke kernel's ``kernel_and_copies_s`` of
-the 4 x H200 machine (4.3 to 10.9 ms, against 1.5 and 1.8 ms on the 2 x H200) is what makes three
-of its GPUs outliers already among the real recordings.
+The recorded machines all call themselves ``vm`` (the 4 x H200 workload recording is redacted), so
+the nodes are named after their files, as in a fleet whose reports are saved as ``reports/NODE.json``.
+The fleet is each machine's fullest recording: the 1 x H100 and 4 x H200 ``check`` runs with the
+framework workload (workload-report.json), the 2 x H200 one without (report.json). Outliers are
+judged on the NVLink counts and the workload's throughput figures; the four real H200s' figures lie
+within about 6 % of each other (bf16 matmul 752 to 797 TFLOP/s) and are no outlier. A slow GPU is
+derived by lowering one run's ``throughput.matmul_bf16_tflops``. Every expected output below is what
+the rules in gpudoctor/fleet.py give on these figures.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from gpudoctor.cli import cli
 from gpudoctor.snapshot import with_fact
 
 REAL = {p.name.split("-")[0]: p / "report.json" for p in REAL_DIRS}
+WORKLOAD = {p.name.split("-")[0]: p / "workload-report.json" for p in REAL_DIRS
+            if (p / "workload-report.json").exists()}
 NOT_MEASURED = ("workload.runs[*].throughput.matmul_bf16_tflops, workload.runs[*].throughput.matmul_tf32_tflops, "
                 "workload.runs[*].throughput.device_copy_gbs, workload.runs[*].throughput.h2d_gbs, "
                 "workload.runs[*].throughput.d2h_gbs")
@@ -36,12 +41,31 @@ def real(name: str) -> dict[str, Any]:
     return json.loads(REAL[name].read_text())
 
 
-def variant(name: str, *changes: tuple[str, Any]) -> dict[str, Any]:
-    """A real report whose facts differ in the given facts only."""
-    report = real(name)
+def workload(name: str) -> dict[str, Any]:
+    """The recording of a full `check` with the framework workload (and its throughput figures)."""
+    return json.loads(WORKLOAD[name].read_text())
+
+
+def recorded(name: str) -> dict[str, Any]:
+    """The machine's fullest recording: with the workload where there is one."""
+    return workload(name) if name in WORKLOAD else real(name)
+
+
+def slower(report: dict[str, Any], *runs: tuple[int, float]) -> dict[str, Any]:
+    """``report`` with the bf16 matmul throughput of the given workload runs (index, TFLOP/s) lowered."""
+    return changed(report, *((f"workload.runs.{i}.throughput.matmul_bf16_tflops", tflops) for i, tflops in runs))
+
+
+def changed(report: dict[str, Any], *changes: tuple[str, Any]) -> dict[str, Any]:
+    """``report`` with its facts changed in the given facts only."""
     for path, value in changes:
         report["facts"] = with_fact(report["facts"], path, value)
     return report
+
+
+def variant(name: str, *changes: tuple[str, Any]) -> dict[str, Any]:
+    """A real report (report.json) whose facts differ in the given facts only."""
+    return changed(real(name), *changes)
 
 
 def row(name: str, verdict: str, width: int, topology: str = "pass", visibility: str = "skip",
@@ -53,10 +77,11 @@ def row(name: str, verdict: str, width: int, topology: str = "pass", visibility:
 
 @pytest.fixture
 def write(tmp_path):
-    """Write reports as NAME.json (the three real ones, plus any given) and return the paths as a shell glob orders them."""
+    """Write reports as NAME.json (the three real machines' fullest recordings, plus any given) and return
+    the paths as a shell glob orders them."""
 
     def make(extra: dict[str, dict[str, Any]] | None = None, real_ones=("h100x1", "h200x2", "h200x4")) -> list[Path]:
-        reports = {n: real(n) for n in real_ones}
+        reports = {n: recorded(n) for n in real_ones}
         reports.update(extra or {})
         for name, report in reports.items():
             (tmp_path / f"{name}.json").write_text(json.dumps(report), encoding="utf-8")
@@ -71,10 +96,17 @@ def merge(paths, *args: str):
 
 def test_the_three_recordings_are_real():
     assert sorted(REAL) == ["h100x1", "h200x2", "h200x4"]
+    assert sorted(WORKLOAD) == ["h100x1", "h200x4"]
 
 
 # The three real recordings -------------------------------------------------------------------------
 
+THROUGHPUT = (("matmul_bf16_tflops", "TFLOP/s"), ("matmul_tf32_tflops", "TFLOP/s"), ("device_copy_gbs", "GB/s"),
+              ("h2d_gbs", "GB/s"), ("d2h_gbs", "GB/s"))
+REAL_THROUGHPUT_TEXT = "".join(
+    f"  workload.runs[*].throughput.{figure} (higher is better)\n"
+    "    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare\n"
+    "    NVIDIA H200: 4 samples; no outlier\n" for figure, _ in THROUGHPUT)
 REAL_TEXT = f"""\
 gpudoctor merge: 3 node(s), none with findings at or above --fail-on error
 
@@ -88,17 +120,15 @@ Drift: facts that differ between nodes
   GPU count: 1 (h100x1); 2 (h200x2); 4 (h200x4)
 
 Outliers: worse than 0.7 x the median of peers with the same GPU model (at least 3 samples of a model)
-  smoke.runs[*].kernel_and_copies_s (lower is better)
-    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare
-    NVIDIA H200: 6 samples; 3 outlier(s)
-      h200x4 GPU 1: 0.0109 s, 2.53 x the peers' median of 0.0043 s
-      h200x4 GPU 2: 0.0065 s, 1.51 x the peers' median of 0.0043 s
-      h200x4 GPU 3: 0.0098 s, 2.28 x the peers' median of 0.0043 s
   topology.pairs[*].nvlink_count (higher is better)
     NVIDIA H200: 7 samples; no outlier
-  not measured in any report: {NOT_MEASURED}
-"""
+{REAL_THROUGHPUT_TEXT}"""
 
+REAL_THROUGHPUT_MARKDOWN = "".join(
+    f"| `workload.runs[*].throughput.{figure}` (higher is better) | NVIDIA H100 80GB HBM3 | 1 | "
+    "not compared: at least 3 samples needed |\n"
+    f"| `workload.runs[*].throughput.{figure}` (higher is better) | NVIDIA H200 | 4 | none |\n"
+    for figure, _ in THROUGHPUT)
 REAL_MARKDOWN = f"""\
 ## gpudoctor merge: 3 node(s), none with findings at or above --fail-on error
 
@@ -124,12 +154,8 @@ A GPU, GPU pair or node worse than 0.7 x the median of peers with the same GPU m
 
 | Metric | GPU model | Samples | Outliers |
 |---|---|---|---|
-| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H100 80GB HBM3 | 1 | not compared: at least 3 samples needed |
-| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H200 | 6 | h200x4 GPU 1: 0.0109 s, 2.53 x the peers' median of 0.0043 s; h200x4 GPU 2: 0.0065 s, 1.51 x the peers' median of 0.0043 s; h200x4 GPU 3: 0.0098 s, 2.28 x the peers' median of 0.0043 s |
 | `topology.pairs[*].nvlink_count` (higher is better) | NVIDIA H200 | 7 | none |
-
-Not measured in any report: {', '.join(f'`{m}`' for m in NOT_MEASURED.split(', '))}.
-"""
+{REAL_THROUGHPUT_MARKDOWN}"""
 
 REAL_DRIFT = [
     {"fact": "gpu_models", "label": "GPU models",
@@ -139,17 +165,14 @@ REAL_DRIFT = [
      "values": [{"value": "1", "nodes": ["h100x1"]}, {"value": "2", "nodes": ["h200x2"]},
                 {"value": "4", "nodes": ["h200x4"]}]},
 ]
-REAL_SMOKE = {
-    "metric": "smoke.runs[*].kernel_and_copies_s", "better": "lower", "unit": "s",
-    "models": [
-        {"model": "NVIDIA H100 80GB HBM3", "samples": 1, "compared": False, "outliers": []},
-        {"model": "NVIDIA H200", "samples": 6, "compared": True, "outliers": [
-            {"node": "h200x4", "subject": "GPU 1", "value": 0.0109, "peers_median": 0.0043, "ratio": 2.53},
-            {"node": "h200x4", "subject": "GPU 2", "value": 0.0065, "peers_median": 0.0043, "ratio": 1.51},
-            {"node": "h200x4", "subject": "GPU 3", "value": 0.0098, "peers_median": 0.0043, "ratio": 2.28}]},
-    ]}
 REAL_NVLINK = {"metric": "topology.pairs[*].nvlink_count", "better": "higher", "unit": "",
                "models": [{"model": "NVIDIA H200", "samples": 7, "compared": True, "outliers": []}]}
+# the four H200s' figures lie within about 6 % of each other: no outlier; one H100 is too few to compare
+REAL_THROUGHPUT = [
+    {"metric": f"workload.runs[*].throughput.{figure}", "better": "higher", "unit": unit,
+     "models": [{"model": "NVIDIA H100 80GB HBM3", "samples": 1, "compared": False, "outliers": []},
+                {"model": "NVIDIA H200", "samples": 4, "compared": True, "outliers": []}]}
+    for figure, unit in THROUGHPUT]
 
 
 def test_real_fleet_text(write):
@@ -174,7 +197,7 @@ def test_real_fleet_json(write, tmp_path):
     assert merged["areas"] == AREAS
     h100 = merged["nodes"][0]
     assert h100 == {
-        "name": "h100x1", "file": str(tmp_path / "h100x1.json"), "hostname": "vm", "created": "2026-11-21T11:21:50Z",
+        "name": "h100x1", "file": str(tmp_path / "h100x1.json"), "hostname": "vm", "created": "2026-11-21T11:32:24Z",
         "verdict": "ok", "counts": {"error": 0, "warning": 0, "info": 0},
         "areas": {a: "skip" if a in ("topology", "visibility") else "pass" for a in AREAS},
         "failing": False, "findings": []}
@@ -183,8 +206,7 @@ def test_real_fleet_json(write, tmp_path):
     assert merged["drift"] == REAL_DRIFT
     outliers = merged["outliers"]
     assert (outliers["well_below"], outliers["min_samples"], outliers["peers"]) == (0.7, 3, "same GPU model")
-    assert outliers["metrics"][:2] == [REAL_SMOKE, REAL_NVLINK]
-    assert [m["models"] for m in outliers["metrics"][2:]] == [[]] * 5
+    assert outliers["metrics"] == [REAL_NVLINK, *REAL_THROUGHPUT]
 
 
 def test_output_file(write, tmp_path):
@@ -277,57 +299,79 @@ def test_framework_and_toolkit_drift(write):
     assert "frameworks.jax" not in drift and "driver_version" not in drift
 
 
-# A node whose smoke kernel takes 5 x as long as its peers': an outlier ---------------------------
+# A GPU whose bf16 matmul reaches 300 TFLOP/s, against its peers' 752 to 797: an outlier ----------
 
-# 5 x the median of the six recorded H200 figures (0.0054 s)
-SLOW = variant("h200x2", ("smoke.runs.0.kernel_and_copies_s", 0.027), ("smoke.runs.1.kernel_and_copies_s", 0.027))
+SLOW = slower(workload("h200x4"), (1, 300.0))
 SLOW_OUTLIERS = """\
-  smoke.runs[*].kernel_and_copies_s (lower is better)
+  workload.runs[*].throughput.matmul_bf16_tflops (higher is better)
     NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare
-    NVIDIA H200: 8 samples; 4 outlier(s)
-      h200x2-slow GPU 0: 0.027 s, 4.15 x the peers' median of 0.0065 s
-      h200x2-slow GPU 1: 0.027 s, 4.15 x the peers' median of 0.0065 s
-      h200x4 GPU 1: 0.0109 s, 1.68 x the peers' median of 0.0065 s
-      h200x4 GPU 3: 0.0098 s, 1.51 x the peers' median of 0.0065 s
+    NVIDIA H200: 8 samples; 1 outlier(s)
+      h200x4-slow GPU 1: 300 TFLOP/s, 0.38 x the peers' median of 783.175 TFLOP/s
+  workload.runs[*].throughput.matmul_tf32_tflops (higher is better)
+    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare
+    NVIDIA H200: 8 samples; no outlier
 """
 
 
 def test_slow_node_text(write):
-    result = merge(write({"h200x2-slow": SLOW}))
+    result = merge(write({"h200x4-slow": SLOW}))
     assert result.exit_code == 0  # outliers and drift inform; only the nodes' findings set the exit status
     assert SLOW_OUTLIERS in result.stdout
+    assert result.stdout.count("outlier(s)") == 1
+    # the node's own throughput check (a warning, below --fail-on error) is its one finding
+    assert ("Findings (errors and warnings)\n"
+            "  h200x4-slow: warning RUN014 [GPU 1] PyTorch on cuda:1 (NVIDIA H200) is slower than this GPU should be: "
+            "bf16 matmul 300 vs 790 expected (measured on this model; below 80%)\n\n") in result.stdout
+
+
+def test_an_outlier_alone_sets_no_exit_status(write):
+    """tf32 matmul throughput is judged by no check of a single node: the outlier is shown, not counted."""
+    slow_tf32 = changed(workload("h200x4"), ("workload.runs.2.throughput.matmul_tf32_tflops", 150.0))
+    result = merge(write({"h200x4-slow": slow_tf32}), "--fail-on", "warning")
+    assert result.exit_code == 0
     assert "Findings" not in result.stdout
+    assert ("  workload.runs[*].throughput.matmul_tf32_tflops (higher is better)\n"
+            "    NVIDIA H100 80GB HBM3: 1 sample(s); at least 3 needed to compare\n"
+            "    NVIDIA H200: 8 samples; 1 outlier(s)\n"
+            "      h200x4-slow GPU 2: 150 TFLOP/s, 0.41 x the peers' median of 363.756 TFLOP/s\n") in result.stdout
+    assert result.stdout.count("outlier(s)") == 1
 
 
 def test_slow_node_markdown(write):
-    text = merge(write({"h200x2-slow": SLOW}), "-f", "markdown").stdout
-    assert ("| `smoke.runs[*].kernel_and_copies_s` (lower is better) | NVIDIA H200 | 8 | "
-            "h200x2-slow GPU 0: 0.027 s, 4.15 x the peers' median of 0.0065 s; "
-            "h200x2-slow GPU 1: 0.027 s, 4.15 x the peers' median of 0.0065 s; "
-            "h200x4 GPU 1: 0.0109 s, 1.68 x the peers' median of 0.0065 s; "
-            "h200x4 GPU 3: 0.0098 s, 1.51 x the peers' median of 0.0065 s |") in text
+    text = merge(write({"h200x4-slow": SLOW}), "-f", "markdown").stdout
+    assert ("| `workload.runs[*].throughput.matmul_bf16_tflops` (higher is better) | NVIDIA H200 | 8 | "
+            "h200x4-slow GPU 1: 300 TFLOP/s, 0.38 x the peers' median of 783.175 TFLOP/s |\n") in text
+    assert ("| `workload.runs[*].throughput.matmul_tf32_tflops` (higher is better) | NVIDIA H200 | 8 | none |\n"
+            in text)
 
 
 def test_slow_node_json(write):
-    merged = json.loads(merge(write({"h200x2-slow": SLOW}), "-f", "json").stdout)
-    h200 = merged["outliers"]["metrics"][0]["models"][1]
-    assert h200["outliers"][:2] == [
-        {"node": "h200x2-slow", "subject": "GPU 0", "value": 0.027, "peers_median": 0.0065, "ratio": 4.15},
-        {"node": "h200x2-slow", "subject": "GPU 1", "value": 0.027, "peers_median": 0.0065, "ratio": 4.15},
-    ]
+    merged = json.loads(merge(write({"h200x4-slow": SLOW}), "-f", "json").stdout)
+    found = [(m["metric"], g["model"], o) for m in merged["outliers"]["metrics"] for g in m["models"]
+             for o in g["outliers"]]
+    assert found == [("workload.runs[*].throughput.matmul_bf16_tflops", "NVIDIA H200",
+                      {"node": "h200x4-slow", "subject": "GPU 1", "value": 300.0,
+                       "peers_median": 783.1747958868616, "ratio": 0.38})]
 
 
 def test_slow_node_among_identical_peers_is_the_only_outlier(write):
-    """Three copies of the 2 x H200 recording, one with each GPU's smoke time 5 x its own: only that node is named."""
-    slow = variant("h200x2", ("smoke.runs.0.kernel_and_copies_s", 0.009), ("smoke.runs.1.kernel_and_copies_s", 0.0075))
-    paths = write({"node-a": real("h200x2"), "node-b": real("h200x2"), "node-c": slow}, real_ones=())
+    """Three copies of the 4 x H200 workload recording, one with every GPU's bf16 matmul at 300 to 330
+    TFLOP/s: that node's four GPUs are named, and no GPU of the other two."""
+    slow = slower(workload("h200x4"), (0, 300.0), (1, 310.0), (2, 320.0), (3, 330.0))
+    paths = write({"node-a": workload("h200x4"), "node-b": workload("h200x4"), "node-c": slow}, real_ones=())
     text = merge(paths).stdout
-    assert ("  smoke.runs[*].kernel_and_copies_s (lower is better)\n"
-            "    NVIDIA H200: 6 samples; 2 outlier(s)\n"
-            "      node-c GPU 0: 0.009 s, 5 x the peers' median of 0.0018 s\n"
-            "      node-c GPU 1: 0.0075 s, 4.17 x the peers' median of 0.0018 s\n"
-            "  topology.pairs[*].nvlink_count (higher is better)\n"
-            "    NVIDIA H200: 3 samples; no outlier\n") in text
+    assert text.endswith(
+        "Outliers: worse than 0.7 x the median of peers with the same GPU model (at least 3 samples of a model)\n"
+        "  topology.pairs[*].nvlink_count (higher is better)\n"
+        "    NVIDIA H200: 18 samples; no outlier\n"
+        "  workload.runs[*].throughput.matmul_bf16_tflops (higher is better)\n"
+        "    NVIDIA H200: 12 samples; 4 outlier(s)\n"
+        "      node-c GPU 0: 300 TFLOP/s, 0.39 x the peers' median of 778.676 TFLOP/s\n"
+        "      node-c GPU 1: 310 TFLOP/s, 0.4 x the peers' median of 778.676 TFLOP/s\n"
+        "      node-c GPU 2: 320 TFLOP/s, 0.41 x the peers' median of 778.676 TFLOP/s\n"
+        "      node-c GPU 3: 330 TFLOP/s, 0.42 x the peers' median of 778.676 TFLOP/s\n"
+        + "".join(f"  workload.runs[*].throughput.{figure} (higher is better)\n"
+                  "    NVIDIA H200: 12 samples; no outlier\n" for figure, _ in THROUGHPUT[1:]))
     assert "Drift: none; the driver, CUDA driver, GPU models and count, framework versions and CUDA toolkit are the " \
            "same on every node\n" in text
 
@@ -526,13 +570,43 @@ def test_workload_throughput_is_matched_to_its_gpu_through_the_cuda_ordinal():
 
 
 def test_failed_and_unavailable_measurements_are_not_samples():
-    facts = real("h200x2")["facts"]
-    facts = with_fact(facts, "smoke.runs.0.ok", False)
+    bf16 = next(m for m in fleet.METRICS if m.path == "workload.runs[*].throughput.matmul_bf16_tflops")
+    assert fleet.samples(workload("h200x4")["facts"], bf16) == [
+        ("GPU 0", "NVIDIA H200", 783.1747958868616), ("GPU 1", "NVIDIA H200", 751.7370564283151),
+        ("GPU 2", "NVIDIA H200", 797.0525055937275), ("GPU 3", "NVIDIA H200", 778.6755381432858)]
+    facts = changed(workload("h200x4"),
+                    # the step failed, as the workload worker records it: no figures
+                    ("workload.runs.0.throughput", {"ok": False, "error": "RuntimeError: CUDA error: out of memory"}),
+                    # the step failed although figures were written
+                    ("workload.runs.1.throughput.ok", False),
+                    ("workload.runs.2.throughput.matmul_bf16_tflops", {"unavailable": "timeout"}))["facts"]
+    assert fleet.samples(facts, bf16) == [("GPU 3", "NVIDIA H200", 778.6755381432858)]
+    # a run without throughput at all (a GPU skipped as busy; JAX and CuPy runs never have one)
+    facts = with_fact(facts, "workload.runs.3", {"framework": "torch", "device": "3", "name": "NVIDIA H200",
+                                                 "skipped": "the GPU is busy: 120.0 of 139.8 GiB in use"})
+    assert fleet.samples(facts, bf16) == []
+    # a list element that failed (a smoke run with "ok": false) is no sample either, for any figure in it
+    smoke = fleet.Metric("smoke.runs[*].kernel_and_copies_s", "lower", "s")
+    facts = with_fact(real("h200x2")["facts"], "smoke.runs.0.ok", False)
+    assert [s[0] for s in fleet.samples(real("h200x2")["facts"], smoke)] == ["GPU 0", "GPU 1"]
+    assert [s[0] for s in fleet.samples(facts, smoke)] == ["GPU 1"]
     facts = with_fact(facts, "smoke.runs.1.kernel_and_copies_s", {"unavailable": "timeout"})
-    assert fleet.samples(facts, fleet.METRICS[0]) == []
-    assert fleet.samples(real("h200x4")["facts"], fleet.METRICS[0]) == [
-        ("GPU 0", "NVIDIA H200", 0.0043), ("GPU 1", "NVIDIA H200", 0.0109),
-        ("GPU 2", "NVIDIA H200", 0.0065), ("GPU 3", "NVIDIA H200", 0.0098)]
+    assert fleet.samples(facts, smoke) == []
+
+
+def test_figures_in_no_report_are_listed_as_not_measured():
+    """The report.json recordings ran no framework workload: no throughput figure to compare."""
+    paths = [REAL[n] for n in ("h100x1", "h200x2", "h200x4")]
+    text = merge(paths).stdout
+    assert text.endswith("Outliers: worse than 0.7 x the median of peers with the same GPU model "
+                         "(at least 3 samples of a model)\n"
+                         "  topology.pairs[*].nvlink_count (higher is better)\n"
+                         "    NVIDIA H200: 7 samples; no outlier\n"
+                         f"  not measured in any report: {NOT_MEASURED}\n")
+    markdown = merge(paths, "-f", "markdown").stdout
+    assert markdown.endswith("| `topology.pairs[*].nvlink_count` (higher is better) | NVIDIA H200 | 7 | none |\n\n"
+                             "Not measured in any report: "
+                             + ", ".join(f"`{m}`" for m in NOT_MEASURED.split(", ")) + ".\n")
 
 
 def test_merge_does_not_change_the_reports():
