@@ -95,7 +95,12 @@ def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_report_options
-@click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel).")
+@click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel and the framework workloads). "
+                                            "Wins over --deep: with both, no GPU work runs at all.")
+@click.option("--deep", is_flag=True,
+              help="Also test the GPUs together: P2P access and copy bandwidth between every pair, and an NCCL "
+                   "all-reduce across all of them (PyTorch, two or more GPUs); framework workloads repeat longer. "
+                   "Takes a minute or more. Ignored with --quick.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems, one line each (for logs); nothing when healthy.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
               help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
@@ -105,7 +110,7 @@ def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
               help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them).")
 @click.option("--skip", multiple=True, callback=_names, metavar="AREA|CHECK", help="Leave out these areas or checks.")
 @NO_REDACT_OPTION
-def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, quiet: bool,
+def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
           timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
           no_redact: bool) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
@@ -119,8 +124,8 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         raise BadInput(str(exc)) from None
     deadline = time.monotonic() + timeout_s if timeout_s else None
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
-    report = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deadline=deadline,
-                            only=only, skip=skip, options=options)
+    report = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
+                            deadline=deadline, only=only, skip=skip, options=options)
     _clear_progress()
     _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
@@ -139,6 +144,11 @@ def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, 
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
     _emit(report, fmt, output, verbose, redact=not no_redact)
+    from gpudoctor.redact import redact_report
+
+    before, after = (saved, report) if no_redact else (redact_report(saved), redact_report(report))
+    for line in rep.describe_changes(rep.changes(before, after)):
+        click.echo(line, err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 

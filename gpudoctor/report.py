@@ -90,3 +90,27 @@ def load(text: str, source: str = "report") -> dict[str, Any]:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def changes(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """What re-judging a saved report changed: findings new with this version, and ones no longer reported.
+    A finding is identified by its code, subject and title (a reworded title counts as gone and new)."""
+    def key(f: dict[str, Any]) -> tuple[str, str, str]:
+        return f.get("code", ""), json.dumps(f.get("subject") or {}, sort_keys=True), str(f.get("title", ""))
+
+    before = {key(f): f for f in saved.get("findings") or [] if isinstance(f, dict)}
+    after = {key(f): f for f in now.get("findings") or []}
+    return {
+        "saved_by": (saved.get("tool") or {}).get("version", "unknown"),
+        "new": [after[k] for k in after if k not in before],
+        "gone": [before[k] for k in before if k not in after],
+        "unchanged": sum(1 for k in after if k in before),
+    }
+
+
+def describe_changes(diff: dict[str, Any]) -> list[str]:
+    lines = [f"gpudoctor: compared with the verdict saved by gpudoctor {diff['saved_by']}: "
+             f"{len(diff['new'])} new, {len(diff['gone'])} no longer reported, {diff['unchanged']} unchanged"]
+    lines += [f"  new: {f['code']} {f.get('title', '')}" for f in diff["new"]]
+    lines += [f"  gone: {f.get('code')} {f.get('title', '')}" for f in diff["gone"]]
+    return lines

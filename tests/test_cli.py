@@ -341,3 +341,23 @@ def test_junit_has_a_testcase_per_check(runner):
     assert {c.get("name") for c in cases} == {c.id for c in CHECKS}
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
     assert failed == ["driver.nvml"]
+
+
+def test_analyze_says_what_changed_since_the_report_was_saved(runner, tmp_path):
+    """A report saved by an older gpudoctor, judged again: the finding this version adds is named as new,
+    the one it no longer reports as gone, the rest counted as unchanged."""
+    real = Path(__file__).parent / "fixtures/real/h200x2-20261121/faults/system-cudnn-first-on-ld-library-path.json"
+    saved = json.loads(real.read_text())
+    kept = [f for f in saved["findings"] if f["code"] == "LIB001"]
+    saved["findings"] = kept + [{"code": "OLD001", "severity": "warning", "title": "retired check", "subject": {"kind": "host"}}]
+    saved["tool"]["version"] = "0.0.9"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(saved))
+    result = runner.invoke(cli, ["analyze", str(path), "--format", "json"])
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == ("gpudoctor: compared with the verdict saved by gpudoctor 0.0.9: "
+                        "1 new, 1 no longer reported, 2 unchanged")
+    assert lines[1].startswith("  new: FWK007 PyTorch was built for cuDNN 9.19.0")
+    assert lines[2] == "  gone: OLD001 retired check"
+    json.loads(result.stdout)  # stdout stays the report, untouched
