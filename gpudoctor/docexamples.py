@@ -16,7 +16,7 @@ INT003 is not emitted by a check but by the registry, for any check that raises;
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, finding
 from gpudoctor.findings import Finding
@@ -25,10 +25,13 @@ GIB = 1024**3
 
 _A100 = "NVIDIA A100-SXM4-80GB"
 _H100 = "NVIDIA H100 80GB HBM3"
+_H200 = "NVIDIA H200"
 _L4 = "NVIDIA L4"
+_L40S = "NVIDIA L40S"
 _UUID = (
     "GPU-3f8c1a52-6d0e-4b7a-9c21-5e4d8f0a7b13",
     "GPU-b2e7d9c4-1a3f-4e68-8d05-7c9a2b6e4f10",
+    "GPU-9a41c7e2-58d3-4f16-b0e9-2c7d15a8e364",
 )
 _BUS = ("00000000:01:00.0", "00000000:41:00.0")
 
@@ -122,6 +125,31 @@ def _build(name: str, version: str, built_cuda: str, arch_list: list[str]) -> di
 _TORCH_CU126_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
 _TORCH_CU130_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 _DEVICE0 = {"ordinal": 0, "name": _H100, "uuid": _UUID[0]}
+_MIB256 = 256 * 1024**2
+
+
+def _deep(name: str, n: int, nvlinks: int, ancestor: str = "PHB", **sections: Any) -> dict[str, Any]:
+    """``check --deep`` on ``n`` GPUs of one model, every pair joined alike; ``sections``: the multi-GPU
+    probe's ``p2p`` and ``allreduce``."""
+    return {
+        "nvml": _nvml(device_count=n),
+        "gpus": [_gpu(i, name) for i in range(n)],
+        "topology": {"pairs": [{**_pair("ok", nvlinks, ancestor), "gpus": [a, b]} for a in range(n) for b in range(a + 1, n)]},
+        "multigpu": {"devices": [{"ordinal": i, "name": name, "uuid": _UUID[i]} for i in range(n)], **sections},
+    }
+
+
+def _p2p(n: int, gbs: float, changed: Optional[dict[tuple[int, int], dict[str, Any]]] = None) -> dict[str, Any]:
+    """The probe's ``p2p`` section: every ordered pair copies at ``gbs``, except what ``changed`` replaces."""
+    pairs = [{"src": a, "dst": b, "access": True, "gbs": gbs, "wrong_elements": 0, **(changed or {}).get((a, b), {})}
+             for a in range(n) for b in range(n) if a != b]
+    return {"ok": True, "bytes": _MIB256, "repeats": 10, "pairs": pairs}
+
+
+def _allreduce(n: int, busbw: float) -> dict[str, Any]:
+    return {"ok": True, "world_size": n, "backend": "nccl", "dtype": "float32", "bytes": _MIB256,
+            "expected": n * (n + 1) / 2, "correct": True, "wrong_elements": 0,
+            "algbw_gbs": round(busbw * n / (2 * (n - 1)), 1), "busbw_gbs": busbw}
 
 
 EXAMPLES: dict[str, Facts] = {
@@ -565,6 +593,17 @@ EXAMPLES: dict[str, Facts] = {
             "throughput": {"ok": True, "matmul_bf16_tflops": 120.0, "matmul_tf32_tflops": 60.0,
                            "device_copy_gbs": 900.0, "h2d_gbs": 25.0, "d2h_gbs": 25.0}}]},
     },
+    # --- acceleration: check --deep, between the GPUs ------------------------------------------
+    "RUN021": _deep(_L40S, 2, 0, "PXB", p2p=_p2p(2, 21.4, {(0, 1): {"access": False}, (1, 0): {"access": False}})),
+    "RUN022": _deep(_H200, 3, 18, p2p=_p2p(3, 372.0, {(1, 2): {"gbs": 96.5}})),
+    "RUN023": _deep(_H200, 2, 18, p2p=_p2p(2, 372.0, {(1, 0): {"wrong_elements": 4096}})),
+    "RUN024": _deep(_H200, 2, 18, allreduce={
+        "ok": False, "world_size": 2, "backend": "nccl",
+        "error": "DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3690, unhandled system error (run with "
+                 "NCCL_DEBUG=INFO for details), NCCL version 2.28.9 (and 1 other rank(s) failed)",
+        "stderr_tail": "Last error:\nError while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"}),
+    "RUN025": _deep(_H200, 2, 18, p2p=_p2p(2, 372.0, {(1, 0): {"gbs": 366.0}}), allreduce=_allreduce(2, 176.0)),
+    "RUN026": _deep(_H100, 2, 18, allreduce=_allreduce(2, 301.0)),
     # --- internal -----------------------------------------------------------------------------
     "INT001": {
         "probes": {

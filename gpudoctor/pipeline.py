@@ -9,7 +9,7 @@ from gpudoctor.checks.base import Check
 from gpudoctor.checks.registry import CHECKS, run_checks
 from gpudoctor.probes.child import kill_all, reopen
 from gpudoctor.checks.visibility import resolve
-from gpudoctor.runner import GPU_WORK, PROBES, run_probes
+from gpudoctor.runner import run_probes, select_probes
 
 
 #: Probes every selection needs: what the machine is, and whether the driver answers.
@@ -17,12 +17,14 @@ BASE_PROBES = ("host", "driver_files", "nvml")
 
 
 def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False, deadline: Optional[float] = None,
-          only: Sequence[str] = (), skip: Sequence[str] = (), options: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """Probe this machine and judge it. ``quick`` runs no work on the GPUs; ``only``/``skip`` select
-    checks by area or id, and only the probes those checks read are run."""
+          only: Sequence[str] = (), skip: Sequence[str] = (), options: Optional[dict[str, Any]] = None,
+          deep: bool = False) -> dict[str, Any]:
+    """Probe this machine and judge it. ``quick`` runs no work on the GPUs (it wins over ``deep``);
+    ``deep`` adds the multi-GPU tests and longer workloads; ``only``/``skip`` select checks by area
+    or id, and only the probes those checks read are run."""
     checks = select_checks(only, skip)
     needed = set(BASE_PROBES) | {name for c in checks for name in c.needs}
-    probes = [p for p in PROBES if p.name in needed and not (quick and p.name in GPU_WORK)]
+    probes = select_probes(needed, quick=quick, deep=deep)
     reopen()
     try:
         facts = run_probes(probes, on_progress=on_progress, deadline=deadline)

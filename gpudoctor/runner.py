@@ -11,11 +11,12 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor.probes.frameworks import probe_frameworks
 from gpudoctor.probes.libraries import probe_libraries
+from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_multigpu
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.smoke import probe_smoke
@@ -30,6 +31,7 @@ class Probe:
     title: str  # what it was doing, for "could not check <title>"
     run: Callable[[], dict[str, Any]]
     timeout_s: float
+    deep_run: Optional[Callable[[], dict[str, Any]]] = None  # what it runs instead under `check --deep`
 
 
 NVML_TIMEOUT_S = 20.0
@@ -53,10 +55,22 @@ PROBES: tuple[Probe, ...] = (
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
           lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0),
     Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
-    Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0),
+    Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0,
+          deep_run=lambda: probe_workload(WORKLOAD_TIMEOUT_S, deep=True)),
+    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", probe_multigpu, MULTIGPU_TIMEOUT_S),
 )
 #: Probes that run work on the GPUs; `check --quick` leaves them out.
-GPU_WORK = ("smoke", "workload")
+GPU_WORK = ("smoke", "workload", "multigpu")
+#: Probes only `check --deep` runs.
+DEEP_ONLY = ("multigpu",)
+
+
+def select_probes(names: Sequence[str], quick: bool = False, deep: bool = False) -> list[Probe]:
+    """The probes among ``names`` that this kind of run makes: ``quick`` runs no GPU work (and so no
+    deep work either); ``deep`` adds the deep-only probes and runs each probe's deep variant."""
+    chosen = [p for p in PROBES if p.name in names and not (quick and p.name in GPU_WORK)
+              and (deep or p.name not in DEEP_ONLY)]
+    return [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
 
 
 def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None,

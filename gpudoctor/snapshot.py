@@ -11,7 +11,8 @@ so that a check can tell "the GPU does not support this" from "we were not allow
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator, Mapping
+import statistics
+from typing import Any, Iterator, Mapping, Optional
 
 SCHEMA_VERSION = 1
 
@@ -77,3 +78,20 @@ def gpus(facts: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for gpu in facts.get("gpus") or []:
         if isinstance(gpu, dict) and "index" in gpu:
             yield gpu
+
+
+def link_label(pair: Mapping[str, Any]) -> str:
+    """The cell ``nvidia-smi topo -m`` prints for a topology pair: NV# for NVLinks, else the PCIe path."""
+    if pair.get("nvlink_count"):
+        return f"NV{pair['nvlink_count']}"
+    return str(known(pair.get("common_ancestor")) or "?")
+
+
+def slowest_pair(p2p: Any) -> Optional[tuple[dict[str, Any], float, int]]:
+    """(the slowest ordered pair, the median copy bandwidth, how many pairs were measured) among the
+    multi-GPU probe's P2P figures (``multigpu.p2p``), or None without figures: the one slow link is
+    what to look for."""
+    pairs = [p for p in (p2p or {}).get("pairs") or [] if isinstance(p, dict) and isinstance(p.get("gbs"), (int, float))]
+    if not pairs:
+        return None
+    return min(pairs, key=lambda p: p["gbs"]), statistics.median(p["gbs"] for p in pairs), len(pairs)

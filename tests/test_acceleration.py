@@ -39,7 +39,8 @@ def test_recorded_workloads_pass_and_are_quiet(healthy):
     runs = healthy["workload"]["runs"]
     assert all(r.get(step, {"ok": True})["ok"] for r in runs for step in ("elementwise", "matmul", "conv", "training"))
     assert {c["id"]: c["status"] for c in report["checks"] if c["area"] == "acceleration"} == {
-        "acceleration.smoke": "pass", "acceleration.workload": "pass", "acceleration.throughput": "pass"}
+        "acceleration.smoke": "pass", "acceleration.workload": "pass", "acceleration.throughput": "pass",
+        "acceleration.p2p": "skip", "acceleration.allreduce": "skip"}  # recorded without --deep
 
 
 def test_recorded_training_learned_in_bf16(healthy):
@@ -107,7 +108,7 @@ def test_an_unknown_gpu_model_is_shown_not_judged():
 def test_quick_runs_no_gpu_work():
     from gpudoctor.runner import GPU_WORK
 
-    assert set(GPU_WORK) == {"smoke", "workload"}
+    assert set(GPU_WORK) == {"smoke", "workload", "multigpu"}
     report = pipeline.check(quick=True, only=("acceleration",))
     assert "smoke" not in report["facts"] and "workload" not in report["facts"]
     assert {c["status"] for c in report["checks"] if c["area"] == "acceleration"} == {"skip"}

@@ -9,7 +9,7 @@ from gpudoctor.findings import Finding, Subject
 from gpudoctor.snapshot import known
 
 
-def _pair_subject(facts: Facts, a: int, b: int) -> Subject:
+def pair_subject(facts: Facts, a: int, b: int) -> Subject:
     uuids = {g.get("index"): known(g.get("uuid")) for g in facts.get("gpus") or []}
     return Subject("pair", a, uuids.get(a), b, uuids.get(b))
 
@@ -26,7 +26,7 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
             continue
         if pair.get("nvlink_count"):
             yield finding("TOPO201", f"GPU {a} and GPU {b} share {pair['nvlink_count']} NVLinks but P2P access is {read}",
-                          subject=_pair_subject(facts, a, b),
+                          subject=pair_subject(facts, a, b),
                           text="CUDA and NCCL cannot use the links and copy through host memory instead. Look for a "
                                "driver setting or hypervisor configuration that disables P2P.",
                           commands=["nvidia-smi topo -p2p r", "nvidia-smi topo -m"])

@@ -7,11 +7,14 @@ line, so a child killed at its deadline still contributes what it had found.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
+_lock_dir: Optional[str] = None
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -53,6 +57,18 @@ def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra or {})
     return env
+
+
+def gpu_lock_dir() -> str:
+    """The folder of per-GPU lock files (``GPUDOCTOR_LOCK_DIR``), one for the whole gpudoctor process:
+    children of every probe that time work on a GPU take that GPU's lock (workload/worker.py ``_lock``),
+    so the framework workloads and the multi-GPU tests never measure on the same GPU at once."""
+    global _lock_dir
+    with _live_lock:
+        if _lock_dir is None or not os.path.isdir(_lock_dir):
+            _lock_dir = tempfile.mkdtemp(prefix="gpudoctor-locks-")
+            atexit.register(shutil.rmtree, _lock_dir, True)
+        return _lock_dir
 
 
 def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,

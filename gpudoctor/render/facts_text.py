@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.snapshot import get, gpus, is_unavailable, known
+from gpudoctor.snapshot import get, gpus, is_unavailable, known, link_label, slowest_pair
 
 MIB = 1024**2
 
@@ -60,13 +60,6 @@ def gpus_line(facts: dict[str, Any]) -> str:
     return f"{len(found)}: " + ", ".join(f"{n} x {name}" for name, n in names.items())
 
 
-def link_label(pair: dict[str, Any]) -> str:
-    """The cell ``nvidia-smi topo -m`` prints for a pair: NV# for NVLinks, else the PCIe path."""
-    if pair.get("nvlink_count"):
-        return f"NV{pair['nvlink_count']}"
-    return str(known(pair.get("common_ancestor")) or "?")
-
-
 def topology_line(facts: dict[str, Any]) -> str:
     pairs = (facts.get("topology") or {}).get("pairs") or []
     if not pairs:
@@ -107,13 +100,31 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
         if not facts.get("smoke"):
             return "no GPU work run (--quick)"
         good = sum(1 for r in runs if r.get("ok"))
-        return f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs else "no GPU to run on"
+        line = f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs else "no GPU to run on"
+        return "; ".join([line, *multigpu_phrases(facts)])
     if area == "compat":
         return "driver, GPUs, toolkit and builds against the bundled matrix"
     if area == "visibility":
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
     return "probes and checks"
+
+
+def multigpu_phrases(facts: dict[str, Any]) -> list[str]:
+    """What `check --deep` measured between the GPUs, for the acceleration headline."""
+    multigpu = facts.get("multigpu")
+    if not isinstance(multigpu, dict) or multigpu.get("skipped"):
+        return []
+    out = []
+    found = slowest_pair(multigpu.get("p2p"))
+    if found:
+        slow, median, count = found
+        out.append(f"P2P median {median:.0f} GB/s over {count} pairs, slowest cuda:{slow['src']} -> cuda:{slow['dst']} "
+                   f"{slow['gbs']:.0f} GB/s")
+    allreduce = multigpu.get("allreduce") or {}
+    if isinstance(allreduce.get("busbw_gbs"), (int, float)):
+        out.append(f"NCCL all-reduce on {allreduce.get('world_size')} GPUs {allreduce['busbw_gbs']:.0f} GB/s busbw")
+    return out
 
 
 def toolkit_line(facts: dict[str, Any]) -> str:

@@ -8,11 +8,10 @@ training step on the CPU, so the code path is proven even where acceleration can
 from __future__ import annotations
 
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gpudoctor.probes.child import child_env, run_module
+from gpudoctor.probes.child import child_env, gpu_lock_dir, run_module
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
 
 WORKER = "gpudoctor.probes.workload.worker"
@@ -27,14 +26,13 @@ def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any
     frameworks = [f for f in FRAMEWORKS if installed(f)]
     jobs = [(f, o) for f in frameworks for o in ordinals] or [(f, "cpu") for f in frameworks if f in CPU_CAPABLE]
     threads = str(max(2, (os.cpu_count() or 2) // max(1, len(jobs))))
-    with tempfile.TemporaryDirectory(prefix="gpudoctor-locks-") as locks:
-        # children share the CPU: each gets its slice of the cores for its CPU references and BLAS pools
-        env = child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": locks, "GPUDOCTOR_CPU_THREADS": threads,
-                         "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
-        args = ["--deep"] if deep else []
-        with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-            children = list(pool.map(lambda job: run_module(WORKER, [job[0], job[1], *args], timeout_s=timeout_s, env=env),
-                                     jobs))
+    # children share the CPU: each gets its slice of the cores for its CPU references and BLAS pools
+    env = child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir(), "GPUDOCTOR_CPU_THREADS": threads,
+                     "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+    args = ["--deep"] if deep else []
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        children = list(pool.map(lambda job: run_module(WORKER, [job[0], job[1], *args], timeout_s=timeout_s, env=env),
+                                 jobs))
     runs = []
     for (framework, device), child in zip(jobs, children):
         data = next((line["data"] for line in child.lines if line.get("section") == "workload"), None)

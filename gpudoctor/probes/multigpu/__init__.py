@@ -1,0 +1,64 @@
+"""Multi-GPU tests, run by ``check --deep`` only: P2P access and copy bandwidth between every pair
+of GPUs, then an NCCL all-reduce across all of them, through PyTorch in child processes (worker.py).
+
+Skipped, with the reason, where PyTorch is missing or fewer than two GPUs are visible. While they
+measure, the children hold the locks of the GPUs they use (the folder the framework workloads lock
+in), so neither times work while the other loads the same GPU; their time limits leave room for
+that wait.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, run_module
+from gpudoctor.probes.frameworks import installed
+
+#: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,
+#: never unset. A program that uses multicast can put a shared host's GPUs out of service.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+WORKER = "gpudoctor.probes.multigpu.worker"
+SMOKE = "gpudoctor.probes.smoke.worker"
+COUNT_TIMEOUT_S = 30.0
+P2P_TIMEOUT_S = 120.0
+ALLREDUCE_TIMEOUT_S = 150.0
+#: The launcher's own deadline for its ranks, inside the limit its parent kills it at.
+ALLREDUCE_BUDGET_S = ALLREDUCE_TIMEOUT_S - 15.0
+TIMEOUT_S = COUNT_TIMEOUT_S + P2P_TIMEOUT_S + ALLREDUCE_TIMEOUT_S + 10.0
+
+
+def probe_multigpu() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not installed("torch"):
+        out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
+        return {"multigpu": out}
+    env = child_env({**SAFE_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir()})
+    count = _section(run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env), "count") or {}
+    out["devices"] = [{k: d.get(k) for k in ("ordinal", "name", "uuid")} for d in count.get("devices") or []]
+    if len(out["devices"]) < 2:
+        out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
+        return {"multigpu": out}
+    child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env)
+    p2p = _section(child, "p2p") or _failure("the P2P test", child, P2P_TIMEOUT_S)
+    if p2p.get("skipped"):
+        out["skipped"] = p2p["skipped"]
+        return {"multigpu": out}
+    out["p2p"] = p2p
+    world = p2p.get("device_count") or len(out["devices"])
+    child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env)
+    out["allreduce"] = _section(child, "allreduce") or _failure("the all-reduce", child, ALLREDUCE_TIMEOUT_S)
+    return {"multigpu": out}
+
+
+def _section(child: ChildResult, name: str) -> Any:
+    return next((line["data"] for line in child.lines if line.get("section") == name), None)
+
+
+def _failure(what: str, child: ChildResult, timeout_s: float) -> dict[str, Any]:
+    if child.start_error:
+        why = child.start_error
+    elif child.timed_out:
+        why = f"{what} gave no answer within {timeout_s:g} s"
+    else:
+        why = f"{what} crashed ({child.signal_name or f'exit status {child.returncode}'})"
+    return {"ok": False, "error": why, "stderr_tail": child.stderr_tail[-1500:]}
