@@ -38,6 +38,10 @@ class ChildResult:
     duration_s: float = 0.0
     start_error: str = ""
 
+    def section(self, name: str) -> Any:
+        """The data of the first line the child printed as ``{"section": name, "data": ...}``, or None."""
+        return next((line["data"] for line in self.lines if line.get("section") == name), None)
+
     @property
     def signal_name(self) -> str:
         """The signal that ended the child (a segfault, the OOM killer's SIGKILL), if any."""

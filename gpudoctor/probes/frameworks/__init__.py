@@ -44,7 +44,7 @@ def _run(name: str, timeout_s: float, results: dict[str, Any]) -> None:
 
 
 def summarise(child: ChildResult, timeout_s: float) -> dict[str, Any]:
-    data = next((line["data"] for line in child.lines if line.get("section") == "framework"), None)
+    data = child.section("framework")
     out: dict[str, Any] = {"installed": True, "duration_s": round(child.duration_s, 3)}
     if child.timed_out:
         out.update(status="timeout", error=f"no answer within {timeout_s:g} s")

@@ -33,25 +33,21 @@ def probe_multigpu() -> dict[str, Any]:
         out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
         return {"multigpu": out}
     env = child_env({**SAFE_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir()})
-    count = _section(run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env), "count") or {}
+    count = run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env).section("count") or {}
     out["devices"] = [{k: d.get(k) for k in ("ordinal", "name", "uuid")} for d in count.get("devices") or []]
     if len(out["devices"]) < 2:
         out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
         return {"multigpu": out}
     child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env)
-    p2p = _section(child, "p2p") or _failure("the P2P test", child, P2P_TIMEOUT_S)
+    p2p = child.section("p2p") or _failure("the P2P test", child, P2P_TIMEOUT_S)
     if p2p.get("skipped"):
         out["skipped"] = p2p["skipped"]
         return {"multigpu": out}
     out["p2p"] = p2p
     world = p2p.get("device_count") or len(out["devices"])
     child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env)
-    out["allreduce"] = _section(child, "allreduce") or _failure("the all-reduce", child, ALLREDUCE_TIMEOUT_S)
+    out["allreduce"] = child.section("allreduce") or _failure("the all-reduce", child, ALLREDUCE_TIMEOUT_S)
     return {"multigpu": out}
-
-
-def _section(child: ChildResult, name: str) -> Any:
-    return next((line["data"] for line in child.lines if line.get("section") == name), None)
 
 
 def _failure(what: str, child: ChildResult, timeout_s: float) -> dict[str, Any]:

@@ -12,7 +12,7 @@ WORKER = "gpudoctor.probes.smoke.worker"
 
 def probe_smoke(timeout_s: float = 30.0) -> dict[str, Any]:
     counted = run_module(WORKER, ["count"], timeout_s=timeout_s)
-    count = _section(counted, "count")
+    count = counted.section("count")
     if count is None:
         return {"smoke": {"count": _failure(counted, timeout_s), "runs": []}}
     ordinals = [d["ordinal"] for d in count["devices"]]
@@ -20,17 +20,13 @@ def probe_smoke(timeout_s: float = 30.0) -> dict[str, Any]:
         children = list(pool.map(lambda o: run_module(WORKER, ["run", str(o)], timeout_s=timeout_s), ordinals))
     runs = []
     for device, child in zip(count["devices"], children):
-        result = _section(child, "run")
+        result = child.section("run")
         runs.append({**device, **(result if result is not None else {"ok": False, "error": _failure(child, timeout_s)})})
     return {"smoke": {"count": count, "runs": runs}}
 
 
-def _section(child: ChildResult, name: str) -> Any:
-    return next((line["data"] for line in child.lines if line.get("section") == name), None)
-
-
 def _failure(child: ChildResult, timeout_s: float) -> dict[str, Any]:
-    error = _section(child, "error")
+    error = child.section("error")
     if error is not None:
         return error
     if child.timed_out:

@@ -21,7 +21,7 @@ CPU_CAPABLE = ("torch", "tensorflow")
 
 def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
     counted = run_module(SMOKE, ["count"], timeout_s=30.0)
-    count = next((line["data"] for line in counted.lines if line.get("section") == "count"), None)
+    count = counted.section("count")
     ordinals = [str(d["ordinal"]) for d in (count or {}).get("devices", [])]
     frameworks = [f for f in FRAMEWORKS if installed(f)]
     jobs = [(f, o) for f in frameworks for o in ordinals] or [(f, "cpu") for f in frameworks if f in CPU_CAPABLE]
@@ -35,7 +35,7 @@ def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any
                                  jobs))
     runs = []
     for (framework, device), child in zip(jobs, children):
-        data = next((line["data"] for line in child.lines if line.get("section") == "workload"), None)
+        data = child.section("workload")
         if data is None:
             why = "timeout" if child.timed_out else f"crashed ({child.signal_name or child.returncode})"
             data = {"framework": framework, "device": device, "error": f"the workload {why}",
