@@ -380,3 +380,22 @@ def test_check_deep_here_runs_the_probe_and_skips_with_the_reason(runner):
     assert report["facts"]["multigpu"]["skipped"]
     reasons = {c["id"]: c["reason"] for c in report["checks"] if c["id"] in ("acceleration.p2p", "acceleration.allreduce")}
     assert all(r.startswith("the multi-GPU tests were skipped: ") for r in reasons.values())
+
+
+def test_real_deep_run_on_4xh200_is_all_clear():
+    """`check --deep` recorded on the real 4 x H200 (device kind nvidia-h200-x4, 2026-11-21): 12 ordered P2P
+    pairs at 387-388 GB/s with correct copies, an NCCL 2.28.9 all-reduce with correct sums at 340.8 GB/s busbw."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import pipeline
+
+    path = Path(__file__).parent / "fixtures/real/h200x4-20261121/deep-report.json"
+    facts = json.loads(path.read_text())["facts"]
+    pairs = facts["multigpu"]["p2p"]["pairs"]
+    assert len(pairs) == 12 and all(p["access"] and p["wrong_elements"] == 0 and p["gbs"] > 350 for p in pairs)
+    assert facts["multigpu"]["allreduce"]["correct"] is True and facts["multigpu"]["allreduce"]["busbw_gbs"] > 330
+    report = pipeline.judge(facts)
+    assert report["findings"] == []
+    assert {c["id"]: c["status"] for c in report["checks"] if c["id"] in ("acceleration.p2p", "acceleration.allreduce")} == {
+        "acceleration.p2p": "pass", "acceleration.allreduce": "pass"}
