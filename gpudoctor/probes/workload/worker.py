@@ -322,7 +322,42 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
     _step(out, "matmul", lambda: _check("matmul float32 (default precision)", rel_err(
         np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), a.astype(np.float64) @ b), 1e-2))
+    _step(out, "training", lambda: _jax_training(jax, jnp, np, dev))
     return out
+
+
+def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
+    """A two-layer MLP learns the same synthetic task with jax.grad and plain SGD, jit-compiled on the GPU."""
+    x = _rand(np, 7, 256, 64)
+    y = (x[:, :32].mean(axis=1) > x[:, 32:].mean(axis=1)).astype(np.int32)
+    rng = np.random.default_rng(9)
+    params = [jax.device_put(p, dev) for p in (rng.standard_normal((64, 32)).astype(np.float32) * 0.1,
+                                               np.zeros(32, np.float32),
+                                               rng.standard_normal((32, 2)).astype(np.float32) * 0.1,
+                                               np.zeros(2, np.float32))]
+    xd, yd = jax.device_put(x, dev), jax.device_put(y, dev)
+
+    def loss_fn(p: list[Any]) -> Any:
+        logits = jnp.maximum(xd @ p[0] + p[1], 0) @ p[2] + p[3]
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(yd.shape[0]), yd])
+
+    @jax.jit
+    def step(p: list[Any]) -> tuple[list[Any], Any]:
+        loss, grads = jax.value_and_grad(loss_fn)(p)
+        return [w - 0.5 * g for w, g in zip(p, grads)], loss
+
+    before = [np.asarray(w).copy() for w in params]
+    losses, times = [], []
+    for _ in range(30):
+        t = time.perf_counter()
+        params, loss = step(params)
+        losses.append(float(loss))  # float() waits for the device
+        times.append(time.perf_counter() - t)
+    moved = any(not np.array_equal(a, np.asarray(w)) for a, w in zip(before, params))
+    finite = all(np.isfinite(losses))
+    return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
+            "steps": len(losses), "params_updated": moved, "finite": finite, "device": str(dev),
+            "warm_step_s": statistics.median(times[5:])}
 
 
 def run_cupy(device: str, deep: bool) -> dict[str, Any]:
