@@ -20,7 +20,7 @@ def facts(name: str) -> dict:
     return json.loads((REAL / name / "workload-report.json").read_text())["facts"]
 
 
-@pytest.fixture(params=["h100x1-20261121", "h200x4-20261121"])
+@pytest.fixture(params=["h100x1-20261121", "h200x2-20261121", "h200x4-20261121"])
 def healthy(request):
     return facts(request.param)
 

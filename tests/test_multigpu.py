@@ -399,3 +399,18 @@ def test_real_deep_run_on_4xh200_is_all_clear():
     assert report["findings"] == []
     assert {c["id"]: c["status"] for c in report["checks"] if c["id"] in ("acceleration.p2p", "acceleration.allreduce")} == {
         "acceleration.p2p": "pass", "acceleration.allreduce": "pass"}
+
+
+def test_real_deep_run_on_2xh200_is_all_clear():
+    """`check --deep` recorded on the real 2 x H200 (nvidia-h200-x2, 2026-11-21): P2P 387 GB/s both ways, NCCL
+    all-reduce correct at 299.4 GB/s busbw (reference 298), JAX's training step learning on both GPUs."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import pipeline
+
+    facts = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/deep-report.json").read_text())["facts"]
+    assert facts["multigpu"]["allreduce"]["correct"] is True and 290 < facts["multigpu"]["allreduce"]["busbw_gbs"] < 310
+    jax_training = [r["training"] for r in facts["workload"]["runs"] if r["framework"] == "jax"]
+    assert len(jax_training) == 2 and all(t["ok"] and t["loss_last"] < 0.2 for t in jax_training)
+    assert pipeline.judge(facts)["findings"] == []
