@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import statistics
 import sys
@@ -58,6 +59,16 @@ def rel_err(got: Any, ref: Any) -> float:
     if not np.all(np.isfinite(g)):
         return float("inf")
     return float(np.linalg.norm(g - r) / max(np.linalg.norm(r), 1e-300))
+
+
+def training_verdict(losses: list[float], times: list[float], moved: bool, device: str, **extra: Any) -> dict[str, Any]:
+    """One rule for every framework's training step: the loss falls below 0.7 of its start, the weights
+    move, nothing is NaN or infinite; the step time is the median of the warm steps (the first five
+    include compilation and allocation)."""
+    finite = all(math.isfinite(l) for l in losses)
+    return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
+            "steps": len(losses), "params_updated": moved, "finite": finite, "device": device,
+            "warm_step_s": statistics.median(times[5:]), **extra}
 
 
 def _check(name: str, err: float, tol: float) -> dict[str, Any]:
@@ -161,10 +172,7 @@ def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
 
     amp = cuda and torch.cuda.is_bf16_supported()
     losses, times, moved = train(dev, 30, amp)
-    finite = all(l == l and abs(l) != float("inf") for l in losses)
-    out = {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
-           "steps": len(losses), "params_updated": moved, "finite": finite, "mixed_precision": "bf16" if amp else None,
-           "device": str(dev), "warm_step_s": statistics.median(times[5:])}
+    out = training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
     if cuda and str(dev.index) == "0":  # the same CPU serves every GPU: compare once, not once per GPU
         _, cpu_times, _ = train(torch.device("cpu"), 10, False)
         out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
@@ -297,10 +305,7 @@ def _tf_training(tf: Any, np: Any, cuda: bool, name: str) -> dict[str, Any]:
         losses.append(float(loss))
         times.append(time.perf_counter() - t)
     moved = any(not np.array_equal(a, w.numpy()) for a, w in zip(before, model.trainable_weights))
-    finite = all(np.isfinite(losses))
-    return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
-            "steps": len(losses), "params_updated": moved, "finite": finite, "device": name,
-            "warm_step_s": statistics.median(times[5:])}
+    return training_verdict(losses, times, moved, name)
 
 
 # --- JAX and CuPy: element-wise and matmul -----------------------------------------------------------
@@ -354,10 +359,7 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
         losses.append(float(loss))  # float() waits for the device
         times.append(time.perf_counter() - t)
     moved = any(not np.array_equal(a, np.asarray(w)) for a, w in zip(before, params))
-    finite = all(np.isfinite(losses))
-    return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
-            "steps": len(losses), "params_updated": moved, "finite": finite, "device": str(dev),
-            "warm_step_s": statistics.median(times[5:])}
+    return training_verdict(losses, times, moved, str(dev))
 
 
 def run_cupy(device: str, deep: bool) -> dict[str, Any]:
