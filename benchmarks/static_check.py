@@ -1,5 +1,6 @@
-"""Wall time and memory of the static `gpudoctor check --quick` (every probe, framework imports
-included, but no work on the GPUs) next to `python -m torch.utils.collect_env`.
+"""Wall time and memory of `gpudoctor check --quick` (no GPU work, frameworks read from package
+metadata without importing them) and of the static check with real framework imports
+(`check --skip acceleration`), next to `python -m torch.utils.collect_env`.
 
 Prints a table; run on the machine you want figures for:  python3 benchmarks/static_check.py [RUNS]
 The main process's peak RSS is measured in-process (the framework children are separate
@@ -35,6 +36,8 @@ def main() -> None:
     rows = []
     gd, gd_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"])
     rows.append(("gpudoctor check --quick", gd, gd_all))
+    st, st_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"])
+    rows.append(("gpudoctor check --skip acceleration", st, st_all))
     have_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     if have_torch:
         ce, ce_all = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
@@ -42,13 +45,13 @@ def main() -> None:
         imp, imp_all = median_wall([sys.executable, "-c", "import torch"])
         rows.append(("python -c 'import torch'", imp, imp_all))
     out = subprocess.run([sys.executable, "-c", RSS_SNIPPET], capture_output=True, text=True).stdout.split()
-    report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"],
+    report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"],
                                        capture_output=True, text=True).stdout)
     print(f"{'command':<38} {'median s':>9}  runs")
     for name, med, runs in rows:
         print(f"{name:<38} {med:>9.2f}  {', '.join(f'{t:.2f}' for t in runs)}")
     if have_torch:
-        print(f"ratio gpudoctor / collect_env: {gd / rows[1][1]:.2f}")
+        print(f"ratio --quick / collect_env: {gd / rows[2][1]:.2f}; static check with imports / collect_env: {st / rows[2][1]:.2f}")
     print(f"main-process peak RSS: {out[0] if out else '?'} MiB; torch imported in main: {out[1] if out else '?'}; "
           f"tensorflow imported in main: {out[2] if out else '?'}")
     for name, fw in report["facts"].get("frameworks", {}).items():

@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes.frameworks import probe_frameworks
+from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_multigpu
 from gpudoctor.probes.nvml import probe_nvml
@@ -32,6 +32,7 @@ class Probe:
     run: Callable[[], dict[str, Any]]
     timeout_s: float
     deep_run: Optional[Callable[[], dict[str, Any]]] = None  # what it runs instead under `check --deep`
+    quick_run: Optional[Callable[[], dict[str, Any]]] = None  # ...and under `check --quick`
 
 
 NVML_TIMEOUT_S = 20.0
@@ -40,20 +41,22 @@ SMOKE_TIMEOUT_S = 30.0
 WORKLOAD_TIMEOUT_S = 90.0
 
 
-def _cuda_stack() -> dict[str, Any]:
+def _cuda_stack(read_versions: bool = True) -> dict[str, Any]:
     toolkit = probe_toolkit()
     roots = [i["path"] for i in toolkit["installs"]]
-    return {"toolkit": toolkit, "libraries": probe_libraries(roots)}
+    return {"toolkit": toolkit, "libraries": probe_libraries(roots, read_versions=read_versions)}
 
 
 PROBES: tuple[Probe, ...] = (
     Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
     Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
     Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0),
-    Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0),
+    Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0,
+          quick_run=lambda: _cuda_stack(read_versions=False)),
     Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
-          lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0),
+          lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
+          quick_run=probe_frameworks_metadata),
     Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
     Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0,
           deep_run=lambda: probe_workload(WORKLOAD_TIMEOUT_S, deep=True)),
@@ -67,9 +70,12 @@ DEEP_ONLY = ("multigpu",)
 
 def select_probes(names: Sequence[str], quick: bool = False, deep: bool = False) -> list[Probe]:
     """The probes among ``names`` that this kind of run makes: ``quick`` runs no GPU work (and so no
-    deep work either); ``deep`` adds the deep-only probes and runs each probe's deep variant."""
+    deep work either) and each probe's quick variant (frameworks from package metadata, without
+    importing them); ``deep`` adds the deep-only probes and runs each probe's deep variant."""
     chosen = [p for p in PROBES if p.name in names and not (quick and p.name in GPU_WORK)
               and (deep or p.name not in DEEP_ONLY)]
+    if quick:
+        return [replace(p, run=p.quick_run) if p.quick_run else p for p in chosen]
     return [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
 
 

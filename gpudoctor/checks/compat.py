@@ -175,7 +175,7 @@ def stack_from_facts(facts: Facts) -> Stack:
 
 def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts) -> Optional[Build]:
     info = fw.get("info") or {}
-    if fw.get("status") != "ok" or info.get("cpu_only_build"):
+    if fw.get("status") not in ("ok", "metadata") or info.get("cpu_only_build"):
         return None
     label = f"{NAMES.get(name, name)} {info.get('version')}"
     if name in ("torch", "tensorflow"):

@@ -69,7 +69,7 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         raise NotApplicable("no GPU is visible to CUDA programs here")
     for name, fw in frameworks.items():
         info = fw.get("info") or {}
-        if fw.get("status") != "ok":
+        if fw.get("status") not in ("ok", "metadata"):
             continue
         label = NAMES.get(name, name)
         if info.get("cpu_only_build"):
@@ -78,6 +78,8 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
                           text=f"Install a CUDA build of {label} for this driver.",
                           commands=_gpu_build_commands(name, facts, str(info.get("version") or "")))
             continue
+        if fw.get("status") != "ok":
+            continue  # metadata only (check --quick): what it sees is unknown
         seen = len(info.get("devices") or [])
         if seen == 0:
             yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",

@@ -161,6 +161,10 @@ def frameworks_line(facts: dict[str, Any]) -> str:
         if not (fw or {}).get("installed"):
             continue
         info = fw.get("info") or {}
+        if fw.get("status") == "metadata":
+            build = "CPU-only" if info.get("cpu_only_build") else f"CUDA {info.get('built_cuda') or '?'}"
+            parts.append(f"{name} {info.get('version')} ({build}, from package metadata)")
+            continue
         if fw.get("status") != "ok":
             parts.append(f"{name} ({fw.get('status')})")
             continue

@@ -60,3 +60,52 @@ def summarise(child: ChildResult, timeout_s: float) -> dict[str, Any]:
     if out["status"] != "ok" or child.stderr_tail.strip():
         out["stderr_tail"] = child.stderr_tail[-2000:]
     return out
+
+
+def probe_frameworks_metadata() -> dict[str, Any]:
+    """`check --quick`: what each installed framework is, read from its package metadata, importing
+    nothing. It cannot say what the framework sees or loads (status "metadata"); the CPU-only-build
+    and driver verdicts still apply."""
+    from importlib import metadata
+
+    dists: dict[str, Any] = {}
+    for dist in metadata.distributions():
+        dists.setdefault((dist.metadata["Name"] or "").lower().replace("_", "-"), dist)
+    out: dict[str, Any] = {}
+    for name in FRAMEWORKS:
+        if not installed(name):
+            out[name] = {"installed": False}
+            continue
+        info = _metadata_info(name, dists)
+        info["source"] = "package metadata (check --quick imports no framework)"
+        out[name] = {"installed": True, "status": "metadata", "info": info}
+    return {"frameworks": out}
+
+
+def _metadata_info(name: str, dists: dict[str, Any]) -> dict[str, Any]:
+    import re
+
+    if name == "torch" and "torch" in dists:
+        version = dists["torch"].version
+        local = version.partition("+")[2]
+        runtime = next((r for r in dists["torch"].requires or [] if r.startswith("nvidia-cuda-runtime")), None)
+        cuda = re.match(r"cu(\d+?)(\d)$", local) if local.startswith("cu") else None
+        built = f"{cuda.group(1)}.{cuda.group(2)}" if cuda else _runtime_version(runtime)
+        return {"version": version, "built_cuda": built, "cpu_only_build": local == "cpu" or (not local and runtime is None)}
+    if name == "tensorflow":
+        cpu = "tensorflow-cpu" in dists
+        dist = dists.get("tensorflow-cpu") or dists.get("tensorflow")
+        return {"version": dist.version if dist else None, "built_cuda": None, "cpu_only_build": cpu}
+    if name == "jax":
+        plugins = sorted(n for n in dists if n.startswith("jax-cuda") and n.endswith("plugin"))
+        return {"version": dists["jax"].version if "jax" in dists else None, "plugins": plugins, "cpu_only_build": not plugins}
+    cupy = next((d for n, d in dists.items() if n.startswith("cupy-cuda") or n == "cupy"), None)
+    return {"version": cupy.version if cupy else None, "cpu_only_build": False}
+
+
+def _runtime_version(requirement: Any) -> Any:
+    """'nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"' -> '12.4'."""
+    import re
+
+    match = re.search(r"==\s*(\d+)\.(\d+)", requirement or "")
+    return f"{match.group(1)}.{match.group(2)}" if match else None

@@ -1,0 +1,65 @@
+"""`check --quick`: no GPU work, and frameworks read from package metadata without importing them
+(issue "Hardening and speed": --quick at most 0.5x collect_env's wall time). What a framework sees or
+loads is then unknown, so only the verdicts metadata can support are given."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudoctor import pipeline
+from gpudoctor.probes.frameworks import probe_frameworks_metadata
+from gpudoctor.snapshot import with_fact
+
+H200X2 = Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json"
+
+
+def h200_facts_with(frameworks: dict) -> dict:
+    facts = json.loads(H200X2.read_text())["facts"]
+    return with_fact(facts, "frameworks", frameworks)
+
+
+def test_quick_imports_no_framework_and_starts_no_framework_child():
+    code = ("import sys, json; from gpudoctor import pipeline; r = pipeline.check(quick=True); "
+            "print(json.dumps([sorted(m for m in ('torch', 'tensorflow', 'jax', 'cupy') if m in sys.modules), "
+            "sorted({fw.get('status') for fw in r['facts']['frameworks'].values() if fw.get('installed')}), "
+            "sorted(r['facts']['probes'])]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    imported, statuses, probes = json.loads(out.stdout.splitlines()[-1])
+    assert imported == []
+    assert set(statuses) <= {"metadata"}
+    assert not {"smoke", "workload", "multigpu"} & set(probes)
+
+
+def test_real_cpu_builds_are_recognised_from_metadata():
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    fw = probe_frameworks_metadata()["frameworks"]
+    assert fw["torch"]["status"] == "metadata" and fw["torch"]["info"]["version"].endswith("+cpu")
+    assert fw["torch"]["info"]["cpu_only_build"] is True
+    assert fw["tensorflow"]["info"]["cpu_only_build"] is True
+    report = pipeline.judge(h200_facts_with(fw))
+    codes = sorted(f["code"] for f in report["findings"])
+    assert codes == ["FWK001", "FWK001"]
+
+
+def test_metadata_builds_still_get_the_driver_verdict():
+    """A cu130 wheel known only from its metadata, on a driver for CUDA 12.8: CMP001, and no claim about
+    the GPUs it sees (FWK002 needs a live import)."""
+    fw = {"torch": {"installed": True, "status": "metadata",
+                    "info": {"version": "2.11.0+cu130", "built_cuda": "13.0", "cpu_only_build": False}}}
+    facts = with_fact(h200_facts_with(fw), "nvml.cuda_driver_version", 12080)
+    codes = {f["code"] for f in pipeline.judge(facts)["findings"]}
+    assert "CMP001" in codes and not {"FWK002", "FWK003"} & codes
+
+
+def test_plain_pypi_torch_metadata_reads_the_cuda_runtime_it_requires():
+    from gpudoctor.probes.frameworks import _runtime_version
+
+    assert _runtime_version('nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"') == "12.4"
+    assert _runtime_version("nvidia-cuda-runtime==13.0.96; extra == 'x'") == "13.0"
+    assert _runtime_version(None) is None
