@@ -534,6 +534,18 @@ EXAMPLES: dict[str, Facts] = {
         "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]},
                   "runs": [{**_DEVICE0, "ok": True, "elements": 262144, "wrong_elements": 0, "first_wrong": []}]},
     },
+    "CTR005": {
+        "host": {"container": {"detected": True, "markers": ["/.dockerenv"], "dev_shm_bytes": 64 * 2**20}},
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100), _gpu(1, _H100)],
+    },
+    "CTR006": {
+        "host": {"os": "Linux", "wsl": False, "container": {"detected": True, "markers": ["/.dockerenv"]}},
+        "driver": {"pci_devices": [], "nvml_library_files": [],
+                   "device_nodes": {"/dev/nvidiactl": {"exists": True, "accessible": True},
+                                    "/dev/nvidia0": {"exists": True, "accessible": True}}},
+        "nvml": _nvml_failed("library_not_found", 12, "NVML Shared Library Not Found"),
+    },
     "CMP009": {
         "host": {"os": "Windows"},
         "frameworks": {"tensorflow": {"installed": True, "status": "ok",

@@ -10,7 +10,8 @@ from gpudoctor.checks import container
 from gpudoctor.checks.registry import run_check
 from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, WARN, WARNING
 
-CAPS, VISIBLE, REQUIRE = container.CHECKS
+_BY_ID = {c.id: c for c in container.CHECKS}
+CAPS, VISIBLE, REQUIRE = (_BY_ID[f"container.{n}"] for n in ("capabilities", "visible_devices", "require_cuda"))
 
 # The value nvidia/cuda:13.0.x images set (the brand alternatives shortened to three).
 CUDA_13_IMAGE = ("cuda>=13.0 brand=unknown,driver>=535,driver<536 brand=grid,driver>=535,driver<536 "
@@ -150,3 +151,39 @@ def test_require_cuda_is_judged_with_minor_version_compatibility():
     assert ctr003("cuda>=13.0") == []  # the recorded image's requirement on its own driver
     assert ctr003("cuda>=13.1 brand=tesla,driver>=535,driver<536") == [("warning", True)]
     assert ctr003("cuda>=14.0") == [("error", False)]
+
+
+
+def test_dev_shm_too_small_in_a_container():
+    """Docker's 64 MiB /dev/shm: a warning with several GPUs (NCCL's shared-memory transport), a note with one;
+    quiet at 1 GiB and above, and outside containers."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import pipeline
+    from gpudoctor.snapshot import with_fact
+
+    facts = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json").read_text())["facts"]
+
+    def ctr005(f):
+        return [(x["severity"]) for x in pipeline.judge(f)["findings"] if x["code"] == "CTR005"]
+
+    small = with_fact(facts, "host.container.dev_shm_bytes", 64 * 2**20)
+    assert ctr005(small) == ["warning"]
+    assert ctr005(with_fact(small, "gpus", facts["gpus"][:1])) == ["info"]
+    assert ctr005(with_fact(facts, "host.container.dev_shm_bytes", 16 * 2**30)) == []
+    assert ctr005(with_fact(small, "host.container.detected", False)) == []
+
+
+def test_devices_passed_in_without_the_driver_libraries():
+    """docker run --device /dev/nvidia0 ... without the NVIDIA runtime: device files, no libnvidia-ml."""
+    from gpudoctor import pipeline
+
+    facts = {
+        "host": {"os": "Linux", "wsl": False, "container": {"detected": True, "markers": ["/.dockerenv"]}},
+        "driver": {"pci_devices": [], "nvml_library_files": [],
+                   "device_nodes": {"/dev/nvidiactl": {"exists": True, "accessible": True},
+                                    "/dev/nvidia0": {"exists": True, "accessible": True}}},
+        "nvml": {"init": {"ok": False, "reason": "library_not_found", "code": 12, "message": "x"}},
+    }
+    assert [f["code"] for f in pipeline.judge(facts)["findings"]] == ["CTR006"]

@@ -136,11 +136,37 @@ def _version(text: Any) -> Optional[Version]:
         return None
 
 
+SHM_MINIMUM_BYTES = 1 << 30  # Docker's default is 64 MiB; NCCL's docs ask for far more (--shm-size=1g and up)
+NCCL_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#docker"
+
+
+def check_shm(facts: Facts) -> Iterator[Finding]:
+    container = get(facts, "host.container") or {}
+    size = known(container.get("dev_shm_bytes"))
+    if not container.get("detected") or not isinstance(size, int):
+        raise NotApplicable("not in a container, or /dev/shm not measured")
+    gpus = [g for g in facts.get("gpus") or [] if "name" in g]
+    if size >= SHM_MINIMUM_BYTES or not gpus:
+        return
+    several = len(gpus) > 1
+    yield finding("CTR005", f"/dev/shm is only {size / 2**20:.0f} MiB in this container",
+                  severity="warning" if several else "info",
+                  detail=("NCCL falls back to shared memory between GPUs without P2P, and " if several else "")
+                         + "PyTorch DataLoader workers pass tensors through /dev/shm; at Docker's 64 MiB default they "
+                           "fail with 'Bus error' or NCCL 'unhandled system error'.",
+                  text="Start the container with a larger /dev/shm (or share the host's IPC namespace); in "
+                       "Kubernetes, mount an emptyDir with medium: Memory at /dev/shm.",
+                  commands=["docker run --gpus all --shm-size=16g <image>", "docker run --gpus all --ipc=host <image>"],
+                  links=[NCCL_DOCS])
+
+
 CHECKS = (
     Check("container.capabilities", "container", "the container runtime passes compute and utility",
           ("CTR002",), check_capabilities, ("host",)),
     Check("container.visible_devices", "container", "the container runtime passes GPUs", ("CTR004",),
           check_visible_none, ("host",)),
+    Check("container.shm", "container", "/dev/shm is large enough for NCCL and DataLoader workers", ("CTR005",),
+          check_shm, ("host", "nvml")),
     Check("container.require_cuda", "container", "the host driver meets the image's NVIDIA_REQUIRE_CUDA",
           ("CTR003",), check_require_cuda, ("host", "nvml")),
 )

@@ -113,6 +113,13 @@ def _library_not_found(facts: Facts) -> Finding:
                        commands=["sudo ldconfig", "ldconfig -p | grep libnvidia-ml"])
     container = host.get("container") or {}
     # before the PCI test: a container's /sys shows the host's GPUs even when it was given none
+    if container.get("detected") and nodes:
+        return finding("CTR006", "the GPU device files are in this container but the driver's libraries are not",
+                       detail=f"Present: {', '.join(sorted(nodes))}; no libnvidia-ml or libcuda was mounted. The devices "
+                              "were passed in by hand (docker run --device) instead of through the NVIDIA runtime.",
+                       text="Start the container through the NVIDIA Container Toolkit, which mounts the host driver's "
+                            "user-space libraries to match its kernel module; never bake a driver into the image.",
+                       commands=["docker run --rm --gpus all <image> gpudoctor check"], links=[CONTAINER_DOCS])
     if container.get("detected") and not nodes:
         return finding("CTR001", "this container was started without GPU access",
                        detail="No NVIDIA device files and no driver libraries are inside the container "
@@ -254,7 +261,8 @@ def check_bindings(facts: Facts) -> Iterator[Finding]:
 
 CHECKS = (
     Check("driver.nvml", "driver", "NVML starts", ("DRV001", "DRV002", "DRV003", "DRV004", "DRV005", "DRV006",
-                                                   "DRV009", "DRV010", "DRV011", "DRV019", "CTR001"), check_nvml_init),
+                                                   "DRV009", "DRV010", "DRV011", "DRV019", "CTR001", "CTR006"),
+          check_nvml_init),
     Check("driver.nouveau", "driver", "nouveau is not in the way", ("DRV007",), check_nouveau, ("driver_files",)),
     Check("driver.gpu_count", "driver", "every NVIDIA GPU is listed by the driver", ("DRV012", "DRV013", "DRV014"),
           check_gpu_count, ("nvml", "driver_files")),

@@ -153,4 +153,13 @@ def probe_container() -> dict[str, Any]:
     for word in ("docker", "kubepods", "containerd", "libpod", "lxc"):
         if word in cgroup:
             markers.append(f"cgroup:{word}")
-    return {"detected": bool(markers), "markers": markers}
+    return {"detected": bool(markers), "markers": markers, "dev_shm_bytes": _shm_size()}
+
+
+def _shm_size() -> Any:
+    """Size of /dev/shm: NCCL and PyTorch's DataLoader workers pass data through it; Docker gives 64 MiB."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return unavailable("not_found")
+    return st.f_blocks * st.f_frsize
