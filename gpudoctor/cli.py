@@ -291,7 +291,7 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     from gpudoctor import fleet
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
 
-    merged = fleet.merge([(str(p), _load_report(p)) for p in report_files], fail_on=fail_on)
+    merged = rep.encodable(fleet.merge([(str(p), _load_report(p)) for p in report_files], fail_on=fail_on))
     render = {"json": lambda m: json.dumps(m, indent=2, ensure_ascii=False) + "\n",
               "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
     text = render(merged)
@@ -305,7 +305,11 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
 
 def _load_report(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            data = fh.read(rep.MAX_REPORT_BYTES + 1)
+        if len(data) > rep.MAX_REPORT_BYTES:
+            raise BadInput(f"{path} is not a gpudoctor report (larger than {rep.MAX_REPORT_BYTES // (1024 * 1024)} MiB)")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
@@ -320,7 +324,7 @@ def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: boo
     false), then render and print or write. Every report leaves through here."""
     from gpudoctor.redact import redact_report
 
-    report = redact_report(report, identities=redact)
+    report = rep.encodable(redact_report(report, identities=redact))
     if quiet and fmt == "text":
         from gpudoctor.render.quiet import render_quiet
 
@@ -362,14 +366,23 @@ def _can_encode(text: str) -> bool:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write through a temporary file, so a full disk never leaves a truncated report behind."""
-    directory = path.parent if str(path.parent) else Path(".")
+    """Write through a temporary file, so a full disk never leaves a truncated report behind.
+
+    A path that exists and is not a regular file (/dev/stdout, a FIFO, /dev/full) is written in
+    place: renaming over it would replace the device node or pipe with a file. A symlink to a
+    file keeps the link: the file it points to is replaced."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+        if os.path.exists(path) and not os.path.isfile(path):
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
+        target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+        directory = target.parent if str(target.parent) else Path(".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            os.replace(tmp, path)
+            os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -18,6 +18,9 @@ TOP_LEVEL_KEYS = ("schema_version", "tool", "created", "facts", "checks", "findi
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FAIL_ON = {"error": (ERROR,), "warning": (ERROR, WARNING), "never": ()}
 _STATUS_ORDER = (SKIP, PASS, WARN, TIMEOUT, FAIL)
+#: A saved report larger than this is refused: real ones are about 100 KB (4 x H200 with workloads), and
+#: re-judging and redacting a 50 MB one took a minute.
+MAX_REPORT_BYTES = 16 * 1024 * 1024
 
 
 class ReportError(ValueError):
@@ -60,6 +63,26 @@ def exit_code(findings: Sequence[Finding], fail_on: str = "error") -> int:
 
 def findings_of(report: dict[str, Any]) -> list[Finding]:
     return [Finding.from_dict(f) for f in report.get("findings", [])]
+
+
+def encodable(node: Any) -> Any:
+    """A copy with every string and key writable as UTF-8. Bytes that are not UTF-8 in an environment
+    variable or a file name reach Python as lone surrogates, which no UTF-8 file or terminal accepts
+    (and which ``ensure_ascii=False`` JSON would carry as invalid UTF-8): they become ``\\xNN``."""
+    if isinstance(node, str):
+        try:
+            node.encode("utf-8")
+            return node
+        except UnicodeEncodeError:
+            try:
+                return node.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:  # a surrogate that stands for no byte, e.g. "\ud800" in a loaded report
+                return node.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(node, dict):
+        return {encodable(k): encodable(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [encodable(v) for v in node]
+    return node
 
 
 def to_json(report: dict[str, Any]) -> str:

@@ -187,7 +187,8 @@ def check_mig(facts: Facts) -> Iterator[Finding]:
 
 
 def check_mixed_models(facts: Facts) -> Iterator[Finding]:
-    names = sorted({str(known(g.get("name"))) for g in require_gpus(facts)})
+    # a GPU whose name NVML could not read (no permission, unknown error) is no other model
+    names = sorted({n for n in (known(g.get("name")) for g in require_gpus(facts)) if isinstance(n, str)})
     if len(names) > 1:
         yield finding("GPU171", f"this machine mixes GPU models: {', '.join(names)}",
                       text="Data-parallel jobs run at the pace of the slowest GPU. Set CUDA_DEVICE_ORDER=PCI_BUS_ID so "

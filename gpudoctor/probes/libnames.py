@@ -147,6 +147,8 @@ def version_from_library(family: str, path: str) -> dict[str, Any]:
         version = getter(lib)
     except (OSError, AttributeError) as exc:
         return {"unavailable": "unknown", "error": str(exc)[:300]}
+    except UnicodeDecodeError as exc:  # dlopen's message names a path that is not UTF-8
+        return {"unavailable": "unknown", "error": bytes(exc.object).decode("utf-8", "backslashreplace")[:300]}
     return version if version else {"unavailable": "unknown"}
 
 
