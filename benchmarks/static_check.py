@@ -10,12 +10,13 @@ processes and are not counted: the main process must never import a framework it
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
-RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+RUNS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
 RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(quick=True); "
                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "
                "'torch' in sys.modules, 'tensorflow' in sys.modules)")
@@ -38,6 +39,12 @@ def main() -> None:
     rows.append(("gpudoctor check --quick", gd, gd_all))
     st, st_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"])
     rows.append(("gpudoctor check --skip acceleration", st, st_all))
+    if shutil.which("nvidia-smi"):
+        smi, smi_all = median_wall(["nvidia-smi", "-q"])
+        rows.append(("nvidia-smi -q", smi, smi_all))
+    if "--full" in sys.argv:
+        full, full_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--format", "json"])
+        rows.append(("gpudoctor check (full, GPU work)", full, full_all))
     have_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     if have_torch:
         ce, ce_all = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
@@ -51,7 +58,8 @@ def main() -> None:
     for name, med, runs in rows:
         print(f"{name:<38} {med:>9.2f}  {', '.join(f'{t:.2f}' for t in runs)}")
     if have_torch:
-        print(f"ratio --quick / collect_env: {gd / rows[2][1]:.2f}; static check with imports / collect_env: {st / rows[2][1]:.2f}")
+        ce_row = next(r for r in rows if r[0].startswith("python -m torch"))
+        print(f"ratio --quick / collect_env: {gd / ce_row[1]:.2f}; static check with imports / collect_env: {st / ce_row[1]:.2f}")
     print(f"main-process peak RSS: {out[0] if out else '?'} MiB; torch imported in main: {out[1] if out else '?'}; "
           f"tensorflow imported in main: {out[2] if out else '?'}")
     for name, fw in report["facts"].get("frameworks", {}).items():
