@@ -10,6 +10,7 @@ processes and are not counted: the main process must never import a framework it
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -22,41 +23,45 @@ RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeli
                "'torch' in sys.modules, 'tensorflow' in sys.modules)")
 
 
-def wall(cmd: list[str]) -> float:
+def wall(cmd: list[str]) -> tuple[float, int]:
+    """Wall seconds, and the largest peak RSS (MiB) of the command or any child it waited for (os.wait4)."""
     start = time.monotonic()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.monotonic() - start
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.monotonic() - start, usage.ru_maxrss // 1024
 
 
-def median_wall(cmd: list[str]) -> tuple[float, list[float]]:
-    times = [wall(cmd) for _ in range(RUNS)]
-    return statistics.median(times), times
+def median_wall(cmd: list[str]) -> tuple[float, list[float], int]:
+    runs = [wall(cmd) for _ in range(RUNS)]
+    times = [r[0] for r in runs]
+    return statistics.median(times), times, max(r[1] for r in runs)
 
 
 def main() -> None:
     rows = []
-    gd, gd_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"])
-    rows.append(("gpudoctor check --quick", gd, gd_all))
-    st, st_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"])
-    rows.append(("gpudoctor check --skip acceleration", st, st_all))
+    gd, gd_all, gd_peak = median_wall([sys.executable, "-m", "gpudoctor", "check", "--quick", "--format", "json"])
+    rows.append(("gpudoctor check --quick", gd, gd_all, gd_peak))
+    st, st_all, st_peak = median_wall([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"])
+    rows.append(("gpudoctor check --skip acceleration", st, st_all, st_peak))
     if shutil.which("nvidia-smi"):
-        smi, smi_all = median_wall(["nvidia-smi", "-q"])
-        rows.append(("nvidia-smi -q", smi, smi_all))
+        smi, smi_all, smi_peak = median_wall(["nvidia-smi", "-q"])
+        rows.append(("nvidia-smi -q", smi, smi_all, smi_peak))
     if "--full" in sys.argv:
-        full, full_all = median_wall([sys.executable, "-m", "gpudoctor", "check", "--format", "json"])
-        rows.append(("gpudoctor check (full, GPU work)", full, full_all))
+        full, full_all, full_peak = median_wall([sys.executable, "-m", "gpudoctor", "check", "--format", "json"])
+        rows.append(("gpudoctor check (full, GPU work)", full, full_all, full_peak))
     have_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     if have_torch:
-        ce, ce_all = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
-        rows.append(("python -m torch.utils.collect_env", ce, ce_all))
-        imp, imp_all = median_wall([sys.executable, "-c", "import torch"])
-        rows.append(("python -c 'import torch'", imp, imp_all))
+        ce, ce_all, ce_peak = median_wall([sys.executable, "-m", "torch.utils.collect_env"])
+        rows.append(("python -m torch.utils.collect_env", ce, ce_all, ce_peak))
+        imp, imp_all, imp_peak = median_wall([sys.executable, "-c", "import torch"])
+        rows.append(("python -c 'import torch'", imp, imp_all, imp_peak))
     out = subprocess.run([sys.executable, "-c", RSS_SNIPPET], capture_output=True, text=True).stdout.split()
     report = json.loads(subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--skip", "acceleration", "--format", "json"],
                                        capture_output=True, text=True).stdout)
-    print(f"{'command':<38} {'median s':>9}  runs")
-    for name, med, runs in rows:
-        print(f"{name:<38} {med:>9.2f}  {', '.join(f'{t:.2f}' for t in runs)}")
+    print(f"{'command':<38} {'median s':>9} {'peak MiB':>9}  runs")
+    for name, med, runs, peak in rows:
+        print(f"{name:<38} {med:>9.2f} {peak:>9}  {', '.join(f'{t:.2f}' for t in runs)}")
+    print("(peak MiB: the largest single process of the command, its framework children included)")
     if have_torch:
         ce_row = next(r for r in rows if r[0].startswith("python -m torch"))
         print(f"ratio --quick / collect_env: {gd / ce_row[1]:.2f}; static check with imports / collect_env: {st / ce_row[1]:.2f}")
