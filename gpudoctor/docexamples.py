@@ -546,6 +546,13 @@ EXAMPLES: dict[str, Facts] = {
                                     "/dev/nvidia0": {"exists": True, "accessible": True}}},
         "nvml": _nvml_failed("library_not_found", 12, "NVML Shared Library Not Found"),
     },
+    "LIB005": {
+        "libraries": {"ld_library_path": ["/opt/old-cuda/lib64"], "copies": [{
+            "family": "libcudnn", "path": "/opt/old-cuda/lib64/libcudnn.so.9", "real_path": "/opt/old-cuda/lib64/libcudnn.so.9",
+            "version_from_name": "9", "stub": False, "origins": ["LD_LIBRARY_PATH"],
+            "version": {"unavailable": "unknown",
+                        "error": "/opt/old-cuda/lib64/libcudnn.so.9: invalid ELF header"}}]},
+    },
     "CMP009": {
         "host": {"os": "Windows"},
         "frameworks": {"tensorflow": {"installed": True, "status": "ok",

@@ -135,11 +135,36 @@ def check_libcuda_version(facts: Facts) -> Iterator[Finding]:
                       commands=[f"ls -l {copy['path']}", "ldconfig -p | grep libcuda.so"])
 
 
+#: What the dynamic loader says about a file it cannot load at all (glibc's dlopen messages).
+UNLOADABLE = ("invalid ELF header", "wrong ELF class", "file too short", "cannot open shared object file",
+              "ELF file", "not a dynamic executable", "ELF load command")
+
+
+def check_unloadable(facts: Facts) -> Iterator[Finding]:
+    """A copy on the loader's search path that cannot be loaded breaks every program that reaches it first."""
+    for copy in _copies(facts):
+        reachable = [o for o in copy.get("origins", []) if o in ("LD_LIBRARY_PATH", "ldconfig")]
+        version = copy.get("version")
+        error = version.get("error", "") if isinstance(version, dict) else ""
+        if not reachable or not any(sign in error for sign in UNLOADABLE):
+            continue
+        directory = os.path.dirname(copy["path"])
+        ld_path = [os.path.normpath(d) for d in get(facts, "libraries.ld_library_path") or []]
+        yield finding("LIB005", f"{copy['path']} cannot be loaded: {error.split(': ')[-1]}",
+                      detail=f"It is reached through {' and '.join(reachable)}; a program that looks for "
+                             f"{os.path.basename(copy['path'])} there fails to start or falls back to no GPU.",
+                      text="Remove or repair the file, or take its directory off the loader's path.",
+                      commands=[_without(ld_path, directory)] if "LD_LIBRARY_PATH" in reachable
+                      else [f"ls -l {copy['path']}", "sudo ldconfig"])
+
+
 CHECKS = (
     Check("libraries.shadowing", "libraries", "frameworks load the CUDA libraries their wheels bring", ("LIB001",),
           check_shadowing, ("cuda_stack", "frameworks")),
     Check("libraries.stub_libcuda", "libraries", "no stub libcuda in the way", ("LIB002", "LIB003"),
           check_stub_libcuda, ("cuda_stack",)),
+    Check("libraries.unloadable", "libraries", "no broken library on the loader's search path", ("LIB005",),
+          check_unloadable, ("cuda_stack",)),
     Check("libraries.libcuda_version", "libraries", "libcuda matches the running driver", ("LIB004",),
           check_libcuda_version, ("cuda_stack", "nvml")),
 )
