@@ -253,12 +253,19 @@ def _launch(tmp_path: Path, mode: str = "ok", budget_s: float = 30.0, gpus: int 
     return line["data"]
 
 
-def _ranks_left() -> list[psutil.Process]:
+def _ranks_left(tmp_path) -> list[psutil.Process]:
+    """This test's rank processes still alive: found by this test's GPUDOCTOR_LOCK_DIR (tmp_path) in their
+    environment, so ranks of another test run on the same machine at the same time are not counted."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if "gpudoctor.probes.multigpu.worker rank" in cmdline:
-            found.append(proc)
+        if "gpudoctor.probes.multigpu.worker rank" not in cmdline:
+            continue
+        try:
+            if proc.environ().get("GPUDOCTOR_LOCK_DIR") == str(tmp_path):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
     return found
 
 
@@ -274,7 +281,7 @@ def test_the_all_reduce_launcher_runs_one_rank_per_gpu(tmp_path):
     assert data["algbw_gbs"] == pytest.approx(256 * 2**20 / 0.72e-3 / GB)
     assert data["busbw_gbs"] == pytest.approx(data["algbw_gbs"] * 1.5)
     assert {p.name for p in tmp_path.iterdir()} == {f"gpu{i}.lock" for i in range(4)}  # each rank took its GPU's lock
-    assert _ranks_left() == []
+    assert _ranks_left(tmp_path) == []
 
 
 @pytest.mark.parametrize("mode,error", [
@@ -285,14 +292,14 @@ def test_a_failing_rank_is_reported(tmp_path, mode, error):
     data = _launch(tmp_path, mode)
     assert data["ok"] is False and data["error"] == error
     assert "error" not in data["ranks"][0] and "error" in data["ranks"][1]
-    assert _ranks_left() == []
+    assert _ranks_left(tmp_path) == []
 
 
 def test_a_hanging_rank_is_killed_at_the_deadline(tmp_path):
     data = _launch(tmp_path, "hang", budget_s=4.0)
     assert data["ok"] is False and data["error"] == "rank 1 gave no answer within 4 s"
     assert data["timed_out_after_s"] == 4.0
-    assert _ranks_left() == []
+    assert _ranks_left(tmp_path) == []
 
 
 def test_wrong_sums_are_caught_and_judged(tmp_path):
