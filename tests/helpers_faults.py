@@ -21,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from gpudoctor.probes.system import ENV_NAMES
+
 FAKE_PYNVML = r'''
 """Fake nvidia-ml-py for gpudoctor tests (see tests/helpers_faults.py)."""
 import os
@@ -397,15 +399,9 @@ for _name in os.environ.get("FAKE_NVML_MISSING", "").split(","):
         globals().pop(_name.strip(), None)
 '''
 
-#: Environment variables that change what the host probe reports about CUDA and containers.
-HOST_ENV = (
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "NVIDIA_VISIBLE_DEVICES",
-    "NVIDIA_DRIVER_CAPABILITIES",
-    "NVIDIA_REQUIRE_CUDA",
-    "NVIDIA_DISABLE_REQUIRE",
-)
+#: Environment variables that change what the host probe reports about CUDA and containers: the probe's own
+#: list (gpudoctor.probes.system.ENV_NAMES), less the library and toolkit paths some tests keep.
+HOST_ENV = tuple(n for n in ENV_NAMES if n not in ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH"))
 FAKE_ENV = ("FAKE_NVML_IMPORT_ERROR", "FAKE_NVML_FAIL", "FAKE_NVML_HANG", "FAKE_NVML_MISSING")
 
 
@@ -457,3 +453,33 @@ def result_of(results: Iterable[Any], check_id: str) -> Any:
         if r.id == check_id:
             return r
     raise KeyError(check_id)
+
+#: A fake `cupy` whose CUDA runtime is newer than the driver: getDeviceCount raises at CUDA init, as the real one does.
+CUPY_ON_OLD_DRIVER = """
+    __version__ = "14.2.0"
+
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+
+    class _Runtime:
+        @staticmethod
+        def runtimeGetVersion():
+            return 13020
+
+        @staticmethod
+        def driverGetVersion():
+            return 12020
+
+        @staticmethod
+        def getDeviceCount():
+            raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+
+
+    class _Cuda:
+        runtime = _Runtime()
+
+
+    cuda = _Cuda()
+"""

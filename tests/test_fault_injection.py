@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional, Union
 import psutil
 import pytest
 
-from helpers_faults import FAKE_ENV, FAKE_PYNVML, HOST_ENV
+from helpers_faults import CUPY_ON_OLD_DRIVER, FAKE_ENV, FAKE_PYNVML, HOST_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_REPORT = REPO / "tests" / "fixtures" / "real" / "h200x2-20261121" / "report.json"
@@ -158,34 +158,7 @@ FLOODING_IMPORT = """
     sys.stderr.flush()
     raise ImportError("libcudart.so.13: cannot open shared object file: No such file or directory")
 """
-CUDA_INIT_FAILS = """
-    __version__ = "14.2.0"
-
-
-    class CUDARuntimeError(RuntimeError):
-        pass
-
-
-    class _Runtime:
-        @staticmethod
-        def runtimeGetVersion():
-            return 13020
-
-        @staticmethod
-        def driverGetVersion():
-            return 12020
-
-        @staticmethod
-        def getDeviceCount():
-            raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
-
-
-    class _Cuda:
-        runtime = _Runtime()
-
-
-    cuda = _Cuda()
-"""
+CUDA_INIT_FAILS = CUPY_ON_OLD_DRIVER
 SILENT_EXIT_IMPORT = """
     import os
     os._exit(0)

@@ -22,6 +22,7 @@ import pytest
 
 from gpudoctor import pipeline
 from gpudoctor.probes import frameworks as fw_probe
+from helpers_faults import CUPY_ON_OLD_DRIVER
 
 #: The limit for imports that hang; the others get GENEROUS_S, so a slow machine cannot turn a
 #: crash into a timeout, and assert they ended long before it.
@@ -148,35 +149,6 @@ def test_import_flooding_stderr_then_raising(tmp_path, monkeypatch, h200x2):
     assert "LAST LINE BEFORE THE ERROR" in fwk["detail"]
     assert len(fwk["detail"]) < 1400
 
-
-CUPY_ON_OLD_DRIVER = """
-    __version__ = "14.2.0"
-
-
-    class CUDARuntimeError(RuntimeError):
-        pass
-
-
-    class _Runtime:
-        @staticmethod
-        def runtimeGetVersion():
-            return 13020
-
-        @staticmethod
-        def driverGetVersion():
-            return 12020
-
-        @staticmethod
-        def getDeviceCount():
-            raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
-
-
-    class _Cuda:
-        runtime = _Runtime()
-
-
-    cuda = _Cuda()
-"""
 
 
 def test_cuda_init_error_gives_no_gpu(tmp_path, monkeypatch, h200x2):
