@@ -64,6 +64,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("workload.runs[*].throughput.device_copy_gbs", "higher", "GB/s"),
     Metric("workload.runs[*].throughput.h2d_gbs", "higher", "GB/s"),
     Metric("workload.runs[*].throughput.d2h_gbs", "higher", "GB/s"),
+    # check --deep: P2P copies between every ordered pair, and the node's NCCL all-reduce (compared only
+    # between nodes with as many GPUs of the same model: bus bandwidth depends on the count)
+    Metric("multigpu.p2p.pairs[*].gbs", "higher", "GB/s"),
+    Metric("multigpu.allreduce.busbw_gbs", "higher", "GB/s"),
 )
 
 
@@ -272,11 +276,27 @@ def _gpu_by(facts: dict[str, Any], element: dict[str, Any]) -> Optional[dict[str
     return None
 
 
-def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]]) -> tuple[str, str]:
+def _gpu_by_ordinal(facts: dict[str, Any], ordinal: Any) -> Optional[dict[str, Any]]:
+    """The NVML GPU behind the multi-GPU test's CUDA ordinal, through the UUIDs that test enumerated."""
+    devices = get(facts, "multigpu.devices") or []
+    uuid = next((d.get("uuid") for d in devices if isinstance(d, dict) and str(d.get("ordinal")) == str(ordinal)), None)
+    return next((g for g in gpus(facts) if g.get("uuid") == uuid), None) if isinstance(uuid, str) else None
+
+
+def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]],
+             holder: Optional[dict[str, Any]] = None) -> tuple[str, str]:
     """(what was measured, its GPU model) for one sample."""
     if element is None:
-        models = list(dict.fromkeys(_gpu_names(facts)))
-        return "", " + ".join(models) or "no GPU"
+        models = " + ".join(dict.fromkeys(_gpu_names(facts))) or "no GPU"
+        world = holder.get("world_size") if isinstance(holder, dict) else None
+        if isinstance(world, int) and not isinstance(world, bool):  # a collective: its peers have as many GPUs
+            return f"all-reduce over {world} GPUs", f"{world} x {models}"
+        return "", models
+    if "src" in element and "dst" in element:  # a P2P pair, by CUDA ordinals of the multi-GPU test
+        ends = [_gpu_by_ordinal(facts, element[k]) for k in ("src", "dst")]
+        labels = [f"GPU {g.get('index')}" if g else f"cuda:{element[k]}" for g, k in zip(ends, ("src", "dst"))]
+        models = list(dict.fromkeys(str(known(g.get("name")) or "unreadable GPU") if g else "unknown GPU" for g in ends))
+        return f"{labels[0]} -> {labels[1]}", " + ".join(models)
     pair = element.get("gpus")
     if isinstance(pair, list) and len(pair) == 2:
         by_index = {g.get("index"): str(known(g.get("name")) or "unreadable GPU") for g in gpus(facts)}
@@ -299,7 +319,7 @@ def samples(facts: dict[str, Any], metric: Metric) -> list[tuple[str, str, float
         # a failed step: the list element (a smoke run) or the figures' own dict (a workload run's throughput)
         if any(isinstance(d, dict) and d.get("ok") is False for d in (element, holder)):
             continue
-        subject, model = _subject(facts, element)
+        subject, model = _subject(facts, element, holder)
         out.append((subject, model, float(value)))
     return out
 

@@ -30,9 +30,14 @@ REAL = {p.name.split("-")[0]: p / "report.json" for p in REAL_DIRS}
 #: the 2 x H200 report.json. Named explicitly, so a new recording elsewhere does not change the inputs here.
 WORKLOAD = {p.name.split("-")[0]: p / "workload-report.json" for p in REAL_DIRS
             if p.name.split("-")[0] in ("h100x1", "h200x4")}
+DEEP_METRICS = ("multigpu.p2p.pairs[*].gbs", "multigpu.allreduce.busbw_gbs")
 NOT_MEASURED = ("workload.runs[*].throughput.matmul_bf16_tflops, workload.runs[*].throughput.matmul_tf32_tflops, "
                 "workload.runs[*].throughput.device_copy_gbs, workload.runs[*].throughput.h2d_gbs, "
-                "workload.runs[*].throughput.d2h_gbs")
+                "workload.runs[*].throughput.d2h_gbs, " + ", ".join(DEEP_METRICS))
+#: The `check --deep` figures: absent from every report without a --deep run
+DEEP_NOT_MEASURED_TEXT = f"  not measured in any report: {', '.join(DEEP_METRICS)}\n"
+DEEP_NOT_MEASURED_MARKDOWN = f"\nNot measured in any report: {', '.join(f'`{m}`' for m in DEEP_METRICS)}.\n"
+DEEP_NOT_MEASURED_JSON = [{"metric": m, "better": "higher", "unit": "GB/s", "models": []} for m in DEEP_METRICS]
 AREAS = ("doctor driver gpus topology visibility container toolkit libraries python frameworks compat "
          "acceleration").split()
 HEADER = ("node{pad}  verdict  doctor  driver  gpus  topology  visibility  container  toolkit  libraries  python  "
@@ -124,7 +129,7 @@ Drift: facts that differ between nodes
 Outliers: worse than 0.7 x the median of peers with the same GPU model (at least 3 samples of a model)
   topology.pairs[*].nvlink_count (higher is better)
     NVIDIA H200: 7 samples; no outlier
-{REAL_THROUGHPUT_TEXT}"""
+{REAL_THROUGHPUT_TEXT}{DEEP_NOT_MEASURED_TEXT}"""
 
 REAL_THROUGHPUT_MARKDOWN = "".join(
     f"| `workload.runs[*].throughput.{figure}` (higher is better) | NVIDIA H100 80GB HBM3 | 1 | "
@@ -157,7 +162,7 @@ A GPU, GPU pair or node worse than 0.7 x the median of peers with the same GPU m
 | Metric | GPU model | Samples | Outliers |
 |---|---|---|---|
 | `topology.pairs[*].nvlink_count` (higher is better) | NVIDIA H200 | 7 | none |
-{REAL_THROUGHPUT_MARKDOWN}"""
+{REAL_THROUGHPUT_MARKDOWN}{DEEP_NOT_MEASURED_MARKDOWN}"""
 
 REAL_DRIFT = [
     {"fact": "gpu_models", "label": "GPU models",
@@ -208,7 +213,7 @@ def test_real_fleet_json(write, tmp_path):
     assert merged["drift"] == REAL_DRIFT
     outliers = merged["outliers"]
     assert (outliers["well_below"], outliers["min_samples"], outliers["peers"]) == (0.7, 3, "same GPU model")
-    assert outliers["metrics"] == [REAL_NVLINK, *REAL_THROUGHPUT]
+    assert outliers["metrics"] == [REAL_NVLINK, *REAL_THROUGHPUT, *DEEP_NOT_MEASURED_JSON]
 
 
 def test_output_file(write, tmp_path):
@@ -373,7 +378,7 @@ def test_slow_node_among_identical_peers_is_the_only_outlier(write):
         "      node-c GPU 2: 320 TFLOP/s, 0.41 x the peers' median of 778.676 TFLOP/s\n"
         "      node-c GPU 3: 330 TFLOP/s, 0.42 x the peers' median of 778.676 TFLOP/s\n"
         + "".join(f"  workload.runs[*].throughput.{figure} (higher is better)\n"
-                  "    NVIDIA H200: 12 samples; no outlier\n" for figure, _ in THROUGHPUT[1:]))
+                  "    NVIDIA H200: 12 samples; no outlier\n" for figure, _ in THROUGHPUT[1:]) + DEEP_NOT_MEASURED_TEXT)
     assert "Drift: none; the driver, CUDA driver, GPU models and count, framework versions and CUDA toolkit are the " \
            "same on every node\n" in text
 
@@ -616,3 +621,46 @@ def test_merge_does_not_change_the_reports():
     before = json.dumps(reports)
     fleet.merge(reports)
     assert json.dumps(reports) == before
+
+
+# The --deep figures: P2P pairs and the node's all-reduce ------------------------------------------
+
+DEEP = {p.name.split("-")[0]: p / "deep-report.json" for p in REAL_DIRS if (p / "deep-report.json").exists()}
+
+
+def deep(name: str) -> dict[str, Any]:
+    """A real `check --deep` recording (2 x H200 and 4 x H200, 2026-11-21)."""
+    return json.loads(DEEP[name].read_text())
+
+
+def test_deep_figures_are_compared_per_pair_and_per_gpu_count(write):
+    """Three 4 x H200 nodes (the real --deep recording; the third with the P2P copy from cuda:0 to
+    cuda:1 at 120 GB/s and its all-reduce at 150 GB/s) and the real 2 x H200 one: the slow pair and
+    the slow collective are named; the 2-GPU all-reduce has no peers of its own size to compare with."""
+    slow = changed(deep("h200x4"), ("multigpu.p2p.pairs.0.gbs", 120.0), ("multigpu.allreduce.busbw_gbs", 150.0))
+    paths = write({"node-a": deep("h200x4"), "node-b": deep("h200x4"), "node-c": slow, "pair": deep("h200x2")},
+                  real_ones=())
+    text = merge(paths).stdout
+    assert ("  multigpu.p2p.pairs[*].gbs (higher is better)\n"
+            "    NVIDIA H200: 38 samples; 1 outlier(s)\n"
+            "      node-c GPU 0 -> GPU 1: 120 GB/s, 0.31 x the peers' median of 387.") in text
+    assert ("  multigpu.allreduce.busbw_gbs (higher is better)\n"
+            "    4 x NVIDIA H200: 3 samples; 1 outlier(s)\n"
+            "      node-c all-reduce over 4 GPUs: 150 GB/s, 0.44 x the peers' median of 340.") in text
+    assert "    2 x NVIDIA H200: 1 sample(s); at least 3 needed to compare\n" in text
+    assert text.count("outlier(s)") == 2
+    healthy = merge(write({"node-a": deep("h200x4"), "node-b": deep("h200x4"), "node-c": deep("h200x4")},
+                          real_ones=())).stdout
+    assert "outlier(s)" not in healthy and "    NVIDIA H200: 36 samples; no outlier\n" in healthy
+
+
+def test_p2p_pairs_are_named_by_nvml_index_through_their_uuids():
+    """The multi-GPU test numbers GPUs as CUDA does; the merge names them as nvidia-smi does."""
+    facts = deep("h200x4")["facts"]
+    devices = facts["multigpu"]["devices"]
+    # cuda:0 and cuda:1 swapped, as CUDA_VISIBLE_DEVICES=1,0,2,3 would number them
+    swapped = [{**devices[1], "ordinal": 0}, {**devices[0], "ordinal": 1}, *devices[2:]]
+    facts = with_fact(facts, "multigpu.devices", swapped)
+    metric = next(m for m in fleet.METRICS if m.path == "multigpu.p2p.pairs[*].gbs")
+    subjects = [s for s, _, _ in fleet.samples(facts, metric)]
+    assert subjects[:3] == ["GPU 1 -> GPU 0", "GPU 1 -> GPU 2", "GPU 1 -> GPU 3"]
