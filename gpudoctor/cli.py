@@ -100,7 +100,9 @@ def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 @click.option("--deep", is_flag=True,
               help="Also test the GPUs together: P2P access and copy bandwidth between every pair, and an NCCL "
                    "all-reduce across all of them (PyTorch, two or more GPUs); framework workloads repeat longer. "
-                   "Takes a minute or more. Ignored with --quick.")
+                   "Takes a minute or more. Ignored with --quick. Under torchrun (one rank per GPU, any number of "
+                   "nodes), each node checks itself, then all ranks run one NCCL all-reduce across the job, and rank 0 "
+                   "writes the combined report.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems, one line each (for logs); nothing when healthy.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
               help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
@@ -124,11 +126,45 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         raise BadInput(str(exc)) from None
     deadline = time.monotonic() + timeout_s if timeout_s else None
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
-    report = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
-                            deadline=deadline, only=only, skip=skip, options=options)
-    _clear_progress()
+
+    def node_check() -> dict[str, Any]:
+        found = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
+                               deadline=deadline, only=only, skip=skip, options=options)
+        _clear_progress()
+        return found
+
+    launch = _launch() if deep and not quick else None
+    if launch is None:
+        report = node_check()
+    else:
+        report = _cluster_check(launch, node_check, deadline, only, skip, quiet)
     _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+def _launch() -> Any:
+    """This process's rank in a torchrun job, or None; a launcher variable that makes no sense is bad input."""
+    from gpudoctor.distributed import launch_from_env
+
+    try:
+        return launch_from_env()
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _cluster_check(launch: Any, node_check: Callable[[], dict[str, Any]], deadline: Optional[float],
+                   only: tuple[str, ...], skip: tuple[str, ...], quiet: bool) -> dict[str, Any]:
+    """``check --deep`` as one rank of a torchrun job (gpudoctor/distributed.py): rank 0 gets the combined
+    report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish."""
+    from gpudoctor import distributed, pipeline
+
+    report, data = distributed.run_rank(launch, node_check, deadline)
+    if launch.rank != 0:
+        if not quiet or data.get("ok") is False:
+            click.echo(distributed.describe_rank(launch, data, report), err=True)
+        sys.exit(rep.EXIT_OK)
+    facts = {**(report or {}).get("facts", {}), "cluster": distributed.cluster_facts(launch, data)}
+    return pipeline.judge(facts, checks=pipeline.select_checks(only, skip))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

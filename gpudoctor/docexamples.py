@@ -152,6 +152,28 @@ def _allreduce(n: int, busbw: float) -> dict[str, Any]:
             "algbw_gbs": round(busbw * n / (2 * (n - 1)), 1), "busbw_gbs": busbw}
 
 
+
+def _cluster(allreduce: Any = None, node_b_findings: Any = (), node_b_torch: str = "2.11.0+cu130",
+             node_b_nccl: str = "2.28.9", networks: Any = ("IB",), transports: Any = ("NET/IB", "P2P/CUMEM"),
+             infiniband: Any = ("mlx5_0", "mlx5_1"), busbw: float = 41.8) -> dict[str, Any]:
+    """``facts["cluster"]`` of a torchrun job of 2 nodes x 2 H200 (node-a is rank 0's own node)."""
+    ranks = [{"rank": r, "local_rank": r % 2, "node_rank": r // 2, "hostname": ("node-a", "node-b")[r // 2],
+              "world_size": 4, "local_world_size": 2, "infiniband": list(infiniband), "device": r % 2, "name": _H200,
+              "torch": "2.11.0+cu130" if r < 2 else node_b_torch, "nccl_version": "2.28.9" if r < 2 else node_b_nccl,
+              "median_s": 0.0096, "correct": True, "wrong_elements": 0, "nccl_network": list(networks)[0],
+              "nccl_transports": list(transports)} for r in range(4)]
+    node_b = {"facts": {"nvml": {"driver_version": "580.159.04", "cuda_driver_version": 13000}},
+              "findings": list(node_b_findings), "summary": {"verdict": "error" if node_b_findings else "ok"}}
+    return {
+        "launcher": "torchrun", "world_size": 4, "local_world_size": 2, "bytes": 268435456, "ranks": ranks,
+        "nodes": [{"node_rank": 0, "hostname": "node-a", "infiniband": list(infiniband), "ranks": [0, 1], "self": True},
+                  {"node_rank": 1, "hostname": "node-b", "infiniband": list(infiniband), "ranks": [2, 3], "report": node_b}],
+        "allreduce": allreduce or {"world_size": 4, "backend": "nccl", "dtype": "float32", "bytes": 268435456, "ok": True,
+                                   "correct": True, "wrong_elements": 0, "time_s": 0.0096,
+                                   "algbw_gbs": busbw / 1.5, "busbw_gbs": busbw, "nccl_versions": ["2.28.9"],
+                                   "networks": list(networks), "transports": list(transports)},
+    }
+
 EXAMPLES: dict[str, Facts] = {
     # --- driver -------------------------------------------------------------------------------
     "DRV001": {
@@ -623,6 +645,19 @@ EXAMPLES: dict[str, Facts] = {
         "stderr_tail": "Last error:\nError while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"}),
     "RUN025": _deep(_H200, 2, 18, p2p=_p2p(2, 372.0, {(1, 0): {"gbs": 366.0}}), allreduce=_allreduce(2, 176.0)),
     "RUN026": _deep(_H100, 2, 18, allreduce=_allreduce(2, 301.0)),
+    # --- acceleration: check --deep under torchrun, across nodes ------------------------------
+    "RUN031": {"cluster": _cluster(allreduce={
+        "ok": False, "world_size": 4, "backend": "nccl",
+        "error": "rank 2 on node-b: DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3690, remote process exited "
+                 "or there was a network error, NCCL version 2.28.9"})},
+    "RUN032": {"cluster": _cluster(node_b_findings=[
+        {"code": "GPU101", "severity": "error", "title": "GPU 1 has 2 uncorrectable ECC errors since the driver loaded"}])},
+    "RUN033": {"cluster": _cluster(node_b_torch="2.10.0+cu128", node_b_nccl="2.27.3")},
+    "RUN034": {"cluster": _cluster(networks=["Socket"], transports=["NET/Socket", "P2P/CUMEM"],
+                                   infiniband=["mlx5_0", "mlx5_1"], busbw=2.9)},
+    "RUN035": {"cluster": _cluster(allreduce={
+        "world_size": 4, "backend": "nccl",
+        "skipped": "rank 3 on node-b: local rank 1 has no GPU of its own: CUDA shows 1 GPU(s) (start one rank per GPU)"})},
     # --- internal -----------------------------------------------------------------------------
     "INT001": {
         "probes": {

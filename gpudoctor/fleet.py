@@ -349,12 +349,32 @@ def outliers(names: Sequence[str], facts: Sequence[dict[str, Any]],
     return out
 
 
+# Reports of a torchrun job ----------------------------------------------------------------------
+
+def expand_jobs(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each report, followed by the reports of the other nodes that a ``check --deep`` under torchrun
+    carries inside it (``facts.cluster.nodes[*].report``), named ``<file>-node<N>.json``: a job's
+    nodes are compared as if each had written its own report."""
+    out = []
+    for source, report in items:
+        out.append((source, report))
+        nodes = get(report.get("facts") or {}, "cluster.nodes")
+        for node in nodes if isinstance(nodes, list) else []:
+            inner = node.get("report") if isinstance(node, dict) else None
+            if isinstance(inner, dict) and isinstance(inner.get("facts"), dict):
+                path = PurePath(source)
+                out.append((str(path.with_name(f"{path.stem}-node{node.get('node_rank')}{path.suffix}")), inner))
+    return out
+
+
 # The whole merge --------------------------------------------------------------------------------
 
 def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
           metrics: Sequence[Metric] = METRICS,
           judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge) -> dict[str, Any]:
-    """``items``: (source file, loaded report) per node, in the order given."""
+    """``items``: (source file, loaded report) per node, in the order given (a torchrun job's report counts
+    as its nodes, see ``expand_jobs``)."""
+    items = expand_jobs(items)
     sources = [s for s, _ in items]
     reports = [r for _, r in items]
     names = node_names(sources, [hostname(r) for r in reports])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from gpudoctor.checks import acceleration, compat, container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
+from gpudoctor.checks import acceleration, cluster, compat, container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
 from gpudoctor.checks.base import Check, NotApplicable, finding
 from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
 
@@ -28,6 +28,7 @@ CHECKS: tuple[Check, ...] = (
     *frameworks.CHECKS,
     *compat.CHECKS,
     *acceleration.CHECKS,
+    *cluster.CHECKS,
 )
 
 

@@ -101,7 +101,7 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
             return "no GPU work run (--quick)"
         good = sum(1 for r in runs if r.get("ok"))
         line = f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs else "no GPU to run on"
-        return "; ".join([line, *multigpu_phrases(facts)])
+        return "; ".join([line, *multigpu_phrases(facts), *cluster_phrases(facts)])
     if area == "compat":
         return "driver, GPUs, toolkit and builds against the bundled matrix"
     if area == "visibility":
@@ -125,6 +125,22 @@ def multigpu_phrases(facts: dict[str, Any]) -> list[str]:
     if isinstance(allreduce.get("busbw_gbs"), (int, float)):
         out.append(f"NCCL all-reduce on {allreduce.get('world_size')} GPUs {allreduce['busbw_gbs']:.0f} GB/s busbw")
     return out
+
+
+def cluster_phrases(facts: dict[str, Any]) -> list[str]:
+    """What `check --deep` under torchrun measured across the job, for the acceleration headline."""
+    cluster = facts.get("cluster")
+    if not isinstance(cluster, dict):
+        return []
+    nodes = cluster.get("nodes") or []
+    job = f"torchrun job of {cluster.get('world_size')} ranks on {len(nodes) or '?'} node(s)"
+    allreduce = cluster.get("allreduce") or {}
+    if isinstance(allreduce.get("busbw_gbs"), (int, float)):
+        over = ", ".join(allreduce.get("transports") or allreduce.get("networks") or [])
+        return [f"{job}: NCCL all-reduce {allreduce['busbw_gbs']:.1f} GB/s busbw" + (f" via {over}" if over else "")]
+    if allreduce.get("skipped"):
+        return [f"{job}: all-reduce not measured"]
+    return [f"{job}: all-reduce failed"]
 
 
 def toolkit_line(facts: dict[str, Any]) -> str:

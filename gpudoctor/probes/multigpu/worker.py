@@ -235,8 +235,8 @@ def _summarise(out: dict[str, Any], ranks: list[dict[str, Any]], timed_out: bool
     world = out["world_size"]
     seconds = statistics.mean(r["median_s"] for r in ranks)  # nccl-tests averages the ranks' times
     out.update(correct=all(r.get("correct") for r in ranks), wrong_elements=sum(r.get("wrong_elements", 0) for r in ranks),
-               elements=sum(r.get("elements", 0) for r in ranks), time_s=seconds, algbw_gbs=BYTES / seconds / 1e9)
-    out["busbw_gbs"] = out["algbw_gbs"] * 2 * (world - 1) / world
+               elements=sum(r.get("elements", 0) for r in ranks), time_s=seconds)
+    out["algbw_gbs"], out["busbw_gbs"] = busbw(world, seconds)
     out["ok"] = out["correct"]
     return out
 
@@ -261,35 +261,47 @@ def run_rank(pg_timeout_s: float) -> None:
         # this GPU's lock: no collective completes before every rank holds its own, so all timings run on GPUs
         # the framework workloads leave alone (a workload child holds one GPU's lock at most: no cycle)
         with _lock(f"gpu{rank}"):
-            expected = world * (world + 1) / 2
-            data = torch.full((BYTES // 4,), float(rank + 1), dtype=torch.float32, device=device)
-            dist.all_reduce(data)
-            checks = [_verify(torch, data, expected)]
-            timing = torch.zeros_like(data)  # its values stay 0: the timed runs never overflow
-            for _ in range(WARMUP):
-                dist.all_reduce(timing)
-            torch.cuda.synchronize(device)
-            # events on the current stream: the collective's stream waits on it, and it on the collective
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(REPEATS)]
-            for start, end in events:
-                start.record()
-                for _ in range(BATCH):
-                    dist.all_reduce(timing)
-                end.record()
-            torch.cuda.synchronize(device)
-            times = [start.elapsed_time(end) / 1000.0 / BATCH for start, end in events]
-            data.fill_(float(rank + 1))
-            dist.all_reduce(data)
-            checks.append(_verify(torch, data, expected))
-        out.update(median_s=statistics.median(times), times_s=times, checks=checks, elements=data.numel(),
-                   wrong_elements=max(c["wrong_elements"] for c in checks),
-                   correct=all(c["wrong_elements"] == 0 for c in checks))
+            out.update(time_allreduce(torch, dist, device, rank, world))
     except BaseException as exc:  # noqa: BLE001 - the launcher reports it
         out.update(_error(exc))
         emit("rank", out)
         os._exit(1)  # destroying a process group after a failed collective can hang; exit without clean-up
     emit("rank", out)
     dist.destroy_process_group()
+
+
+def time_allreduce(torch: Any, dist: Any, device: Any, rank: int, world: int, group: Any = None) -> dict[str, Any]:
+    """This rank's part of the measured all-reduce: sums checked before and after the timed runs
+    (every rank gives rank+1), warm-up, then REPEATS x BATCH all-reduces between device events."""
+    expected = world * (world + 1) / 2
+    data = torch.full((BYTES // 4,), float(rank + 1), dtype=torch.float32, device=device)
+    dist.all_reduce(data, group=group)
+    checks = [_verify(torch, data, expected)]
+    timing = torch.zeros_like(data)  # its values stay 0: the timed runs never overflow
+    for _ in range(WARMUP):
+        dist.all_reduce(timing, group=group)
+    torch.cuda.synchronize(device)
+    # events on the current stream: the collective's stream waits on it, and it on the collective
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(REPEATS)]
+    for start, end in events:
+        start.record()
+        for _ in range(BATCH):
+            dist.all_reduce(timing, group=group)
+        end.record()
+    torch.cuda.synchronize(device)
+    times = [start.elapsed_time(end) / 1000.0 / BATCH for start, end in events]
+    data.fill_(float(rank + 1))
+    dist.all_reduce(data, group=group)
+    checks.append(_verify(torch, data, expected))
+    return {"median_s": statistics.median(times), "times_s": times, "checks": checks, "elements": data.numel(),
+            "wrong_elements": max(c["wrong_elements"] for c in checks),
+            "correct": all(c["wrong_elements"] == 0 for c in checks)}
+
+
+def busbw(world: int, seconds: float) -> tuple[float, float]:
+    """(algorithm, bus) bandwidth in GB/s of an all-reduce of BYTES in ``seconds``, as nccl-tests defines them."""
+    algbw = BYTES / seconds / 1e9
+    return algbw, algbw * 2 * (world - 1) / world
 
 
 def _nccl_version() -> str | None:
