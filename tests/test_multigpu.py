@@ -421,3 +421,17 @@ def test_real_deep_run_on_2xh200_is_all_clear():
     jax_training = [r["training"] for r in facts["workload"]["runs"] if r["framework"] == "jax"]
     assert len(jax_training) == 2 and all(t["ok"] and t["loss_last"] < 0.2 for t in jax_training)
     assert pipeline.judge(facts)["findings"] == []
+
+
+def test_the_nodes_own_allreduce_leaves_an_outer_torchrun_job_alone():
+    """Under `check --deep` in a torchrun job (recorded on 2 x H200, 2026-11-21), the node's own all-reduce
+    ranks inherited TORCHELASTIC_USE_AGENT_STORE=True and waited for a store nobody served, until their
+    limit: they must start as a job of their own."""
+    from gpudoctor.probes.multigpu.worker import own_job_env
+
+    outer = {"PATH": "/usr/bin", "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "GROUP_RANK": "0",
+             "ROLE_RANK": "1", "ROLE_NAME": "default", "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": "2",
+             "TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RUN_ID": "none", "MASTER_PORT": "29500",
+             "NCCL_SOCKET_IFNAME": "eth0"}
+    assert own_job_env(outer) == {"PATH": "/usr/bin", "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
+                                  "MASTER_PORT": "29500", "NCCL_SOCKET_IFNAME": "eth0"}

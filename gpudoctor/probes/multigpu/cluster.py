@@ -27,14 +27,17 @@ import re
 import socket
 import sys
 import tempfile
-from typing import Any, Optional
+import threading
+from typing import Any, Callable, Optional
 
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.multigpu.worker import BUSY_USED_SHARE, MIN_FREE_BYTES, _error, _nccl_version, busbw, emit, \
     time_allreduce
 
-#: A collective that hangs (a node unreachable over the network NCCL chose) fails after this long.
-MEASURE_TIMEOUT_S = 120.0
+#: A measurement that has not finished after this long is reported as such, and the reports still travel:
+#: NCCL that cannot reach a peer (a wrong NCCL_SOCKET_IFNAME, a firewall) can wait on it for many minutes.
+#: The measurement itself takes under a second over NVLink and about 25 s over 10 Gb/s Ethernet.
+MEASURE_TIMEOUT_S = 90.0
 _NETWORK = re.compile(r"Using network (\S+)")
 _VIA = re.compile(r"\bvia ((?:NET|P2P|SHM|CollNet)(?:/[A-Za-z0-9_]+)?)")
 
@@ -82,13 +85,13 @@ def run(timeout_s: float, report_path: Optional[str], log_dir: str) -> dict[str,
     elif not int(flags[0]):
         me["skipped"] = "another rank has no GPU to measure on"
     else:
-        me.update(_measure(torch, dist, local, rank, world, log_dir))
+        me.update(_bounded(lambda: _measure(torch, dist, local, rank, world, log_dir), MEASURE_TIMEOUT_S))
     if report_path:
         with open(report_path, encoding="utf-8") as fh:
             me["report"] = json.load(fh)
     gathered: Optional[list[Any]] = [None] * world if rank == 0 else None
     dist.gather_object(me, gathered, dst=0)
-    dist.destroy_process_group()
+    dist.barrier()  # every rank, rank 0 included, is past the gather before any exits
     if rank != 0:
         return {k: v for k, v in me.items() if k != "report"}
     ranks = [r for r in gathered or [] if isinstance(r, dict)]
@@ -127,6 +130,23 @@ def _measure(torch: Any, dist: Any, local: int, rank: int, world: int, log_dir: 
     return out
 
 
+def _bounded(measure: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, Any]:
+    """``measure()`` in a thread of its own, given up after ``timeout_s``: the gather to rank 0 runs over
+    gloo in this thread either way, and the process ends with os._exit, so a stuck NCCL call cannot hold it."""
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        result.update(measure())
+
+    thread = threading.Thread(target=target, name="allreduce", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        return {"error": f"the all-reduce did not finish within {timeout_s:g} s (NCCL could not reach a peer, "
+                         "or the network is very slow)"}
+    return result
+
+
 def nccl_log(log_dir: str) -> dict[str, Any]:
     """The network NCCL chose and the transports of its connections, from its INIT/NET log lines."""
     networks: list[str] = []
@@ -155,7 +175,8 @@ def main(argv: list[str]) -> int:
         os._exit(1)  # a process group left after a failure can hang on exit
     _remove(log_dir)
     emit("cluster", data)
-    return 0
+    # no destroy_process_group: after a failed or abandoned NCCL call it can hang, and exit frees it all
+    os._exit(0)
 
 
 def _remove(folder: str) -> None:

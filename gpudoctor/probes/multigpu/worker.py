@@ -146,7 +146,7 @@ def run_allreduce(world: int, budget_s: float) -> dict[str, Any]:
         stopped: set[int] = set()
         try:
             for rank in range(world):
-                env = {**os.environ, **SAFE_ENV, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                env = {**own_job_env(os.environ), **SAFE_ENV, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
                        "LOCAL_WORLD_SIZE": str(world), "OMP_NUM_THREADS": "1"}
                 # append mode: the rank's writes never land where the launcher last read
@@ -177,6 +177,17 @@ def run_allreduce(world: int, budget_s: float) -> dict[str, Any]:
                     result["stderr_tail"] = stderr.read()[-1500:].decode(errors="replace")
             ranks.append(result)
     return _summarise(out, ranks, timed_out, budget_s)
+
+
+#: What a launcher (torchrun) tells its ranks beyond RANK and the like, which the launcher here sets itself.
+#: Inherited by these ranks, TORCHELASTIC_USE_AGENT_STORE would send them to a store nobody serves here.
+LAUNCHER_VARS = ("GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE")
+
+
+def own_job_env(env: dict[str, str] | os._Environ) -> dict[str, str]:
+    """``env`` without an outer launcher's variables: under `check --deep` in a torchrun job, the node's
+    own all-reduce is a job of its own, with its own rendezvous."""
+    return {k: v for k, v in env.items() if k not in LAUNCHER_VARS and not k.startswith("TORCHELASTIC_")}
 
 
 def _exit_status(code: int | None) -> str:
