@@ -285,24 +285,25 @@ def time_allreduce(torch: Any, dist: Any, device: Any, rank: int, world: int, gr
     """This rank's part of the measured all-reduce: sums checked before and after the timed runs
     (every rank gives rank+1), warm-up, then REPEATS x BATCH all-reduces between device events."""
     expected = world * (world + 1) / 2
+    on = {"group": group} if group is not None else {}  # the default group: the node's own job
     data = torch.full((BYTES // 4,), float(rank + 1), dtype=torch.float32, device=device)
-    dist.all_reduce(data, group=group)
+    dist.all_reduce(data, **on)
     checks = [_verify(torch, data, expected)]
     timing = torch.zeros_like(data)  # its values stay 0: the timed runs never overflow
     for _ in range(WARMUP):
-        dist.all_reduce(timing, group=group)
+        dist.all_reduce(timing, **on)
     torch.cuda.synchronize(device)
     # events on the current stream: the collective's stream waits on it, and it on the collective
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(REPEATS)]
     for start, end in events:
         start.record()
         for _ in range(BATCH):
-            dist.all_reduce(timing, group=group)
+            dist.all_reduce(timing, **on)
         end.record()
     torch.cuda.synchronize(device)
     times = [start.elapsed_time(end) / 1000.0 / BATCH for start, end in events]
     data.fill_(float(rank + 1))
-    dist.all_reduce(data, group=group)
+    dist.all_reduce(data, **on)
     checks.append(_verify(torch, data, expected))
     return {"median_s": statistics.median(times), "times_s": times, "checks": checks, "elements": data.numel(),
             "wrong_elements": max(c["wrong_elements"] for c in checks),
