@@ -5,7 +5,8 @@ nothing is queried; only ``$HOME`` is read when no ``home`` is given) in which:
 
 Always, whatever the command line says (also with ``--no-redact``):
 
-- ``facts.host.env`` keeps only the variables gpudoctor reads (``probes.system.ENV_NAMES``);
+- ``facts.host.env`` (and that of every node's report inside a torchrun job's report) keeps only the
+  variables gpudoctor reads (``probes.system.ENV_NAMES``);
   any other name is dropped, and the ``container=<value>`` marker keeps its value only when it
   is one short word.
 - secrets are replaced by ``***`` in every string (and every key) of the report: passwords in
@@ -289,7 +290,14 @@ _SHORT_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
 
 def _allowed_env(report: dict[str, Any]) -> dict[str, Any]:
-    """Only the variables gpudoctor reads, whatever a (hand-edited or older) report holds."""
+    """Only the variables gpudoctor reads, whatever a (hand-edited or older) report holds; also in the
+    other nodes' reports that a torchrun job's report carries (``facts.cluster.nodes[*].report``)."""
+    facts = report.get("facts")
+    cluster = facts.get("cluster") if isinstance(facts, dict) else None
+    if isinstance(cluster, dict) and isinstance(cluster.get("nodes"), list):
+        nodes = [{**n, "report": _allowed_env(n["report"])} if isinstance(n, dict) and isinstance(n.get("report"), dict)
+                 else n for n in cluster["nodes"]]
+        report = {**report, "facts": {**facts, "cluster": {**cluster, "nodes": nodes}}}
     host = (report.get("facts") or {}).get("host") if isinstance(report.get("facts"), dict) else None
     if not isinstance(host, dict):
         return report

@@ -129,6 +129,8 @@ EXPECTED = {
     "kubernetes/pod-initcontainer.yaml": [["check", "--fail-on", "error", "--quiet"]],
     "slurm/gpudoctor-fleet.sbatch": [["check", "--format", "json", "--output", "$0/${SLURMD_NODENAME}.json"],
                                      ["merge", "$reports/*.json"]],
+    "slurm/gpudoctor-torchrun.sbatch": [["check", "--deep", "--format", "json", "--output", "$report"],
+                                        ["merge", "$report"]],
 }
 
 

@@ -1,0 +1,304 @@
+"""`check --deep` under torchrun (gpudoctor/distributed.py, probes/multigpu/cluster.py, checks/cluster.py).
+
+Judging: on the reports recorded on a real 2 x H200 machine (tests/fixtures/real/h200x2-20261121/cluster/,
+2026-11-21, `tools/device/record_cluster.sh`): 1 node x 2 GPUs and 2 "nodes" x 1 GPU all clear, NCCL
+pointed at a missing interface (RUN031), more ranks than GPUs (RUN035); and on faults derived from them
+one fact at a time. The whole path for real on this CPU machine: torchrun with the CPU-only PyTorch
+starts 2 ranks (one node, and two agents as two nodes); the rendezvous, the node's check and the gather
+to rank 0 run for real, and the all-reduce is "not measured: CUDA shows this rank no GPU".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gpudoctor import distributed, fleet, pipeline
+from gpudoctor.cli import cli
+from gpudoctor.redact import redact_report
+from gpudoctor.snapshot import with_fact
+
+CLUSTER = Path(__file__).parent / "fixtures" / "real" / "h200x2-20261121" / "cluster"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return json.loads((CLUSTER / f"{name}.json").read_text())
+
+
+def codes(facts: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in pipeline.judge(facts)["findings"] if f["code"].startswith("RUN03")]
+
+
+def warnings_and_errors(report: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")]
+
+
+# The real recordings -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, busbw", [("job-1x2", 299.8), ("job-2x1", 299.0)])
+def test_real_jobs_are_all_clear(name, busbw):
+    report = recorded(name)
+    cluster = report["facts"]["cluster"]
+    assert cluster["allreduce"]["ok"] is True and cluster["allreduce"]["busbw_gbs"] == pytest.approx(busbw, abs=0.1)
+    assert cluster["allreduce"]["transports"] == ["P2P/CUMEM"]  # one host: NCCL never needed the network
+    assert [r["rank"] for r in cluster["ranks"]] == [0, 1]
+    rejudged = pipeline.judge(report["facts"])
+    assert warnings_and_errors(rejudged) == []
+    assert [(c["id"], c["status"]) for c in rejudged["checks"] if c["id"].startswith("acceleration.cluster")] == [
+        ("acceleration.cluster", "pass"), ("acceleration.cluster_nodes", "pass"),
+        ("acceleration.cluster_drift", "pass" if name == "job-2x1" else "skip"),
+        ("acceleration.cluster_network", "skip")]  # every rank on one host: no traffic between nodes
+
+
+def test_the_two_node_job_carries_the_other_nodes_report():
+    cluster = recorded("job-2x1")["facts"]["cluster"]
+    nodes = cluster["nodes"]
+    assert [(n["node_rank"], n["ranks"], n.get("self")) for n in nodes] == [(0, [0], True), (1, [1], None)]
+    inner = nodes[1]["report"]
+    assert inner["summary"]["verdict"] == "ok" and inner["facts"]["host"]["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    assert inner["facts"]["smoke"]["runs"][0]["ok"] is True
+
+
+def test_real_fault_nccl_on_a_missing_interface():
+    report = recorded("fault-no-such-interface")
+    assert codes(report["facts"]) == ["RUN031"]
+    finding = next(f for f in pipeline.judge(report["facts"])["findings"] if f["code"] == "RUN031")
+    assert "invalid usage" in finding["title"] and "NCCL version 2.28.9" in finding["title"]
+    assert finding["remediation"]["commands"][0].startswith("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET torchrun")
+
+
+def test_real_fault_more_ranks_than_gpus():
+    report = recorded("fault-more-ranks-than-gpus")
+    assert codes(report["facts"]) == ["RUN035"]
+    assert "local rank 1 has no GPU of its own: CUDA shows 1 GPU(s)" in report["facts"]["cluster"]["allreduce"]["skipped"]
+    assert warnings_and_errors(pipeline.judge(report["facts"])) == []  # an info: the nodes' own findings stand
+
+
+# Faults derived from the real 2-node job, one fact at a time -----------------------------------------
+
+def derived(*changes: tuple[str, Any]) -> dict[str, Any]:
+    facts = recorded("job-2x1")["facts"]
+    for path, value in changes:
+        facts = with_fact(facts, path, value)
+    return facts
+
+
+def test_wrong_sums_are_an_error():
+    facts = derived(("cluster.allreduce.correct", False), ("cluster.allreduce.wrong_elements", 4096))
+    assert codes(facts) == ["RUN031"]
+
+
+def test_another_nodes_error_is_rank_0s_error():
+    node = recorded("job-2x1")["facts"]["cluster"]["nodes"][1]["report"]
+    ecc = {"code": "GPU101", "severity": "error", "title": "GPU 1 has 2 uncorrectable ECC errors"}
+    facts = derived(("cluster.nodes.1.report.findings", [*node["findings"], ecc]))
+    report = pipeline.judge(facts)
+    finding = next(f for f in report["findings"] if f["code"] == "RUN032")
+    assert finding["severity"] == "error" and finding["title"].endswith("reports 1 problem(s) of its own: GPU101")
+    assert report["summary"]["verdict"] == "error"
+
+
+def test_another_nodes_warning_is_a_warning_and_its_infos_stay_there():
+    facts = derived(("cluster.nodes.1.report.findings", [
+        {"code": "VIS004", "severity": "info", "title": "CUDA programs will see 1 GPU(s)"},
+        {"code": "GPU104", "severity": "warning", "title": "GPU 0 is throttled"}]))
+    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN032"]
+    assert [(f["severity"], f["title"].rsplit(": ", 1)[1]) for f in found] == [("warning", "GPU104")]
+
+
+def test_a_node_without_its_report_is_a_warning():
+    facts = derived(("cluster.nodes.1.report", None))
+    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN032"]
+    assert [(f["severity"], f["title"].endswith("sent no report of its own check")) for f in found] == [("warning", True)]
+
+
+@pytest.mark.parametrize("path, value, what", [
+    ("cluster.nodes.1.report.facts.nvml.driver_version", "570.172.08", "driver"),
+    ("cluster.ranks.1.nccl_version", "2.27.3", "NCCL"),
+    ("cluster.ranks.1.torch", "2.10.0+cu128", "PyTorch"),
+])
+def test_versions_that_differ_between_nodes(path, value, what):
+    facts = derived((path, value))
+    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN033"]
+    assert [f["title"] for f in found] == [f"the nodes of this job run different versions: {what}"]
+    assert value in found[0]["detail"]
+
+
+def _two_hosts(networks: list[str], infiniband: list[str]) -> dict[str, Any]:
+    return derived(("cluster.ranks.1.hostname", "node-b"), ("cluster.nodes.1.hostname", "node-b"),
+                   ("cluster.nodes.1.infiniband", infiniband), ("cluster.allreduce.networks", networks))
+
+
+def test_sockets_between_nodes_with_infiniband_are_a_warning():
+    assert codes(_two_hosts(["Socket"], ["mlx5_0", "mlx5_1"])) == ["RUN034"]
+
+
+@pytest.mark.parametrize("networks, infiniband", [(["IB"], ["mlx5_0"]), (["Socket"], [])])
+def test_rdma_used_or_absent_is_quiet(networks, infiniband):
+    assert codes(_two_hosts(networks, infiniband)) == []
+
+
+def test_no_cluster_facts_no_cluster_checks():
+    report = pipeline.judge(recorded("job-1x2")["facts"] | {"cluster": None})
+    statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("acceleration.cluster")}
+    assert set(statuses.values()) == {"skip"}
+
+
+# Summarising the ranks --------------------------------------------------------------------------------
+
+RANK = {"rank": 0, "hostname": "a", "median_s": 0.001, "correct": True, "wrong_elements": 0, "nccl_version": "2.28.9",
+        "nccl_network": "IB", "nccl_transports": ["NET/IB"]}
+
+
+def test_summary_of_measured_ranks_is_nccl_tests_bus_bandwidth():
+    ranks = [RANK, {**RANK, "rank": 1, "median_s": 0.003, "nccl_transports": ["P2P/CUMEM", "NET/IB"]}]
+    out = distributed.summarise(ranks, 2)
+    assert out["time_s"] == pytest.approx(0.002)
+    assert out["busbw_gbs"] == pytest.approx(256 * 2**20 / 0.002 / 1e9)  # 2(n-1)/n = 1 for two ranks
+    assert (out["ok"], out["networks"], out["transports"]) == (True, ["IB"], ["NET/IB", "P2P/CUMEM"])
+
+
+def test_summary_names_the_first_failed_rank():
+    ranks = [{**RANK, "rank": 0, "error": "DistBackendError: boom"}, {**RANK, "rank": 1, "error": "timeout"}]
+    out = distributed.summarise(ranks, 2)
+    assert (out["ok"], out["error"]) == (False, "rank 0 on a: DistBackendError: boom (and 1 other rank(s) failed)")
+
+
+def test_summary_prefers_the_rank_that_has_no_gpu_over_the_ones_it_stopped():
+    ranks = [{"rank": 0, "hostname": "a", "skipped": "another rank has no GPU to measure on"},
+             {"rank": 1, "hostname": "b", "skipped": "CUDA shows this rank no GPU"}]
+    assert distributed.summarise(ranks, 2)["skipped"] == "rank 1 on b: CUDA shows this rank no GPU"
+
+
+def test_summary_of_missing_ranks_is_a_failure():
+    assert distributed.summarise([RANK], 2)["error"] == "only 1 of 2 ranks reported a measurement"
+
+
+def test_a_worker_that_returned_nothing_is_a_failed_collective():
+    launch = distributed.Launch(0, 2, 0, 2, 0, "torchrun")
+    facts = distributed.cluster_facts(launch, {"ok": False, "error": "the cross-node worker crashed (SIGSEGV)"})
+    assert facts["allreduce"] == {"ok": False, "error": "the cross-node worker crashed (SIGSEGV)", "stderr_tail": ""}
+    assert codes({"cluster": facts}) == ["RUN031"]
+
+
+# Who is a rank ----------------------------------------------------------------------------------------
+
+TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1",
+            "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "job7"}
+
+
+def test_torchrun_environment():
+    assert distributed.launch_from_env(TORCHRUN) == distributed.Launch(3, 4, 1, 2, 1, "torchrun")
+
+
+@pytest.mark.parametrize("env", [{}, {**TORCHRUN, "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"},
+                                 {k: v for k, v in TORCHRUN.items() if k != "MASTER_PORT"}])
+def test_not_a_job_of_two_or_more_ranks(env):
+    assert distributed.launch_from_env(env) is None
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"RANK": "x"}, "RANK='x' (set by the launcher) is not a number"),
+    ({"RANK": "4"}, "RANK=4, LOCAL_RANK=1, LOCAL_WORLD_SIZE=2 do not fit WORLD_SIZE=4"),
+])
+def test_nonsense_from_the_launcher_is_bad_input(change, message, monkeypatch):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        distributed.launch_from_env({**TORCHRUN, **change})
+    for name, value in {**TORCHRUN, **change}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["check", "--deep"])
+    assert result.exit_code == 2 and result.output == f"Error: {message}\n"
+
+
+# The combined report leaves through redaction like any other -------------------------------------------
+
+def test_every_nodes_host_name_and_gpu_uuid_is_redacted():
+    facts = recorded("job-2x1")["facts"]
+    plain = json.loads(json.dumps(facts).replace("host-redacted", "gpu-node-17"))
+    plain["cluster"]["nodes"][1]["hostname"] = "gpu-node-18"
+    plain["cluster"]["nodes"][1]["report"]["facts"]["host"]["hostname"] = "gpu-node-18"
+    plain["cluster"]["nodes"][1]["report"]["facts"]["host"]["env"]["GITHUB_TOKEN"] = "ghp_" + "a" * 36
+    text = json.dumps(redact_report(pipeline.judge(plain)))
+    assert "gpu-node-17" not in text and "gpu-node-18" not in text and "ghp_" not in text and "GITHUB_TOKEN" not in text
+    assert "host-redacted-1" in text and "host-redacted-2" in text
+
+
+# merge counts a job's nodes --------------------------------------------------------------------------
+
+def test_merge_expands_a_jobs_nodes(tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text((CLUSTER / "job-2x1.json").read_text())
+    assert [s for s, _ in fleet.expand_jobs([(str(path), recorded("job-2x1"))])] == [str(path), str(tmp_path / "job-node1.json")]
+    merged = fleet.merge([("job.json", recorded("job-2x1"))])
+    assert [(n["name"], n["verdict"]) for n in merged["nodes"]] == [("job", "ok"), ("job-node1", "ok")]
+    text = CliRunner().invoke(cli, ["merge", str(path)]).stdout
+    assert text.startswith("gpudoctor merge: 2 node(s), none with findings at or above --fail-on error\n")
+
+
+# The real path on this CPU machine ------------------------------------------------------------------
+
+def _torchrun() -> list[str]:
+    pytest.importorskip("torch")
+    return [sys.executable, "-m", "torch.distributed.run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def test_one_node_two_ranks_for_real(tmp_path):
+    out = tmp_path / "job.json"
+    proc = subprocess.run([*_torchrun(), "--nnodes", "1", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+                           "--master-port", str(_free_port()), "-m", "gpudoctor", "check", "--deep", "--format", "json",
+                           "--output", str(out)], env=_env(), capture_output=True, text=True, timeout=240)
+    report = json.loads(out.read_text())
+    cluster = report["facts"]["cluster"]
+    assert [(r["rank"], r["local_rank"], r["node_rank"]) for r in cluster["ranks"]] == [(0, 0, 0), (1, 1, 0)]
+    assert cluster["allreduce"]["skipped"].endswith("CUDA shows this rank no GPU")
+    assert "RUN035" in [f["code"] for f in report["findings"]]
+    assert "gpudoctor: rank 1 of 2 (node 0): not measured (CUDA shows this rank no GPU); sent that to rank 0" in proc.stderr
+    assert f'File "{ROOT / "gpudoctor"}' not in proc.stderr  # torchrun's own report of rank 0's exit 1 is no crash of ours
+    # rank 0's exit code is the job's: torchrun exits 1 when rank 0 does (findings at or above --fail-on)
+    expected = 1 if any(f["severity"] == "error" for f in report["findings"]) else 0
+    assert (proc.returncode != 0) == bool(expected)
+
+
+def test_two_nodes_for_real_carry_node_1s_report_to_rank_0(tmp_path):
+    port = str(_free_port())
+    procs = [subprocess.Popen([*_torchrun(), "--nnodes", "2", "--node-rank", str(n), "--nproc-per-node", "1",
+                               "--master-addr", "127.0.0.1", "--master-port", port, "-m", "gpudoctor", "check", "--deep",
+                               "--format", "json", "--output", str(tmp_path / f"node{n}.json")],
+                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in (0, 1)]
+    outputs = [p.communicate(timeout=240) for p in procs]
+    assert not (tmp_path / "node1.json").exists()  # only rank 0 writes
+    assert "gpudoctor: rank 1 of 2 (node 1): not measured (CUDA shows this rank no GPU); sent that and its node's " \
+           "report to rank 0" in outputs[1][1]
+    report = json.loads((tmp_path / "node0.json").read_text())
+    nodes = report["facts"]["cluster"]["nodes"]
+    assert [(n["node_rank"], n.get("self"), isinstance(n.get("report"), dict)) for n in nodes] == [
+        (0, True, False), (1, None, True)]
+    inner = nodes[1]["report"]
+    assert inner["facts"]["probes"]["frameworks"]["status"] == "ok"  # a whole check ran on node 1
+    # node 1's own errors, if this machine gives any, are rank 0's
+    own = [f["code"] for f in inner["findings"] if f["severity"] == "error"]
+    run032 = [f for f in report["findings"] if f["code"] == "RUN032"]
+    assert bool(run032) == bool(own)
+    if own:
+        assert run032[0]["title"].endswith(", ".join(dict.fromkeys(own)))
