@@ -427,16 +427,25 @@ def _write(path: Path, text: str) -> None:
 
 
 _progress_shown = False
+SPINNER = "|/-\\"
 
 
-def _progress_printer() -> Optional[Callable[[str], None]]:
+def _progress_printer() -> Optional[Callable[[Any], None]]:
+    """A one-line live display on a terminal (standard error only, so piped or redirected output stays
+    clean): a spinner, the probes finished out of all, the seconds so far, and what is still running."""
     if not sys.stderr.isatty():
         return None
+    import shutil
 
-    def show(what: str) -> None:
+    ticks = [0]
+
+    def show(progress: Any) -> None:
         global _progress_shown
         _progress_shown = True
-        sys.stderr.write(f"\r\x1b[2Kgpudoctor: checking {what}...")
+        ticks[0] += 1
+        line = progress_line(progress, SPINNER[ticks[0] % len(SPINNER)])
+        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
+        sys.stderr.write("\r\x1b[2K" + (line if len(line) <= width else line[:width - 3] + "..."))
         sys.stderr.flush()
 
     return show
@@ -446,6 +455,13 @@ def _clear_progress() -> None:
     if _progress_shown:
         sys.stderr.write("\r\x1b[2K")
         sys.stderr.flush()
+
+
+def progress_line(progress: Any, spin: str = "") -> str:
+    """``gpudoctor: | 6/9 done, 4 s; running: framework workloads on every GPU, +1 more``."""
+    running = list(progress.running)
+    what = "" if not running else f"; running: {running[0]}" + (f", +{len(running) - 1} more" if len(running) > 1 else "")
+    return f"gpudoctor: {spin + ' ' if spin else ''}{progress.done}/{progress.total} done, {progress.elapsed_s:.0f} s{what}"
 
 
 def main() -> None:

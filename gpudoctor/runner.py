@@ -79,25 +79,45 @@ def select_probes(names: Sequence[str], quick: bool = False, deep: bool = False)
     return [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
 
 
-def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[str], None]] = None,
+@dataclass(frozen=True)
+class Progress:
+    """Where a run stands, for a progress display: how many probes have finished, which are still running."""
+
+    done: int
+    total: int
+    running: tuple[str, ...]  # titles, in registry order
+    elapsed_s: float
+
+
+#: How often a run reports its progress while it waits.
+PROGRESS_EVERY_S = 0.1
+
+
+def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[Progress], None]] = None,
                deadline: Optional[float] = None) -> dict[str, Any]:
     """Run the probes side by side. ``deadline`` (a time.monotonic() value) is a hard end for the
-    whole run: probes unfinished then are reported as timed out, and their children are killed."""
+    whole run: probes unfinished then are reported as timed out, and their children are killed.
+    ``on_progress`` is called every PROGRESS_EVERY_S while probes run, and once when all have ended."""
     results: dict[str, dict[str, Any]] = {}
     threads = []
+    begun = time.monotonic()
     for probe in probes:
         slot: dict[str, Any] = {}
         results[probe.name] = slot
         thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
         thread.start()
         threads.append((probe, thread, time.monotonic()))
-    for probe, thread, started in threads:
+    pending = list(threads)
+    while pending:
+        now = time.monotonic()
+        # a probe stops being waited for when it ends or its own limit (or the run's deadline) passes
+        pending = [(p, t, s) for p, t, s in pending if t.is_alive() and now < _limit(p, s, deadline)]
         if on_progress:
-            on_progress(probe.title)
-        limit = probe.timeout_s - (time.monotonic() - started)
-        if deadline is not None:
-            limit = min(limit, deadline - time.monotonic())
-        thread.join(max(0.0, limit))
+            on_progress(Progress(len(threads) - len(pending), len(threads), tuple(p.title for p, _, _ in pending),
+                                 now - begun))
+        if pending:
+            probe, thread, started = pending[0]
+            thread.join(max(0.0, min(PROGRESS_EVERY_S, _limit(probe, started, deadline) - now)))
     facts: dict[str, Any] = {"probes": {}}
     for probe, thread, started in threads:
         slot = results[probe.name]
@@ -110,6 +130,11 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
         facts["probes"][probe.name] = slot["record"]
         facts.update(slot.get("facts", {}))
     return facts
+
+
+def _limit(probe: Probe, started: float, deadline: Optional[float]) -> float:
+    end = started + probe.timeout_s
+    return end if deadline is None else min(end, deadline)
 
 
 def _run_one(probe: Probe, slot: dict[str, Any]) -> None:

@@ -107,10 +107,32 @@ def test_merge_follows_probe_order_not_timing(order):
     assert (facts["only_first"], facts["only_second"]) == (1, 2)
 
 
-def test_progress_reports_each_probe_title():
-    seen: list[str] = []
-    run_probes((Probe("a", "thing A", lambda: {}, 5.0), Probe("b", "thing B", lambda: {}, 5.0)), on_progress=seen.append)
-    assert seen == ["thing A", "thing B"]
+def test_progress_says_what_is_still_running_until_all_have_ended():
+    import threading
+
+    release = threading.Event()
+    seen: list = []
+    slow = Probe("slow", "thing slow", lambda: release.wait(5.0) and {}, 5.0)
+
+    def watch(progress):
+        seen.append(progress)
+        if len(seen) == 3:
+            release.set()
+
+    run_probes((Probe("fast", "thing fast", lambda: {}, 5.0), slow), on_progress=watch)
+    assert seen[0].total == 2 and seen[0].running == ("thing slow",) and seen[0].done == 1
+    assert [p.running for p in seen[:3]] == [("thing slow",)] * 3  # reported while it waits, every 0.1 s
+    assert (seen[-1].done, seen[-1].running) == (2, ())
+    assert seen[-1].elapsed_s >= 0.2
+
+
+def test_progress_line():
+    from gpudoctor.cli import progress_line
+    from gpudoctor.runner import Progress
+
+    assert progress_line(Progress(6, 9, ("framework workloads on every GPU", "a smoke kernel"), 4.4), "|") == \
+        "gpudoctor: | 6/9 done, 4 s; running: framework workloads on every GPU, +1 more"
+    assert progress_line(Progress(9, 9, (), 12.0)) == "gpudoctor: 9/9 done, 12 s"
 
 
 def test_crashing_check_gives_int003_and_others_still_run():
@@ -156,3 +178,32 @@ def test_status_of_worst_severity_wins():
     assert registry.status_of([finding("GPU171", "i")]) == PASS
     assert registry.status_of([finding("GPU171", "i"), finding("GPU131", "w")]) == WARN
     assert registry.status_of([finding("GPU131", "w"), finding("GPU101", "e")]) == FAIL
+
+
+def test_the_progress_display_shows_on_a_terminal_only(tmp_path):
+    """Standard error on a pseudo-terminal gets the live line, cleared before the report; a pipe gets none."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "gpudoctor", "check", "--only", "driver", "--output", str(tmp_path / "r.txt")]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=follower, stdin=subprocess.DEVNULL)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(leader)
+    shown = b"".join(chunks).decode()
+    assert "gpudoctor: " in shown and "/3 done, " in shown and "; running: the " in shown
+    assert "\r\x1b[2Kgpudoctor: report written to " in shown  # the live line is cleared first
+    piped = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert piped.stderr == f"gpudoctor: report written to {tmp_path / 'r.txt'}\n"

@@ -252,7 +252,7 @@ def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
                 np.sin(2.5 * _rand(np, 1, 1 << 20).astype(np.float64) + _rand(np, 2, 1 << 20))), 1e-5))
             _step(out, "matmul", lambda: _tf_matmul(tf, np))
             _step(out, "conv", lambda: _tf_conv(tf, np))
-        _step(out, "training", lambda: _tf_training(tf, np, cuda, name))
+        _step(out, "training", lambda: _tf_training(tf, np, cuda, name, amp=_tf_bf16(tf, cuda, device)))
     return out
 
 
@@ -286,12 +286,30 @@ def _tf_conv(tf: Any, np: Any) -> dict[str, Any]:
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
 
 
-def _tf_training(tf: Any, np: Any, cuda: bool, name: str) -> dict[str, Any]:
+def _tf_bf16(tf: Any, cuda: bool, device: str) -> bool:
+    """bf16 mixed precision where the GPU computes in bf16 natively (compute capability 8.0 and newer)."""
+    if not cuda:
+        return False
+    try:
+        gpu = tf.config.list_physical_devices("GPU")[int(device)]
+        major = (tf.config.experimental.get_device_details(gpu).get("compute_capability") or (0, 0))[0]
+    except (IndexError, ValueError, RuntimeError):
+        return False
+    return major >= 8
+
+
+def _tf_training(tf: Any, np: Any, cuda: bool, name: str, amp: bool = False) -> dict[str, Any]:
+    """A small CNN learns the synthetic task with Keras; with ``amp`` its layers compute in bf16 and keep
+    float32 weights (Keras's "mixed_bfloat16" policy, per layer, so no global state changes), and the
+    logits come out in float32 for the loss."""
     x = _rand(np, 7, 256, 16, 16, 3)
     y = (x[:, :8, :, 0].mean(axis=(1, 2)) > x[:, 8:, :, 1].mean(axis=(1, 2))).astype(np.int64)
     tf.keras.utils.set_random_seed(8)
-    model = tf.keras.Sequential([tf.keras.Input((16, 16, 3)), tf.keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
-                                 tf.keras.layers.GlobalAveragePooling2D(), tf.keras.layers.Dense(2)])
+    policy = "mixed_bfloat16" if amp else "float32"
+    model = tf.keras.Sequential([tf.keras.Input((16, 16, 3)),
+                                 tf.keras.layers.Conv2D(16, 3, padding="same", activation="relu", dtype=policy),
+                                 tf.keras.layers.GlobalAveragePooling2D(dtype=policy), tf.keras.layers.Dense(2, dtype=policy),
+                                 tf.keras.layers.Activation("linear", dtype="float32")])
     opt = tf.keras.optimizers.Adam(1e-2)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     before = [w.numpy().copy() for w in model.trainable_weights]
@@ -305,7 +323,7 @@ def _tf_training(tf: Any, np: Any, cuda: bool, name: str) -> dict[str, Any]:
         losses.append(float(loss))
         times.append(time.perf_counter() - t)
     moved = any(not np.array_equal(a, w.numpy()) for a, w in zip(before, model.trainable_weights))
-    return training_verdict(losses, times, moved, name)
+    return training_verdict(losses, times, moved, name, mixed_precision="bf16" if amp else None)
 
 
 # --- JAX and CuPy: element-wise and matmul -----------------------------------------------------------
@@ -331,8 +349,18 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     return out
 
 
+def _jax_bf16(dev: Any) -> bool:
+    """bf16 where the GPU computes in it natively (compute capability 8.0 and newer; JAX says "9.0")."""
+    try:
+        return float(getattr(dev, "compute_capability", 0) or 0) >= 8.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
-    """A two-layer MLP learns the same synthetic task with jax.grad and plain SGD, jit-compiled on the GPU."""
+    """A two-layer MLP learns the same synthetic task with jax.grad and plain SGD, jit-compiled on the GPU.
+    Mixed precision where the GPU has bf16: the matmuls take bf16 inputs, the weights, their updates
+    and the softmax stay float32."""
     x = _rand(np, 7, 256, 64)
     y = (x[:, :32].mean(axis=1) > x[:, 32:].mean(axis=1)).astype(np.int32)
     rng = np.random.default_rng(9)
@@ -341,9 +369,14 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
                                                rng.standard_normal((32, 2)).astype(np.float32) * 0.1,
                                                np.zeros(2, np.float32))]
     xd, yd = jax.device_put(x, dev), jax.device_put(y, dev)
+    amp = _jax_bf16(dev)
+    low = jnp.bfloat16 if amp else jnp.float32
+
+    def mm(a: Any, b: Any) -> Any:
+        return jnp.matmul(a.astype(low), b.astype(low), preferred_element_type=jnp.float32)
 
     def loss_fn(p: list[Any]) -> Any:
-        logits = jnp.maximum(xd @ p[0] + p[1], 0) @ p[2] + p[3]
+        logits = mm(jnp.maximum(mm(xd, p[0]) + p[1], 0), p[2]) + p[3]
         return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(yd.shape[0]), yd])
 
     @jax.jit
@@ -359,7 +392,7 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
         losses.append(float(loss))  # float() waits for the device
         times.append(time.perf_counter() - t)
     moved = any(not np.array_equal(a, np.asarray(w)) for a, w in zip(before, params))
-    return training_verdict(losses, times, moved, str(dev))
+    return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
 
 
 def run_cupy(device: str, deep: bool) -> dict[str, Any]:
