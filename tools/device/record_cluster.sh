@@ -3,7 +3,7 @@
 #   1 node x N GPUs; 2 "nodes" x N/2 GPUs (two torchrun agents, CUDA_VISIBLE_DEVICES splitting the GPUs,
 #   a static rendezvous on 127.0.0.1); and two faults: NCCL told to use a network interface that does not
 #   exist (the collective must fail with RUN031), and a node with more ranks than GPUs (RUN035).
-# Usage: bash tools/device/record_cluster.sh KIND    (files under $OUT/cluster-KIND/)
+# Usage: bash tools/device/record_cluster.sh KIND [jobs]   (files under $OUT/cluster-KIND/; "jobs": no faults)
 set -u
 kind=${1:?kind}
 d="$OUT/cluster-$kind"; mkdir -p "$d"
@@ -32,8 +32,10 @@ two_nodes() {  # NAME PORT NPROC1 MASK1 [ENV...]: node 0 on the first half, node
   echo "$name: node0 rc=$r0 node1 rc=$r1 $(took "$t0" "$(stamp)") s"
 }
 two_nodes "job-2x$half" 29510 "$half" "$second"
+if [ "${2:-}" != jobs ]; then
 two_nodes "fault-no-such-interface" 29520 "$half" "$second" NCCL_SOCKET_IFNAME=nosuchif0
 two_nodes "fault-more-ranks-than-gpus" 29530 $((half + 1)) "$second"
+fi
 
 for f in "$d"/*.json; do
   echo "== $(basename "$f")"
