@@ -19,10 +19,21 @@ SMOKE = "gpudoctor.probes.smoke.worker"
 CPU_CAPABLE = ("torch", "tensorflow")
 
 
+def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
+    """``env`` for a child that works on one GPU: only that GPU visible (by its UUID, which names the same
+    GPU whatever CUDA_VISIBLE_DEVICES said), so its framework starts on that GPU alone. On 4 x H200 a
+    child that saw all four initialised all four (JAX especially), for 12 children at once."""
+    if not isinstance(uuid, str) or not uuid.upper().startswith(("GPU-", "MIG-")):
+        return env
+    return {**env, "CUDA_VISIBLE_DEVICES": uuid, "GPUDOCTOR_PINNED_GPU": "1"}
+
+
 def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
     counted = run_module(SMOKE, ["count"], timeout_s=30.0)
     count = counted.section("count")
-    ordinals = [str(d["ordinal"]) for d in (count or {}).get("devices", [])]
+    devices = (count or {}).get("devices", [])
+    ordinals = [str(d["ordinal"]) for d in devices]
+    uuids = {str(d["ordinal"]): d.get("uuid") for d in devices}
     frameworks = [f for f in FRAMEWORKS if installed(f)]
     jobs = [(f, o) for f in frameworks for o in ordinals] or [(f, "cpu") for f in frameworks if f in CPU_CAPABLE]
     threads = str(max(2, (os.cpu_count() or 2) // max(1, len(jobs))))
@@ -31,8 +42,8 @@ def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any
                      "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
     args = ["--deep"] if deep else []
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-        children = list(pool.map(lambda job: run_module(WORKER, [job[0], job[1], *args], timeout_s=timeout_s, env=env),
-                                 jobs))
+        children = list(pool.map(lambda job: run_module(WORKER, [job[0], job[1], *args], timeout_s=timeout_s,
+                                                        env=pinned(env, uuids.get(job[1]))), jobs))
     runs = []
     for (framework, device), child in zip(jobs, children):
         data = child.section("workload")

@@ -41,6 +41,14 @@ def _lock(name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def cuda_index(device: str) -> int:
+    """The index a framework in this child gives the GPU that ``device`` (a CUDA ordinal in gpudoctor's
+    environment) names. The parent may start the child with only that GPU visible (GPUDOCTOR_PINNED_GPU,
+    CUDA_VISIBLE_DEVICES set to its UUID), so that a framework initialises one GPU, not all of them:
+    the GPU is then 0 in here. Reports and locks keep the ordinal."""
+    return 0 if os.environ.get("GPUDOCTOR_PINNED_GPU") else int(device)
+
+
 def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]]) -> None:
     device = results.get("device", "cpu")
     try:
@@ -81,7 +89,7 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
     import torch
 
     cuda = device != "cpu"
-    dev = torch.device(f"cuda:{device}" if cuda else "cpu")
+    dev = torch.device(f"cuda:{cuda_index(device)}" if cuda else "cpu")
     if os.environ.get("GPUDOCTOR_CPU_THREADS"):
         torch.set_num_threads(int(os.environ["GPUDOCTOR_CPU_THREADS"]))
     out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
@@ -95,7 +103,7 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
-    _step(out, "training", lambda: _torch_training(torch, dev, cuda))
+    _step(out, "training", lambda: _torch_training(torch, dev, cuda, compare_cpu=device == "0"))
     if cuda:
         _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep))
     return out
@@ -140,7 +148,7 @@ def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
     return {"ok": all(c["ok"] for c in checks), "checks": checks, "cudnn": bool(torch.backends.cudnn.is_available())}
 
 
-def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
+def _torch_training(torch: Any, dev: Any, cuda: bool, compare_cpu: bool = False) -> dict[str, Any]:
     """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
     def data(device: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(4)
@@ -173,7 +181,7 @@ def _torch_training(torch: Any, dev: Any, cuda: bool) -> dict[str, Any]:
     amp = cuda and torch.cuda.is_bf16_supported()
     losses, times, moved = train(dev, 30, amp)
     out = training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
-    if cuda and str(dev.index) == "0":  # the same CPU serves every GPU: compare once, not once per GPU
+    if cuda and compare_cpu:  # the same CPU serves every GPU: compare once (on cuda:0), not once per GPU
         _, cpu_times, _ = train(torch.device("cpu"), 10, False)
         out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
         out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
@@ -243,7 +251,7 @@ def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
     import tensorflow as tf
 
     cuda = device != "cpu"
-    name = f"/GPU:{device}" if cuda else "/CPU:0"
+    name = f"/GPU:{cuda_index(device)}" if cuda else "/CPU:0"
     out: dict[str, Any] = {"framework": "tensorflow", "device": device, "version": tf.__version__}
     with tf.device(name):
         if cuda:
@@ -291,7 +299,7 @@ def _tf_bf16(tf: Any, cuda: bool, device: str) -> bool:
     if not cuda:
         return False
     try:
-        gpu = tf.config.list_physical_devices("GPU")[int(device)]
+        gpu = tf.config.list_physical_devices("GPU")[cuda_index(device)]
         major = (tf.config.experimental.get_device_details(gpu).get("compute_capability") or (0, 0))[0]
     except (IndexError, ValueError, RuntimeError):
         return False
@@ -337,7 +345,7 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     if device == "cpu":
         out["skipped"] = "no GPU"
         return out
-    dev = jax.devices("gpu")[int(device)]
+    dev = jax.devices("gpu")[cuda_index(device)]
     x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
     _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
         np.asarray(jnp.sin(2.5 * jax.device_put(x, dev) + jax.device_put(y, dev))),
@@ -403,7 +411,7 @@ def run_cupy(device: str, deep: bool) -> dict[str, Any]:
     if device == "cpu":
         out["skipped"] = "no GPU"
         return out
-    with cupy.cuda.Device(int(device)):
+    with cupy.cuda.Device(cuda_index(device)):
         x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
         _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
             cupy.asnumpy(cupy.sin(2.5 * cupy.asarray(x) + cupy.asarray(y))), np.sin(2.5 * x.astype(np.float64) + y)), 1e-5))
