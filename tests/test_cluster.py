@@ -29,11 +29,12 @@ from gpudoctor.redact import redact_report
 from gpudoctor.snapshot import with_fact
 
 CLUSTER = Path(__file__).parent / "fixtures" / "real" / "h200x2-20261121" / "cluster"
+CLUSTER4 = Path(__file__).parent / "fixtures" / "real" / "h200x4-20261121" / "cluster"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def recorded(name: str) -> dict[str, Any]:
-    return json.loads((CLUSTER / f"{name}.json").read_text())
+def recorded(name: str, folder: Path = CLUSTER) -> dict[str, Any]:
+    return json.loads((folder / f"{name}.json").read_text())
 
 
 def codes(facts: dict[str, Any]) -> list[str]:
@@ -46,19 +47,35 @@ def warnings_and_errors(report: dict[str, Any]) -> list[str]:
 
 # The real recordings -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, busbw", [("job-1x2", 299.8), ("job-2x1", 299.0)])
-def test_real_jobs_are_all_clear(name, busbw):
-    report = recorded(name)
+@pytest.mark.parametrize("name, folder, busbw, ranks", [
+    ("job-1x2", CLUSTER, 299.8, 2), ("job-2x1", CLUSTER, 299.0, 2),
+    ("job-1x4", CLUSTER4, 340.4, 4), ("job-2x2", CLUSTER4, 340.9, 4),  # 4 x H200, 2026-11-21 13:28 and 13:30 UTC
+])
+def test_real_jobs_are_all_clear(name, folder, busbw, ranks):
+    report = recorded(name, folder)
     cluster = report["facts"]["cluster"]
     assert cluster["allreduce"]["ok"] is True and cluster["allreduce"]["busbw_gbs"] == pytest.approx(busbw, abs=0.1)
     assert cluster["allreduce"]["transports"] == ["P2P/CUMEM"]  # one host: NCCL never needed the network
-    assert [r["rank"] for r in cluster["ranks"]] == [0, 1]
+    assert [r["rank"] for r in cluster["ranks"]] == list(range(ranks))
     rejudged = pipeline.judge(report["facts"])
     assert warnings_and_errors(rejudged) == []
     assert [(c["id"], c["status"]) for c in rejudged["checks"] if c["id"].startswith("acceleration.cluster")] == [
         ("acceleration.cluster", "pass"), ("acceleration.cluster_nodes", "pass"),
-        ("acceleration.cluster_drift", "pass" if name == "job-2x1" else "skip"),
+        ("acceleration.cluster_drift", "pass" if name.startswith("job-2x") else "skip"),
         ("acceleration.cluster_network", "skip")]  # every rank on one host: no traffic between nodes
+
+
+def test_2_nodes_x_2_gpus_on_4_x_h200():
+    """Two torchrun agents on the 4 x H200 machine, CUDA_VISIBLE_DEVICES=0,1 and 2,3: each node ran its own
+    --deep check (its pair's P2P and all-reduce), then all 4 ranks one all-reduce across both nodes."""
+    cluster = recorded("job-2x2", CLUSTER4)["facts"]["cluster"]
+    assert [(n["node_rank"], n["ranks"]) for n in cluster["nodes"]] == [(0, [0, 1]), (1, [2, 3])]
+    assert [(r["rank"], r["node_rank"], r["local_rank"], r["device"]) for r in cluster["ranks"]] == [
+        (0, 0, 0, 0), (1, 0, 1, 1), (2, 1, 0, 0), (3, 1, 1, 1)]
+    node1 = cluster["nodes"][1]["report"]["facts"]
+    assert node1["host"]["env"]["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert node1["multigpu"]["allreduce"]["busbw_gbs"] == pytest.approx(299.1, abs=0.1)  # the node's own pair
+    assert {r["name"] for r in cluster["ranks"]} == {"NVIDIA H200"}
 
 
 def test_the_two_node_job_carries_the_other_nodes_report():
