@@ -314,20 +314,24 @@ def explain(code: str) -> None:
 @click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
               help="Lowest severity on any node that makes the exit code 1.")
 @MATRIX_OPTION
-def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str) -> None:
+@NO_REDACT_OPTION
+def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str, no_redact: bool) -> None:
     """Compare saved JSON reports of many nodes: a nodes x areas table, drift between nodes, outlier GPUs.
 
     Each report is re-judged with this version's checks, as `analyze` does. Drift lists the driver,
     CUDA driver, GPU models and count, framework and CUDA toolkit versions that differ between nodes;
     outliers are measured figures worse than 0.7 x the median of peers with the same GPU model.
-    A node is named by its host name, or by its file name when that is redacted or not unique.
+    A node is named by its host name, or by its file name when that is redacted or not unique. As every
+    report gpudoctor prints, the output is redacted unless --no-redact (name the files after the nodes).
     """
     import json
 
     from gpudoctor import fleet
+    from gpudoctor.redact import redact_report
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
 
-    merged = rep.encodable(fleet.merge([(str(p), _load_report(p)) for p in report_files], fail_on=fail_on))
+    reports = [(str(p), redact_report(_load_report(p), identities=not no_redact)) for p in report_files]
+    merged = rep.encodable(fleet.merge(reports, fail_on=fail_on))
     render = {"json": lambda m: json.dumps(m, indent=2, ensure_ascii=False) + "\n",
               "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
     text = render(merged)

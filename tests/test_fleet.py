@@ -204,7 +204,7 @@ def test_real_fleet_json(write, tmp_path):
     assert merged["areas"] == AREAS
     h100 = merged["nodes"][0]
     assert h100 == {
-        "name": "h100x1", "file": str(tmp_path / "h100x1.json"), "hostname": "vm", "created": "2026-11-21T11:32:24Z",
+        "name": "h100x1", "file": str(tmp_path / "h100x1.json"), "hostname": "host-redacted", "created": "2026-11-21T11:32:24Z",
         "verdict": "ok", "counts": {"error": 0, "warning": 0, "info": 0},
         "areas": {a: "skip" if a in ("topology", "visibility") else "pass" for a in AREAS},
         "failing": False, "findings": []}
@@ -496,15 +496,21 @@ def test_redacted_hostname_falls_back_to_the_file_name(write, tmp_path):
         "node-4": {**variant("h200x2", ("host.hostname", "host-redacted-1")), "redacted": True},
     }
     paths = write(reports, real_ones=())
-    result = merge(paths)
+    result = merge(paths, "--no-redact")
     assert [line.split()[0] for line in result.stdout.splitlines()[2:7]] == ["node", "gpu-node-01", "gpu-node-02",
                                                                              "node-3", "node-4"]
-    merged = json.loads(merge(paths, "-f", "json").stdout)
+    merged = json.loads(merge(paths, "-f", "json", "--no-redact").stdout)
     assert [(n["name"], n["hostname"], Path(n["file"]).name) for n in merged["nodes"]] == [
         ("gpu-node-01", "gpu-node-01", "a.json"), ("gpu-node-02", "gpu-node-02", "b.json"),
         ("node-3", "host-redacted", "node-3.json"), ("node-4", "host-redacted-1", "node-4.json")]
-    markdown = merge(paths, "-f", "markdown").stdout
+    markdown = merge(paths, "-f", "markdown", "--no-redact").stdout
     assert "\n| node-3 | ok | " in markdown and "\n| gpu-node-01 | ok | " in markdown
+    # by default merge redacts as every report does: the host names are gone, the files name the nodes
+    for fmt in ("text", "markdown", "json"):
+        out = merge(paths, "-f", fmt).stdout
+        assert "gpu-node-0" not in out and "node-3" in out
+    redacted = json.loads(merge(paths, "-f", "json").stdout)
+    assert [n["name"] for n in redacted["nodes"]] == ["a", "b", "node-3", "node-4"]
 
 
 def test_a_redacted_report_says_so_at_the_top():
@@ -664,3 +670,19 @@ def test_p2p_pairs_are_named_by_nvml_index_through_their_uuids():
     metric = next(m for m in fleet.METRICS if m.path == "multigpu.p2p.pairs[*].gbs")
     subjects = [s for s, _, _ in fleet.samples(facts, metric)]
     assert subjects[:3] == ["GPU 1 -> GPU 0", "GPU 1 -> GPU 2", "GPU 1 -> GPU 3"]
+
+
+def test_merge_output_leaks_no_planted_identity_or_secret(write):
+    """A node report with a host name, GPU UUIDs and serials, a username in a path and a password in a URL:
+    none of them reaches merge's output in any format unless --no-redact (and the password never)."""
+    planted = variant("h200x2", ("host.hostname", "dgx-prod-17.corp.example"),
+                      ("host.env.LD_LIBRARY_PATH", "/home/alice/cuda/lib64:https://bob:hunter2@repo.example/lib"))
+    planted["facts"]["gpus"][0]["serial"] = "1654922008473"
+    uuid = planted["facts"]["gpus"][0]["uuid"]
+    paths = write({"node-x": planted}, real_ones=())
+    for fmt in ("text", "markdown", "json"):
+        out = merge(paths, "-f", fmt).stdout
+        for secret in ("dgx-prod-17", "alice", "hunter2", "1654922008473", uuid):
+            assert secret not in out, (fmt, secret)
+    kept = merge(paths, "-f", "json", "--no-redact").stdout
+    assert "dgx-prod-17" in kept and "hunter2" not in kept
