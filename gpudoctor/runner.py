@@ -14,6 +14,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.probes.child import kill_all
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_multigpu
@@ -118,18 +119,39 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
         if pending:
             probe, thread, started = pending[0]
             thread.join(max(0.0, min(PROGRESS_EVERY_S, _limit(probe, started, deadline) - now)))
+    late = _stop_at_deadline(threads, deadline)
     facts: dict[str, Any] = {"probes": {}}
     for probe, thread, started in threads:
         slot = results[probe.name]
-        if thread.is_alive():
-            past_deadline = deadline is not None and time.monotonic() >= deadline
-            why = "unfinished when the --timeout deadline passed" if past_deadline else f"no answer within {probe.timeout_s:g} s"
-            facts["probes"][probe.name] = {"status": "timeout", "duration_s": round(time.monotonic() - started, 3),
+        if thread.is_alive() or probe.name in late:
+            why = "unfinished when the --timeout deadline passed" if probe.name in late else f"no answer within {probe.timeout_s:g} s"
+            facts["probes"][probe.name] = {"status": "timeout", "duration_s": round(late.get(probe.name, time.monotonic()) - started, 3),
                                            "title": probe.title, "error": why}
+            facts.update(slot.get("facts", {}))  # what it had read when its children were stopped
             continue
         facts["probes"][probe.name] = slot["record"]
         facts.update(slot.get("facts", {}))
     return facts
+
+
+#: At the deadline, how long the stopped probes get to hand in what their children had printed.
+STOP_GRACE_S = 2.0
+
+
+def _stop_at_deadline(threads: Sequence[tuple[Probe, threading.Thread, float]],
+                      deadline: Optional[float]) -> dict[str, float]:
+    """Past the --timeout deadline: stop every child at once, then give the unfinished probes a moment to
+    assemble what their children printed before they were stopped (the NVML facts of the GPUs already
+    read, say). Returns the probes that were unfinished at the deadline, with when it passed."""
+    now = time.monotonic()
+    unfinished = [(p, t) for p, t, _ in threads if t.is_alive()]
+    if deadline is None or now < deadline or not unfinished:
+        return {}
+    kill_all()
+    end = now + STOP_GRACE_S
+    for _, thread in unfinished:
+        thread.join(max(0.0, end - time.monotonic()))
+    return {p.name: now for p, _ in unfinished}
 
 
 def _limit(probe: Probe, started: float, deadline: Optional[float]) -> float:

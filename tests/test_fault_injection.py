@@ -433,9 +433,15 @@ def verify_function_not_found(report: dict[str, Any], run: Run) -> None:
 
 
 def verify_nvml_unfinished_at_deadline(report: dict[str, Any], run: Run) -> None:
-    assert report["facts"]["probes"]["nvml"]["status"] == "timeout"
-    assert report["facts"]["probes"]["nvml"]["error"] == "unfinished when the --timeout deadline passed"
+    facts = report["facts"]
+    assert facts["probes"]["nvml"]["status"] == "timeout"
+    assert facts["probes"]["nvml"]["error"] == "unfinished when the --timeout deadline passed"
     assert {c["status"] for c in report["checks"] if c["id"].startswith("gpus.")} == {"timeout"}
+    # what NVML had answered before the deadline is kept, and the finding names where it hung
+    assert facts["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert facts["gpus"][1] == {"index": 1, "handle": {"unavailable": "timeout"}}
+    assert facts["nvml"]["incomplete"]["while"] == "GPU 1" and facts["nvml"]["incomplete"]["reason"] == "timeout"
+    assert report["findings"][0]["title"] == "NVML did not answer while reading GPU 1"
 
 
 def verify_nvml_own_limit(report: dict[str, Any], run: Run) -> None:

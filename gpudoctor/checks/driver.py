@@ -17,10 +17,11 @@ CONTAINER_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-tool
 def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     nvml = facts.get("nvml") or {}
     incomplete = nvml.get("incomplete") or {}
-    if get(facts, "probes.nvml.status") == "timeout":
-        incomplete = {"reason": "timeout", "while": "starting"}
+    stopped = get(facts, "probes.nvml.status") == "timeout"  # the run's deadline: the GPU checks cannot say it
+    if stopped:
+        incomplete = {**incomplete, "reason": "timeout", "while": incomplete.get("while") or "starting"}
     during = str(incomplete.get("while", "starting"))
-    if incomplete.get("reason") == "timeout" and not during.startswith("GPU "):  # a hung GPU is GPU102's
+    if incomplete.get("reason") == "timeout" and (stopped or not during.startswith("GPU ")):  # else GPU102's
         yield finding("DRV009", f"NVML did not answer while {_while(during)}",
                       detail="The driver blocked an NVML query; CUDA programs would hang the same way.",
                       text="Look for Xid errors in the kernel log. A wedged driver usually needs a GPU reset or a reboot.",
@@ -49,7 +50,8 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
 
 def _while(during: str) -> str:
     return {"nvmlInit": "starting (nvmlInit)", "system": "reading the driver version",
-            "topology": "reading the links between GPUs", "starting": "starting"}.get(during, during)
+            "topology": "reading the links between GPUs", "starting": "starting"}.get(
+        during, f"reading {during}" if during.startswith("GPU ") else during)
 
 
 def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:

@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 
 STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
+_stopped: set[subprocess.Popen] = set()  # killed by kill_all() while running
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
 _lock_dir: Optional[str] = None
@@ -114,6 +115,9 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     finally:
         with _live_lock:
             _live.discard(proc)
+            # killed by kill_all(): the run's deadline passed (or it was interrupted), as good as its own limit
+            result.timed_out = result.timed_out or proc in _stopped
+            _stopped.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
     result.returncode = proc.returncode
@@ -136,6 +140,7 @@ def kill_all() -> int:
     with _live_lock:
         _closed = True
         procs = list(_live)
+        _stopped.update(procs)
     for proc in procs:
         kill_group(proc)
     return len(procs)
