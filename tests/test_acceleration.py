@@ -147,7 +147,7 @@ def test_pinned_children_index_their_one_gpu_as_0(monkeypatch):
 
 
 def test_real_4_gpu_check_with_pinned_children_is_all_clear():
-    """4 x H200, 2026-11-21 13:47 UTC, each workload child pinned to its GPU: every GPU measured under its own
+    """4 x H200, 2026-11-21 13:34 UTC, each workload child pinned to its GPU: every GPU measured under its own
     ordinal, bf16 matmul 754 to 808 TFLOP/s, JAX and PyTorch training in bf16, nothing found."""
     recorded = json.loads((REAL / "h200x4-20261121" / "workload-report-pinned.json").read_text())["facts"]
     runs = recorded["workload"]["runs"]
