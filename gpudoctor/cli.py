@@ -133,8 +133,14 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         _clear_progress()
         return found
 
-    launch = _launch() if deep and not quick else None
-    if launch is None:
+    launch = _launch()
+    if launch is not None and not (deep and not quick) and launch.local_rank != 0:
+        # one check per node: ranks checking the same GPUs at once would slow each other's measurements
+        if not quiet:
+            click.echo(f"gpudoctor: rank {launch.rank} of {launch.world_size}: local rank 0 checks this node "
+                       "(add --deep to test the GPUs of every node together)", err=True)
+        sys.exit(rep.EXIT_OK)
+    if launch is None or not deep or quick:
         report = node_check()
     else:
         report = _cluster_check(launch, node_check, deadline, only, skip, quiet)

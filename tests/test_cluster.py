@@ -238,6 +238,17 @@ def test_nonsense_from_the_launcher_is_bad_input(change, message, monkeypatch):
     assert result.exit_code == 2 and result.output == f"Error: {message}\n"
 
 
+def test_without_deep_only_local_rank_0_checks_its_node(monkeypatch):
+    """Under torchrun without --deep, the other ranks of a node would check the same GPUs at the same time
+    and slow each other's measurements: they leave it to local rank 0."""
+    for name, value in TORCHRUN.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["check", "--format", "json"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == ("gpudoctor: rank 3 of 4: local rank 0 checks this node (add --deep to test the GPUs of "
+                             "every node together)\n")
+
+
 # The combined report leaves through redaction like any other -------------------------------------------
 
 def test_every_nodes_host_name_and_gpu_uuid_is_redacted():
