@@ -127,9 +127,9 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     deadline = time.monotonic() + timeout_s if timeout_s else None
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
 
-    def node_check() -> dict[str, Any]:
+    def node_check(until: Optional[float] = deadline) -> dict[str, Any]:
         found = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
-                               deadline=deadline, only=only, skip=skip, options=options)
+                               deadline=until, only=only, skip=skip, options=options)
         _clear_progress()
         return found
 
@@ -158,7 +158,7 @@ def _launch() -> Any:
         raise BadInput(str(exc)) from None
 
 
-def _cluster_check(launch: Any, node_check: Callable[[], dict[str, Any]], deadline: Optional[float],
+def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadline: Optional[float],
                    only: tuple[str, ...], skip: tuple[str, ...], quiet: bool) -> dict[str, Any]:
     """``check --deep`` as one rank of a torchrun job (gpudoctor/distributed.py): rank 0 gets the combined
     report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish."""
@@ -166,7 +166,7 @@ def _cluster_check(launch: Any, node_check: Callable[[], dict[str, Any]], deadli
 
     report, data = distributed.run_rank(launch, node_check, deadline)
     if launch.rank != 0:
-        if not quiet or data.get("ok") is False:
+        if not quiet or (data.get("rank") or {}).get("error"):
             click.echo(distributed.describe_rank(launch, data, report), err=True)
         sys.exit(rep.EXIT_OK)
     facts = {**(report or {}).get("facts", {}), "cluster": distributed.cluster_facts(launch, data)}

@@ -35,6 +35,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from gpudoctor.probes.child import ChildResult, child_env, kill_all, reopen, run_module
 from gpudoctor.probes.multigpu import SAFE_ENV
+from gpudoctor.probes.multigpu.cluster import MEASURE_TIMEOUT_S
 from gpudoctor.probes.multigpu.worker import BYTES, busbw
 
 #: The variables that say a launcher started this process as one rank of a job.
@@ -42,8 +43,11 @@ LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 WORKER = "gpudoctor.probes.multigpu.cluster"
 #: How long a rank waits for every node to finish its own check and join, when --timeout does not say.
 JOIN_TIMEOUT_S = 600.0
-#: The worker's own limits are inside this margin: it reports a failed rendezvous itself.
+#: Beyond the join and the measurement, what the worker may take before it is killed (without --timeout).
 KILL_MARGIN_S = 30.0
+#: Under --timeout, the time kept back from the node's own check for the cross-node step (at most a
+#: quarter of the whole).
+CLUSTER_RESERVE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -75,36 +79,49 @@ def launch_from_env(env: Mapping[str, str] = os.environ) -> Optional[Launch]:
     world, rank, local = numbers["WORLD_SIZE"], numbers["RANK"], numbers["LOCAL_RANK"]
     if world < 2:
         return None
-    local_world = numbers.get("LOCAL_WORLD_SIZE", 1)
-    if not (0 <= rank < world and 0 <= local < local_world <= world):
+    local_world = numbers.get("LOCAL_WORLD_SIZE")
+    if not (0 <= rank < world and 0 <= local < world and (local_world is None or local < local_world <= world)):
         raise ValueError(f"RANK={rank}, LOCAL_RANK={local}, LOCAL_WORLD_SIZE={local_world} do not fit "
                          f"WORLD_SIZE={world}")
-    return Launch(rank=rank, world_size=world, local_rank=local, local_world_size=local_world,
-                  node_rank=numbers.get("GROUP_RANK", rank // local_world),
-                  launcher="torchrun" if env.get("TORCHELASTIC_RUN_ID") else "environment")
+    # without GROUP_RANK (a launcher other than torchrun), ranks are numbered node by node
+    node = numbers.get("GROUP_RANK", (rank - local) // local_world if local_world else rank - local)
+    return Launch(rank=rank, world_size=world, local_rank=local, local_world_size=local_world or 1,
+                  node_rank=node, launcher="torchrun" if env.get("TORCHELASTIC_RUN_ID") else "environment")
 
 
-def run_rank(launch: Launch, node_check: Callable[[], dict[str, Any]],
+def run_rank(launch: Launch, node_check: Callable[[Optional[float]], dict[str, Any]],
              deadline: Optional[float] = None) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
     """This rank's part: (its node's judged report, on each node's local rank 0, else None; what the
-    cross-node worker returned: on rank 0 every rank's part and every node's report)."""
+    cross-node worker printed: its own part as ``rank``, and on rank 0 every rank's as ``join`` and
+    ``measure``). Under --timeout the node's check ends CLUSTER_RESERVE before the deadline, so the
+    cross-node step has time of its own."""
     from gpudoctor.redact import redact_report
 
-    report = node_check() if launch.local_rank == 0 else None
+    report = None
+    if launch.local_rank == 0:
+        node_deadline = None if deadline is None else deadline - min(CLUSTER_RESERVE_S, 0.25 * (deadline - time.monotonic()))
+        try:
+            report = node_check(node_deadline)
+        except Exception as exc:  # noqa: BLE001 - the job still meets; the node's failure travels instead
+            report = {"facts": {}, "findings": [], "error": f"the node's own check failed: {type(exc).__name__}: {exc}"}
     reopen()  # the node's check closed the door on new children when it finished
-    timeout = JOIN_TIMEOUT_S if deadline is None else max(1.0, deadline - time.monotonic())
+    join_s = JOIN_TIMEOUT_S if deadline is None else max(1.0, deadline - time.monotonic())
+    kill_s = join_s + MEASURE_TIMEOUT_S + KILL_MARGIN_S if deadline is None else join_s + 2.0
     with tempfile.TemporaryDirectory(prefix="gpudoctor-cluster-") as folder:
-        args = [f"{timeout:.1f}"]
+        args = [f"{join_s:.1f}", str(launch.node_rank)]
         if report is not None and launch.rank != 0:  # rank 0 keeps its own: its facts head the combined report
             path = os.path.join(folder, "node-report.json")
             with open(path, "w", encoding="utf-8") as fh:
                 json.dump(redact_report(report, identities=False), fh)
             args.append(path)
         try:
-            child = run_module(WORKER, args, timeout_s=timeout + KILL_MARGIN_S, env=child_env(SAFE_ENV))
+            child = run_module(WORKER, args, timeout_s=kill_s, env=child_env(SAFE_ENV))
         finally:
             kill_all()
-    return report, child.section("cluster") or _failure(child, timeout + KILL_MARGIN_S)
+    data = {name: child.section(name) for name in ("join", "measure", "rank")}
+    if data["rank"] is None:
+        data["rank"] = _failure(child, kill_s)
+    return report, data
 
 
 def _failure(child: ChildResult, timeout_s: float) -> dict[str, Any]:
@@ -118,13 +135,20 @@ def _failure(child: ChildResult, timeout_s: float) -> dict[str, Any]:
 
 
 def describe_rank(launch: Launch, data: dict[str, Any], node_report: Optional[dict[str, Any]]) -> str:
-    """The one line a rank other than 0 prints: what it contributed, or why it could not."""
+    """The one line a rank other than 0 prints: what it contributed, or why it could not (and then, on a
+    node's local rank 0, the node's own verdict, which may never reach rank 0)."""
     me = f"gpudoctor: rank {launch.rank} of {launch.world_size} (node {launch.node_rank})"
+    mine = data.get("rank") or {}
     sent = " and its node's report" if node_report is not None else ""
-    if data.get("ok") is False or "error" in data:
-        return f"{me}: {data.get('error', 'failed')}; rank 0 reports it"
-    if data.get("skipped"):
-        return f"{me}: not measured ({data['skipped']}); sent that{sent} to rank 0"
+    if mine.get("error"):
+        line = f"{me}: {mine['error']}; rank 0 reports it"
+        if node_report is not None:
+            problems = [f.get("code") for f in node_report.get("findings") or [] if f.get("severity") in ("error", "warning")]
+            verdict = (node_report.get("summary") or {}).get("verdict") or node_report.get("error") or "unknown"
+            line += f". This node's own check: {verdict}" + (f" ({', '.join(dict.fromkeys(problems))})" if problems else "")
+        return line
+    if mine.get("skipped"):
+        return f"{me}: not measured ({mine['skipped']}); sent that{sent} to rank 0"
     return f"{me}: sent its all-reduce measurement{sent} to rank 0, which writes the report"
 
 
@@ -132,18 +156,42 @@ def describe_rank(launch: Launch, data: dict[str, Any], node_report: Optional[di
 
 def cluster_facts(launch: Launch, data: dict[str, Any]) -> dict[str, Any]:
     """``facts["cluster"]``: the job, its nodes (each other node's report inside), every rank's part,
-    and the all-reduce across all of them."""
+    and the all-reduce across all of them. ``data`` is what ``run_rank`` returned on rank 0."""
     out: dict[str, Any] = {"launcher": launch.launcher, "world_size": launch.world_size,
                            "local_world_size": launch.local_world_size, "bytes": BYTES}
-    ranks = data.get("ranks")
-    if not isinstance(ranks, list):
-        out["allreduce"] = {"ok": False, "error": data.get("error") or "rank 0's cross-node worker returned nothing",
-                            "stderr_tail": data.get("stderr_tail", "")}
+    join, measure, mine = data.get("join"), data.get("measure"), data.get("rank") or {}
+    if not isinstance(join, dict) or not isinstance(join.get("ranks"), list):
+        out["allreduce"] = {"ok": False, "error": mine.get("error") or "rank 0's cross-node worker returned nothing",
+                            "stderr_tail": mine.get("stderr_tail", "")}
         return out
-    reports = data.get("reports") or {}
+    ranks = _ranks(join["ranks"], (measure or {}).get("ranks"), mine, launch.world_size)
+    reports = {str(j["node_rank"]): j["report"] for j in join["ranks"] if isinstance(j, dict) and "report" in j}
     out["ranks"] = [{k: v for k, v in r.items() if k not in ("times_s", "checks")} for r in ranks]
-    out["nodes"] = _nodes(ranks, reports, launch.node_rank)
+    out["nodes"] = _nodes([r for r in ranks if "node_rank" in r], reports, launch.node_rank)
     out["allreduce"] = summarise(ranks, launch.world_size)
+    return out
+
+
+def _ranks(joined: list[Any], measured: Any, mine: dict[str, Any], world: int) -> list[dict[str, Any]]:
+    """Every rank's part: who it is (the join) and what it measured, or why nothing arrived."""
+    measured = measured if isinstance(measured, list) else None
+    out = []
+    for number in range(world):
+        who = joined[number] if number < len(joined) and isinstance(joined[number], dict) else None
+        if who is None:
+            out.append({"rank": number, "error": f"rank {number} never joined (its node's check did not finish, "
+                                                 "or it could not reach the launcher's store)", "no_answer": True})
+            continue
+        rank = {k: v for k, v in who.items() if k != "report"}
+        part = measured[number] if measured is not None and number < len(measured) else None
+        if isinstance(part, dict):
+            rank.update({k: v for k, v in part.items() if k not in rank or k in ("error", "skipped")})
+        elif measured is None:
+            rank.update(error=mine.get("error") or mine.get("skipped") or "rank 0's worker ended before the "
+                        "measurements were gathered", no_answer=True)
+        else:
+            rank.update(error=f"rank {number} sent no measurement", no_answer=True)
+        out.append(rank)
     return out
 
 
@@ -168,7 +216,8 @@ def summarise(ranks: list[dict[str, Any]], world: int) -> dict[str, Any]:
                            "env": dict(SAFE_ENV)}
     failed = [r for r in ranks if r.get("error")]
     if failed:
-        first = failed[0]
+        # a rank's own error names the cause; a silent or timed-out rank is often only the consequence
+        first = next((r for r in failed if not r.get("no_answer") and not r.get("timed_out")), failed[0])
         more = f" (and {len(failed) - 1} other rank(s) failed)" if len(failed) > 1 else ""
         out.update(ok=False, error=f"rank {first.get('rank')} on {first.get('hostname')}: {first['error']}{more}",
                    stderr_tail=first.get("traceback_tail", ""))

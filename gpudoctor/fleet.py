@@ -357,13 +357,19 @@ def expand_jobs(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
     nodes are compared as if each had written its own report."""
     out = []
     for source, report in items:
-        out.append((source, report))
         nodes = get(report.get("facts") or {}, "cluster.nodes")
-        for node in nodes if isinstance(nodes, list) else []:
-            inner = node.get("report") if isinstance(node, dict) else None
-            if isinstance(inner, dict) and isinstance(inner.get("facts"), dict):
-                path = PurePath(source)
-                out.append((str(path.with_name(f"{path.stem}-node{node.get('node_rank')}{path.suffix}")), inner))
+        inner = [(n, n["report"]) for n in nodes if isinstance(n, dict) and isinstance(n.get("report"), dict)
+                 and isinstance(n["report"].get("facts"), dict)] if isinstance(nodes, list) else []
+        path = PurePath(source)
+        names = [str(path.with_name(f"{path.stem}-node{n.get('node_rank')}{path.suffix}")) for n, _ in inner]
+        if inner:  # each other node is its own row: the job's report no longer counts their findings (RUN032)
+            marked = [{**n, "report": {"merged_as": names[inner.index((n, n.get("report")))]}}
+                      if (n, n.get("report")) in inner else n for n in nodes]
+            facts = {**report["facts"], "cluster": {**report["facts"]["cluster"], "nodes": marked}}
+            out.append((source, {**report, "facts": facts}))
+        else:
+            out.append((source, report))
+        out += [(name, node_report) for name, (_, node_report) in zip(names, inner)]
     return out
 
 

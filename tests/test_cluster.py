@@ -141,7 +141,7 @@ def test_a_node_without_its_report_is_a_warning():
 
 
 @pytest.mark.parametrize("path, value, what", [
-    ("cluster.nodes.1.report.facts.nvml.driver_version", "570.172.08", "driver"),
+    ("cluster.nodes.1.report.facts.nvml.driver_version", "570.172.08", "driver branch"),
     ("cluster.ranks.1.nccl_version", "2.27.3", "NCCL"),
     ("cluster.ranks.1.torch", "2.10.0+cu128", "PyTorch"),
 ])
@@ -149,7 +149,11 @@ def test_versions_that_differ_between_nodes(path, value, what):
     facts = derived((path, value))
     found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN033"]
     assert [f["title"] for f in found] == [f"the nodes of this job run different versions: {what}"]
-    assert value in found[0]["detail"]
+    assert value.split(".")[0] in found[0]["detail"]
+
+
+def test_patch_releases_of_one_driver_branch_are_no_drift():
+    assert codes(derived(("cluster.nodes.1.report.facts.nvml.driver_version", "580.95.05"))) == []
 
 
 def _two_hosts(networks: list[str], infiniband: list[str]) -> dict[str, Any]:
@@ -161,9 +165,38 @@ def test_sockets_between_nodes_with_infiniband_are_a_warning():
     assert codes(_two_hosts(["Socket"], ["mlx5_0", "mlx5_1"])) == ["RUN034"]
 
 
-@pytest.mark.parametrize("networks, infiniband", [(["IB"], ["mlx5_0"]), (["Socket"], [])])
+@pytest.mark.parametrize("networks, infiniband", [(["IB"], ["mlx5_0"]), (["Socket"], []),
+                                                  (["AWS Libfabric"], ["efa_0"]), (["Socket"], ["efa_0", "rdmap16s27"])])
 def test_rdma_used_or_absent_is_quiet(networks, infiniband):
     assert codes(_two_hosts(networks, infiniband)) == []
+
+
+@pytest.mark.parametrize("setting", [{"NCCL_IB_DISABLE": "1"}, {"NCCL_NET": "Socket"}])
+def test_sockets_asked_for_are_quiet(setting):
+    facts = with_fact(_two_hosts(["Socket"], ["mlx5_0"]), "cluster.ranks.1.nccl_settings", setting)
+    assert codes(facts) == []
+
+
+NCCL_LOG = """vm:1234:1300 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.
+vm:1234:1300 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:10.1.0.5<0>
+vm:1234:1300 [0] NCCL INFO Using network IB
+vm:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+vm:1234:1300 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/IB/0/GDRDMA
+vm:1234:1300 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [receive] via NET/IB/1/GDRDMA
+vm:1234:1300 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via SHM/direct/direct
+vm:1234:1301 [0] NCCL WARN NET/IB : Got completion from peer 10.1.0.6<49152> with status=12 opcode=0
+"""
+
+
+def test_nccl_log_lines_are_read(tmp_path):
+    from gpudoctor.probes.multigpu.cluster import nccl_log
+
+    (tmp_path / "nccl.vm.1234").write_text(NCCL_LOG)
+    assert nccl_log(str(tmp_path)) == {
+        "nccl_network": "IB", "nccl_transports": ["P2P/CUMEM", "NET/IB", "SHM/direct"],
+        "nccl_warnings": ["NET/IB : Got completion from peer 10.1.0.6<49152> with status=12 opcode=0"]}
+    (tmp_path / "nccl.vm.1234").write_text("x NCCL INFO Using network AWS Libfabric\n x via NET/AWS Libfabric/0\n")
+    assert nccl_log(str(tmp_path))["nccl_network"] == "AWS Libfabric"
 
 
 def test_no_cluster_facts_no_cluster_checks():
@@ -202,9 +235,42 @@ def test_summary_of_missing_ranks_is_a_failure():
     assert distributed.summarise([RANK], 2)["error"] == "only 1 of 2 ranks reported a measurement"
 
 
+def _job(measure: Any, rank0: dict[str, Any]) -> dict[str, Any]:
+    """What rank 0's worker printed for the real 2-node job, with its later sections replaced."""
+    ranks = recorded("job-2x1")["facts"]["cluster"]["ranks"]
+    report = recorded("job-2x1")["facts"]["cluster"]["nodes"][1]["report"]
+    joined = [{k: v for k, v in r.items() if k in ("rank", "local_rank", "node_rank", "world_size", "hostname",
+                                                  "local_world_size", "infiniband", "torch")} for r in ranks]
+    joined[1]["report"] = report
+    return {"join": {"ranks": joined}, "measure": measure, "rank": rank0}
+
+
+def test_a_worker_killed_after_the_join_keeps_every_nodes_report():
+    """Rank 0's worker printed the join (every rank, node 1's report) and was killed in the measurement:
+    the collective is a failure, and node 1's own findings still count."""
+    launch = distributed.Launch(0, 2, 0, 1, 0, "torchrun")
+    facts = distributed.cluster_facts(launch, _job(None, {"ok": False, "error": "the cross-node worker gave no "
+                                                          "answer within 632 s"}))
+    assert [n.get("report", {}).get("summary", {}).get("verdict") for n in facts["nodes"]] == [None, "ok"]
+    assert facts["allreduce"]["error"].startswith("rank 0 on ")
+    assert "the cross-node worker gave no answer within 632 s" in facts["allreduce"]["error"]
+    assert codes({"cluster": facts}) == ["RUN031"]
+
+
+def test_a_rank_that_never_joined_is_named():
+    launch = distributed.Launch(0, 3, 0, 1, 0, "torchrun")
+    data = _job(None, {"skipped": "rank(s) 2 never joined within 600 s"})
+    data["join"]["ranks"].append(None)
+    facts = distributed.cluster_facts(launch, data)
+    assert facts["ranks"][2] == {"rank": 2, "error": "rank 2 never joined (its node's check did not finish, or it "
+                                                     "could not reach the launcher's store)", "no_answer": True}
+    assert "RUN031" in codes({"cluster": facts})
+
+
 def test_a_worker_that_returned_nothing_is_a_failed_collective():
     launch = distributed.Launch(0, 2, 0, 2, 0, "torchrun")
-    facts = distributed.cluster_facts(launch, {"ok": False, "error": "the cross-node worker crashed (SIGSEGV)"})
+    facts = distributed.cluster_facts(launch, {"join": None, "measure": None, "rank": {
+        "ok": False, "error": "the cross-node worker crashed (SIGSEGV)"}})
     assert facts["allreduce"] == {"ok": False, "error": "the cross-node worker crashed (SIGSEGV)", "stderr_tail": ""}
     assert codes({"cluster": facts}) == ["RUN031"]
 
@@ -217,6 +283,15 @@ TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE
 
 def test_torchrun_environment():
     assert distributed.launch_from_env(TORCHRUN) == distributed.Launch(3, 4, 1, 2, 1, "torchrun")
+
+
+def test_another_launcher_numbers_nodes_from_the_ranks():
+    """RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE without torchrun's GROUP_RANK: node = rank // local;
+    without LOCAL_WORLD_SIZE either, the ranks before this one on its node are LOCAL_RANK of them."""
+    env = {k: v for k, v in TORCHRUN.items() if k not in ("GROUP_RANK", "TORCHELASTIC_RUN_ID")}
+    assert distributed.launch_from_env(env) == distributed.Launch(3, 4, 1, 2, 1, "environment")
+    env.pop("LOCAL_WORLD_SIZE")
+    assert distributed.launch_from_env(env) == distributed.Launch(3, 4, 1, 1, 2, "environment")
 
 
 @pytest.mark.parametrize("env", [{}, {**TORCHRUN, "WORLD_SIZE": "1", "RANK": "0", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"},
@@ -263,6 +338,18 @@ def test_every_nodes_host_name_and_gpu_uuid_is_redacted():
 
 
 # merge counts a job's nodes --------------------------------------------------------------------------
+
+def test_merge_counts_another_nodes_errors_on_that_node_only():
+    """Node 1's error is its own row's; the job's row no longer repeats it as RUN032."""
+    node = recorded("job-2x1")["facts"]["cluster"]["nodes"][1]["report"]
+    report = recorded("job-2x1")
+    ecc = {"code": "GPU101", "severity": "error", "title": "GPU 1 has 2 uncorrectable ECC errors"}
+    report["facts"] = with_fact(report["facts"], "cluster.nodes.1.report.findings", [*node["findings"], ecc])
+    report["facts"] = with_fact(report["facts"], "cluster.nodes.1.report.facts.gpus.0.ecc.volatile.uncorrected", 2)
+    merged = fleet.merge([("job.json", report)])
+    rows = {n["name"]: [f["code"] for f in n["findings"]] for n in merged["nodes"]}
+    assert "RUN032" not in rows["job"]
+
 
 def test_merge_expands_a_jobs_nodes(tmp_path):
     path = tmp_path / "job.json"

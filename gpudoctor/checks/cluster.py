@@ -66,6 +66,12 @@ def check_nodes(facts: Facts) -> Iterator[Finding]:
             continue
         name = f"node {node.get('hostname')} (node rank {node.get('node_rank')})"
         report = node.get("report")
+        if isinstance(report, dict) and report.get("merged_as"):
+            continue  # `merge` shows that node as a row of its own
+        if isinstance(report, dict) and report.get("error") and not report.get("findings"):
+            yield finding("RUN032", f"{name}: {report['error']}",
+                          text="Run `gpudoctor check` on that node.", commands=["gpudoctor check"], severity=WARNING)
+            continue
         if not isinstance(report, dict):
             yield finding("RUN032", f"{name} sent no report of its own check",
                           text="Its local rank 0 did not finish its check; run `gpudoctor check` on that node.",
@@ -92,11 +98,8 @@ def _node_values(facts: Facts, cluster: dict[str, Any]) -> list[tuple[str, dict[
         values: dict[str, str] = {}
         if isinstance(node_facts, dict):
             driver = known(get(node_facts, "nvml.driver_version"))
-            cuda = known(get(node_facts, "nvml.cuda_driver_version"))
-            if driver:
-                values["driver"] = str(driver)
-            if isinstance(cuda, int) and not isinstance(cuda, bool):
-                values["CUDA driver"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+            if driver:  # a branch (580): patch releases of one branch mix fine, and the CUDA version follows it
+                values["driver branch"] = str(driver).split(".")[0]
         ranks = [r for r in cluster.get("ranks") or [] if r.get("node_rank") == node.get("node_rank")]
         for label, key in (("PyTorch", "torch"), ("NCCL", "nccl_version")):
             seen = sorted({str(r[key]) for r in ranks if r.get(key)})
@@ -112,7 +115,7 @@ def check_drift(facts: Facts) -> Iterator[Finding]:
     if len(nodes) < 2:
         raise NotApplicable("one node")
     differing = []
-    for label in ("driver", "CUDA driver", "PyTorch", "NCCL"):
+    for label in ("driver branch", "PyTorch", "NCCL"):
         values: dict[str, list[str]] = {}
         for name, found in nodes:
             if label in found:
@@ -130,13 +133,18 @@ def check_drift(facts: Facts) -> Iterator[Finding]:
 def check_network(facts: Facts) -> Iterator[Finding]:
     cluster = _cluster(facts)
     result = cluster.get("allreduce") or {}
+    nodes = cluster.get("nodes") or []
     hosts = {r.get("hostname") for r in cluster.get("ranks") or []}
-    if len(hosts) < 2:
+    if len(nodes) < 2 or len(hosts) < 2:
         raise NotApplicable("every rank ran on one host: no traffic between nodes")
     if "Socket" not in (result.get("networks") or []):
         return
-    with_rdma = [f"{n.get('hostname')} ({', '.join(n['infiniband'])})" for n in cluster.get("nodes") or []
-                 if isinstance(n.get("infiniband"), list) and n["infiniband"]]
+    settings = [r.get("nccl_settings") or {} for r in cluster.get("ranks") or []]
+    if any(s.get("NCCL_IB_DISABLE") == "1" or s.get("NCCL_NET", "").lower() == "socket" for s in settings):
+        return  # sockets were asked for
+    # InfiniBand/RoCE with an active port; EFA (AWS) is not reached through NCCL's IB transport at all
+    with_rdma = [f"{n.get('hostname')} ({', '.join(d for d in n['infiniband'] if not _efa(d))})" for n in nodes
+                 if isinstance(n.get("infiniband"), list) and any(not _efa(d) for d in n["infiniband"])]
     if with_rdma:
         yield finding("RUN034", "NCCL sent the all-reduce between nodes over TCP sockets although "
                                 f"{len(with_rdma)} node(s) have InfiniBand/RoCE devices: {'; '.join(with_rdma)}",
@@ -148,13 +156,17 @@ def check_network(facts: Facts) -> Iterator[Finding]:
                       commands=["ibv_devinfo", "env | grep ^NCCL_", NCCL_DEBUG_RUN])
 
 
+def _efa(device: str) -> bool:
+    return device.startswith(("efa", "rdmap"))
+
+
 CHECKS = (
     Check("acceleration.cluster", "acceleration", "an NCCL all-reduce across every rank of the torchrun job works "
           "(--deep under torchrun)", ("RUN031", "RUN035"), check_collective, ()),
     Check("acceleration.cluster_nodes", "acceleration", "every node of the torchrun job passes its own check",
           ("RUN032",), check_nodes, ()),
-    Check("acceleration.cluster_drift", "acceleration", "the nodes of the torchrun job run the same driver, PyTorch "
-          "and NCCL", ("RUN033",), check_drift, ()),
+    Check("acceleration.cluster_drift", "acceleration", "the nodes of the torchrun job run the same driver branch, "
+          "PyTorch and NCCL", ("RUN033",), check_drift, ()),
     Check("acceleration.cluster_network", "acceleration", "NCCL uses RDMA between nodes that have it",
           ("RUN034",), check_network, ()),
 )

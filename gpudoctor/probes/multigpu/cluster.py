@@ -1,20 +1,26 @@
 """Cross-node worker: one per rank of a ``torchrun`` job, started by that rank's gpudoctor process.
 
-    python -m gpudoctor.probes.multigpu.cluster SECONDS [NODE_REPORT.json]
+    python -m gpudoctor.probes.multigpu.cluster JOIN_SECONDS NODE_RANK [NODE_REPORT.json]
 
-Every rank joins one process group through the launcher's rendezvous (``env://``: RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT and torchrun's agent store), first with the gloo backend only, which touches
-no GPU: a rank waits there, holding no CUDA context, until every node has finished its own check.
-Then, when every rank has a GPU (``LOCAL_RANK`` < the GPUs CUDA shows it), an NCCL group all-reduces
-256 MiB across all ranks with the timing and sum checks of ``worker.time_allreduce``; NCCL logs its
-INIT and NET decisions to a file per rank, from which the network it chose (``Using network IB``)
-and the transports of its connections (``via NET/IB``, ``via P2P/...``, ``via SHM``) are read.
-Last, every rank sends what it measured, and each node's local rank 0 its node's report, to rank 0
-over gloo (``gather_object``); rank 0 prints them all.
+The ranks meet through the store the launcher already serves (torchrun's agent store, as
+``env://`` reaches it: MASTER_ADDR, MASTER_PORT; rank 0 serves one itself under another launcher),
+the one connection the rendezvous has proven to work between the nodes. In two phases:
 
-NVLink multicast stays off here as in the node's own tests (``SAFE_ENV``). Prints one JSON line:
-{"section": "cluster", "data": {...}}; rank 0's data holds ``ranks`` (every rank's part, in rank
-order) and ``reports`` (node rank -> that node's report).
+1. **join**, touching no GPU: every rank writes who it is, and each node's local rank 0 its node's
+   report, and waits for all the others. A node's local rank 0 starts this worker only after its
+   check, so this completes only once every node's check is done. Rank 0 prints everything at once
+   (``{"section": "join"}``): whatever happens next, the nodes' reports are in rank 0's hands.
+2. **measure**: each rank says whether it has a GPU of its own; when all do, an NCCL process group
+   (on the same store) all-reduces 256 MiB across all ranks with the timing and sum checks of
+   ``worker.time_allreduce``, under a watchdog (a thread given up after its time, the process ended
+   with os._exit); PyTorch's own NCCL watchdog is told not to abort the process, so the results
+   still travel. NCCL logs its INIT and NET decisions (and warnings) to a file per rank, from which
+   the network it chose (``Using network IB``), the transports of its connections (``via NET/IB``,
+   ``via P2P/...``, ``via SHM``) and its last warnings are read. Every rank writes its result to
+   the store; rank 0 prints them all (``{"section": "measure"}``), waiting for the others no
+   longer than the measurement's own limit.
+
+NVLink multicast stays off here as in the node's own tests (``SAFE_ENV``).
 """
 
 from __future__ import annotations
@@ -28,18 +34,23 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.multigpu.worker import BUSY_USED_SHARE, MIN_FREE_BYTES, _error, _nccl_version, busbw, emit, \
     time_allreduce
 
-#: A measurement that has not finished after this long is reported as such, and the reports still travel:
-#: NCCL that cannot reach a peer (a wrong NCCL_SOCKET_IFNAME, a firewall) can wait on it for many minutes.
-#: The measurement itself takes under a second over NVLink and about 25 s over 10 Gb/s Ethernet.
+#: The measurement's limit: under a second over NVLink, about 25 s over 10 Gb/s Ethernet; NCCL that
+#: cannot reach a peer (a wrong NCCL_SOCKET_IFNAME, a firewall) would otherwise wait many minutes.
 MEASURE_TIMEOUT_S = 90.0
-_NETWORK = re.compile(r"Using network (\S+)")
-_VIA = re.compile(r"\bvia ((?:NET|P2P|SHM|CollNet)(?:/[A-Za-z0-9_]+)?)")
+#: Set before torch is imported: a failed or timed-out collective raises, rather than PyTorch's NCCL
+#: watchdog taking the process down with what it was about to report.
+NCCL_QUIET_ABORT = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ENABLE_MONITORING": "0",
+                    "TORCH_NCCL_DUMP_ON_TIMEOUT": "0"}
+_NETWORK = re.compile(r"Using network (.+?)\s*$")
+_VIA = re.compile(r"\bvia (NET/[^/\s]+|P2P/[A-Za-z0-9_]+|SHM(?:/[A-Za-z0-9_]+)?|CollNet[A-Za-z0-9_]*)")
+_WARN = re.compile(r"NCCL WARN (.*)$")
 
 
 def _env_int(name: str, default: int = 0) -> int:
@@ -49,90 +60,159 @@ def _env_int(name: str, default: int = 0) -> int:
         return default
 
 
-def identity() -> dict[str, Any]:
+def identity(node_rank: int) -> dict[str, Any]:
     """Who this rank is, as the launcher numbered it, and the RDMA devices its node has."""
-    return {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"), "node_rank": _env_int("GROUP_RANK"),
+    return {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"), "node_rank": node_rank,
             "world_size": _env_int("WORLD_SIZE", 1), "local_world_size": _env_int("LOCAL_WORLD_SIZE", 1),
-            "hostname": socket.gethostname(), "infiniband": _rdma_devices()}
+            "hostname": socket.gethostname(), "infiniband": rdma_devices(), "nccl_settings": nccl_settings()}
 
 
-def _rdma_devices() -> Any:
-    """InfiniBand and RoCE devices (/sys/class/infiniband): NCCL's IB transport needs one."""
+def nccl_settings() -> dict[str, str]:
+    """The NCCL_* variables the user set (the worker's own log settings are added after this is read):
+    a deliberate NCCL_IB_DISABLE=1 or NCCL_NET=Socket is not a fault to report."""
+    return {k: v[:200] for k, v in sorted(os.environ.items()) if k.startswith("NCCL_") and k not in SAFE_ENV
+            and k not in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")}
+
+
+def rdma_devices() -> Any:
+    """InfiniBand and RoCE devices with an ACTIVE port (/sys/class/infiniband/DEV/ports/N/state): NCCL's IB
+    transport needs one. A device whose ports are all down, or that has none, is not counted."""
+    root = "/sys/class/infiniband"
     try:
-        return sorted(os.listdir("/sys/class/infiniband"))
+        names = sorted(os.listdir(root))
     except FileNotFoundError:
         return []
     except OSError as exc:
         return {"unavailable": f"{type(exc).__name__}: {exc.strerror or exc}"}
+    active = []
+    for name in names:
+        for state in glob.glob(os.path.join(root, name, "ports", "*", "state")):
+            try:
+                with open(state, errors="replace") as fh:
+                    if "ACTIVE" in fh.read():
+                        active.append(name)
+                        break
+            except OSError:
+                continue
+    return active
 
 
-def run(timeout_s: float, report_path: Optional[str], log_dir: str) -> dict[str, Any]:
+# The store: the launcher's, reached as env:// reaches it -----------------------------------------
+
+def open_store(dist: Any, timeout_s: float) -> Any:
+    """The job's store, under a prefix of gpudoctor's own. Under torchrun, its agent serves it (rank 0's
+    process must not try to serve a second one on the same port); otherwise rank 0 serves it."""
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    timeout = datetime.timedelta(seconds=timeout_s)
+    world = _env_int("WORLD_SIZE", 1)
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        store = dist.TCPStore(host, port, world, False, timeout)
+    else:
+        store = dist.TCPStore(host, port, world, _env_int("RANK") == 0, timeout, multi_tenant=True)
+    attempt = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'job')}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    return dist.PrefixStore(f"gpudoctor/{attempt}/", store)
+
+
+def _exchange(store: Any, phase: str, rank: int, world: int, mine: Any, timeout_s: float,
+              gather: bool) -> Optional[list[Any]]:
+    """Write this rank's value for ``phase``; with ``gather``, wait for every rank's and return them
+    (a rank that has not written within ``timeout_s`` is None)."""
+    store.set(f"{phase}/{rank}", json.dumps(mine, default=str))
+    if not gather:
+        return None
+    end = time.monotonic() + timeout_s
+    out: list[Any] = []
+    for other in range(world):
+        key = f"{phase}/{other}"
+        try:
+            store.wait([key], datetime.timedelta(seconds=max(0.1, end - time.monotonic())))
+            out.append(json.loads(store.get(key)))
+        except Exception:  # noqa: BLE001 - that rank never wrote: it is named as missing
+            out.append(None)
+    return out
+
+
+# The two phases ------------------------------------------------------------------------------------
+
+def run(join_s: float, node_rank: int, report_path: Optional[str], log_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    me = identity()
+    me = identity(node_rank)
     me["torch"] = torch.__version__
     rank, world, local = me["rank"], me["world_size"], me["local_rank"]
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0  # no context is created here
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=timeout_s))
-    # from here on every node has finished its own check: each node's local rank 0 joins only then
-    why = _no_gpu(torch, local, count)
-    flags = torch.tensor([0 if why else 1], dtype=torch.int32)
-    dist.all_reduce(flags, op=dist.ReduceOp.MIN)
+    joined = dict(me)
+    if report_path:
+        try:
+            with open(report_path, encoding="utf-8") as fh:
+                joined["report"] = json.load(fh)
+        except (OSError, ValueError) as exc:
+            joined["report_error"] = f"{type(exc).__name__}: {exc}"
+    store = open_store(dist, join_s)
+    # every rank waits for every other: the nodes' checks are all done when this returns
+    everyone = _exchange(store, "join", rank, world, joined, join_s, gather=True) or []
+    if rank == 0:
+        emit("join", {"ranks": everyone})
+    if any(r is None for r in everyone):
+        missing = [i for i, r in enumerate(everyone) if r is None]
+        emit("rank", {**me, "skipped": f"rank(s) {', '.join(map(str, missing))} never joined within {join_s:g} s"})
+        return
+    why = _no_gpu(torch, local)
+    ready = _exchange(store, "gpu", rank, world, why, MEASURE_TIMEOUT_S, gather=True) or []
     if why:
         me["skipped"] = why
-    elif not int(flags[0]):
+    elif any(r != "" for r in ready):
         me["skipped"] = "another rank has no GPU to measure on"
     else:
-        me.update(_bounded(lambda: _measure(torch, dist, local, rank, world, log_dir), MEASURE_TIMEOUT_S))
-    if report_path:
-        with open(report_path, encoding="utf-8") as fh:
-            me["report"] = json.load(fh)
-    gathered: Optional[list[Any]] = [None] * world if rank == 0 else None
-    dist.gather_object(me, gathered, dst=0)
-    dist.barrier()  # every rank, rank 0 included, is past the gather before any exits
-    if rank != 0:
-        return {k: v for k, v in me.items() if k != "report"}
-    ranks = [r for r in gathered or [] if isinstance(r, dict)]
-    reports = {str(r["node_rank"]): r.pop("report") for r in ranks if "report" in r}
-    return {**{k: v for k, v in me.items() if k != "report"}, "ranks": ranks, "reports": reports}
+        me.update(_bounded(lambda: _measure(torch, dist, store, local, rank, world, log_dir), MEASURE_TIMEOUT_S))
+    results = _exchange(store, "measure", rank, world, me, MEASURE_TIMEOUT_S + 15.0, gather=rank == 0)
+    if rank == 0:
+        emit("measure", {"ranks": results})
+    emit("rank", me)
 
 
-def _no_gpu(torch: Any, local: int, count: int) -> str:
-    """Why this rank cannot take part in the GPU all-reduce, or "" when it can."""
-    if count == 0:
-        return "CUDA shows this rank no GPU"
-    if local >= count:
-        return f"local rank {local} has no GPU of its own: CUDA shows {count} GPU(s) (start one rank per GPU)"
-    free, total = torch.cuda.mem_get_info(local)
+def _no_gpu(torch: Any, local: int) -> str:
+    """Why this rank cannot take part in the GPU all-reduce, or "" when it can. A rank that sees exactly
+    one GPU (one GPU per task or pod) uses it, whatever its local rank."""
+    try:
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            return "CUDA shows this rank no GPU"
+        index = 0 if count == 1 else local
+        if index >= count:
+            return f"local rank {local} has no GPU of its own: CUDA shows {count} GPU(s) (start one rank per GPU)"
+        free, total = torch.cuda.mem_get_info(index)
+    except Exception as exc:  # noqa: BLE001 - a GPU that fell off the bus: the node's own check says more
+        return f"CUDA failed on this rank's GPU: {type(exc).__name__}: {exc}"[:400]
     if (total - free) / total > BUSY_USED_SHARE or free < MIN_FREE_BYTES:
-        return f"cuda:{local} is busy ({(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use)"
+        return f"cuda:{index} is busy ({(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use)"
     return ""
 
 
-def _measure(torch: Any, dist: Any, local: int, rank: int, world: int, log_dir: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"device": local}
+def _measure(torch: Any, dist: Any, store: Any, local: int, rank: int, world: int, log_dir: str) -> dict[str, Any]:
+    index = 0 if torch.cuda.device_count() == 1 else local
+    out: dict[str, Any] = {"device": index}
     try:
-        torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
+        torch.cuda.set_device(index)
+        device = torch.device("cuda", index)
         props = torch.cuda.get_device_properties(device)
         out.update(name=props.name, nccl_version=_nccl_version())
         uuid = getattr(props, "uuid", None)
         if uuid is not None:
             out["uuid"] = f"GPU-{uuid}"
-        group = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=MEASURE_TIMEOUT_S))
-        out.update(time_allreduce(torch, dist, device, rank, world, group=group))
+        dist.init_process_group("nccl", store=dist.PrefixStore("nccl/", store), rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=MEASURE_TIMEOUT_S), device_id=device)
+        out.update(time_allreduce(torch, dist, device, rank, world))
         out["algbw_gbs"], out["busbw_gbs"] = busbw(world, out["median_s"])
-    except Exception as exc:  # noqa: BLE001 - a failing collective is the finding; the reports still travel
+    except Exception as exc:  # noqa: BLE001 - a failing collective is the finding; the results still travel
         out.update(_error(exc))
     out.update(nccl_log(log_dir))
     return out
 
 
 def _bounded(measure: Callable[[], dict[str, Any]], timeout_s: float) -> dict[str, Any]:
-    """``measure()`` in a thread of its own, given up after ``timeout_s``: the gather to rank 0 runs over
-    gloo in this thread either way, and the process ends with os._exit, so a stuck NCCL call cannot hold it."""
+    """``measure()`` in a thread of its own, given up after ``timeout_s``: the results go to rank 0
+    through the store either way, and the process ends with os._exit, so a stuck NCCL call cannot hold it."""
     result: dict[str, Any] = {}
 
     def target() -> None:
@@ -143,14 +223,15 @@ def _bounded(measure: Callable[[], dict[str, Any]], timeout_s: float) -> dict[st
     thread.join(timeout_s)
     if thread.is_alive():
         return {"error": f"the all-reduce did not finish within {timeout_s:g} s (NCCL could not reach a peer, "
-                         "or the network is very slow)"}
+                         "or the network is very slow)", "timed_out": True}
     return result
 
 
 def nccl_log(log_dir: str) -> dict[str, Any]:
-    """The network NCCL chose and the transports of its connections, from its INIT/NET log lines."""
+    """The network NCCL chose, the transports of its connections, and its last warnings, from its log."""
     networks: list[str] = []
     transports: list[str] = []
+    warnings: list[str] = []
     for path in sorted(glob.glob(os.path.join(log_dir, "nccl.*"))):
         with open(path, errors="replace") as fh:
             for line in fh:
@@ -158,31 +239,33 @@ def nccl_log(log_dir: str) -> dict[str, Any]:
                     match = pattern.search(line)
                     if match and match.group(1) not in found:
                         found.append(match.group(1))
-    return {"nccl_network": networks[0] if networks else None, "nccl_transports": transports}
+                warn = _WARN.search(line)
+                if warn:
+                    warnings.append(warn.group(1).strip()[:300])
+    return {"nccl_network": networks[0] if networks else None, "nccl_transports": transports,
+            "nccl_warnings": warnings[-5:]}
 
 
 def main(argv: list[str]) -> int:
     os.environ.update(SAFE_ENV)  # before torch, and NCCL inside it, is imported
+    os.environ.update(NCCL_QUIET_ABORT)
     log_dir = tempfile.mkdtemp(prefix="gpudoctor-nccl-")
     # NCCL reads these when it first initialises, inside the measurement: its own log, not the user's console
     os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET",
                       NCCL_DEBUG_FILE=os.path.join(log_dir, "nccl.%h.%p"))
+    node_rank = int(argv[1]) if len(argv) > 1 else 0
     try:
-        data = run(float(argv[0]), argv[1] if len(argv) > 1 else None, log_dir)
-    except BaseException as exc:  # noqa: BLE001 - the rendezvous or the import failing is the finding
-        _remove(log_dir)
-        emit("cluster", {**identity(), "ok": False, **_error(exc)})
-        os._exit(1)  # a process group left after a failure can hang on exit
-    _remove(log_dir)
-    emit("cluster", data)
-    # no destroy_process_group: after a failed or abandoned NCCL call it can hang, and exit frees it all
-    os._exit(0)
-
-
-def _remove(folder: str) -> None:
-    for path in glob.glob(os.path.join(folder, "*")):
+        run(float(argv[0]), node_rank, argv[2] if len(argv) > 2 else None, log_dir)
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - the store unreachable, torch missing: the finding
+        emit("rank", {**identity(node_rank), "ok": False, **_error(exc)})
+        code = 1
+    for path in glob.glob(os.path.join(log_dir, "*")):
         os.unlink(path)
-    os.rmdir(folder)
+    os.rmdir(log_dir)
+    sys.stdout.flush()
+    # no destroy_process_group: after a failed or abandoned NCCL call it can hang, and exit frees it all
+    os._exit(code)
 
 
 if __name__ == "__main__":
