@@ -48,7 +48,7 @@ def warnings_and_errors(report: dict[str, Any]) -> list[str]:
 # The real recordings -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, folder, busbw, ranks", [
-    ("job-1x2", CLUSTER, 299.8, 2), ("job-2x1", CLUSTER, 299.0, 2),
+    ("job-1x2", CLUSTER, 298.7, 2), ("job-2x1", CLUSTER, 299.0, 2),  # 2 x H200, 13:59 UTC
     ("job-1x4", CLUSTER4, 340.4, 4), ("job-2x2", CLUSTER4, 340.9, 4),  # 4 x H200, 2026-11-21 13:28 and 13:30 UTC
 ])
 def test_real_jobs_are_all_clear(name, folder, busbw, ranks):
@@ -93,6 +93,20 @@ def test_real_fault_nccl_on_a_missing_interface():
     finding = next(f for f in pipeline.judge(report["facts"])["findings"] if f["code"] == "RUN031")
     assert "invalid usage" in finding["title"] and "NCCL version 2.28.9" in finding["title"]
     assert finding["remediation"]["commands"][0].startswith("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET torchrun")
+
+
+def test_real_fault_two_ranks_on_one_gpu_quotes_nccl():
+    """Recorded 14:03 UTC, before shared_gpu existed: node 1 started 2 ranks with 1 GPU visible, both took it,
+    and NCCL refused. The finding carries NCCL's own words from its log."""
+    report = recorded("fault-two-ranks-one-gpu-before-fix")
+    finding = next(f for f in pipeline.judge(report["facts"])["findings"] if f["code"] == "RUN031")
+    assert "NCCL WARN Duplicate GPU detected : rank 1 and rank 2 both on CUDA device" in finding["detail"]
+
+
+def test_real_fault_nccl_warning_is_quoted():
+    finding = next(f for f in pipeline.judge(recorded("fault-no-such-interface")["facts"])["findings"]
+                   if f["code"] == "RUN031")
+    assert finding["detail"].startswith("NCCL WARN Bootstrap : no socket interface found")
 
 
 def test_real_fault_more_ranks_than_gpus():
@@ -186,6 +200,19 @@ vm:1234:1300 [0] NCCL INFO Channel 01/0 : 3[1] -> 0[0] [receive] via NET/IB/1/GD
 vm:1234:1300 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via SHM/direct/direct
 vm:1234:1301 [0] NCCL WARN NET/IB : Got completion from peer 10.1.0.6<49152> with status=12 opcode=0
 """
+
+
+def test_ranks_of_one_node_that_would_share_a_gpu_are_named():
+    """On 2 x H200 (2026-11-21), a node started with 2 ranks for its 1 GPU: each rank saw one GPU and took it,
+    and NCCL refused ("invalid usage"). Two ranks on the same GPU of the same node are caught first."""
+    from gpudoctor.probes.multigpu.cluster import shared_gpu
+
+    ready = [{"why": "", "uuid": "GPU-a", "node_rank": 0}, {"why": "", "uuid": "GPU-b", "node_rank": 1},
+             {"why": "", "uuid": "GPU-b", "node_rank": 1}, {"why": "", "uuid": "GPU-b", "node_rank": 2}]
+    assert shared_gpu(ready, 0) == "" and shared_gpu(ready, 3) == ""  # another node's GPU may have any UUID
+    assert shared_gpu(ready, 1) == shared_gpu(ready, 2) == (
+        "ranks 1, 2 of node 1 would share one GPU (GPU-b): start one rank per GPU")
+    assert shared_gpu([{"why": "CUDA shows this rank no GPU", "uuid": None, "node_rank": 0}], 0) == ""
 
 
 def test_nccl_log_lines_are_read(tmp_path):

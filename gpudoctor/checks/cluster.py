@@ -43,8 +43,10 @@ def check_collective(facts: Facts) -> Iterator[Finding]:
                            "nodes' own findings say why a GPU is missing.")
         return
     if result.get("error"):
+        warned = [w for r in cluster.get("ranks") or [] if r.get("error") for w in r.get("nccl_warnings") or []]
+        said = "".join(f"NCCL WARN {w}\n" for w in list(dict.fromkeys(warned))[:8])
         yield finding("RUN031", f"{what} failed: {result['error']}",
-                      detail=(result.get("stderr_tail") or "")[-800:],
+                      detail=(said + (result.get("stderr_tail") or "")[-800:]).strip(),
                       text="Distributed training across these nodes will fail the same way. Check that every node "
                            "reaches the rendezvous endpoint and every other node (firewalls, security groups), that "
                            "NCCL picks the right interface (NCCL_SOCKET_IFNAME) and, with InfiniBand, that the "

@@ -157,11 +157,13 @@ def run(join_s: float, node_rank: int, report_path: Optional[str], log_dir: str)
         missing = [i for i, r in enumerate(everyone) if r is None]
         emit("rank", {**me, "skipped": f"rank(s) {', '.join(map(str, missing))} never joined within {join_s:g} s"})
         return
-    why = _no_gpu(torch, local)
-    ready = _exchange(store, "gpu", rank, world, why, MEASURE_TIMEOUT_S, gather=True) or []
+    why, uuid = _no_gpu(torch, local)
+    ready = _exchange(store, "gpu", rank, world, {"why": why, "uuid": uuid, "node_rank": node_rank},
+                      MEASURE_TIMEOUT_S, gather=True) or []
+    why = why or shared_gpu(ready, rank)
     if why:
         me["skipped"] = why
-    elif any(r != "" for r in ready):
+    elif any(not isinstance(r, dict) or r.get("why") or shared_gpu(ready, i) for i, r in enumerate(ready)):
         me["skipped"] = "another rank has no GPU to measure on"
     else:
         me.update(_bounded(lambda: _measure(torch, dist, store, local, rank, world, log_dir), MEASURE_TIMEOUT_S))
@@ -171,22 +173,40 @@ def run(join_s: float, node_rank: int, report_path: Optional[str], log_dir: str)
     emit("rank", me)
 
 
-def _no_gpu(torch: Any, local: int) -> str:
-    """Why this rank cannot take part in the GPU all-reduce, or "" when it can. A rank that sees exactly
-    one GPU (one GPU per task or pod) uses it, whatever its local rank."""
+def _no_gpu(torch: Any, local: int) -> tuple[str, Optional[str]]:
+    """(why this rank cannot take part in the GPU all-reduce, or ""; the UUID of the GPU it would use).
+    A rank that sees exactly one GPU (one GPU per task or pod) uses it, whatever its local rank; two ranks
+    of a node that would use the same GPU are caught by ``shared_gpu``."""
+    uuid = None
     try:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
-            return "CUDA shows this rank no GPU"
+            return "CUDA shows this rank no GPU", None
         index = 0 if count == 1 else local
         if index >= count:
-            return f"local rank {local} has no GPU of its own: CUDA shows {count} GPU(s) (start one rank per GPU)"
+            return f"local rank {local} has no GPU of its own: CUDA shows {count} GPU(s) (start one rank per GPU)", None
+        raw = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+        uuid = f"GPU-{raw}" if raw is not None else None
         free, total = torch.cuda.mem_get_info(index)
     except Exception as exc:  # noqa: BLE001 - a GPU that fell off the bus: the node's own check says more
-        return f"CUDA failed on this rank's GPU: {type(exc).__name__}: {exc}"[:400]
+        return f"CUDA failed on this rank's GPU: {type(exc).__name__}: {exc}"[:400], uuid
     if (total - free) / total > BUSY_USED_SHARE or free < MIN_FREE_BYTES:
-        return f"cuda:{index} is busy ({(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use)"
-    return ""
+        return f"cuda:{index} is busy ({(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use)", uuid
+    return "", uuid
+
+
+def shared_gpu(ready: list[Any], rank: int) -> str:
+    """Why ``rank`` cannot measure because another rank of its node would use the same GPU, or ""
+    (more ranks started than the node has GPUs: NCCL refuses two ranks on one GPU)."""
+    me = ready[rank] if rank < len(ready) and isinstance(ready[rank], dict) else {}
+    if not me.get("uuid"):
+        return ""
+    same = [i for i, r in enumerate(ready) if isinstance(r, dict) and r.get("uuid") == me["uuid"]
+            and r.get("node_rank") == me.get("node_rank")]
+    if len(same) < 2:
+        return ""
+    return (f"ranks {', '.join(map(str, same))} of node {me.get('node_rank')} would share one GPU "
+            f"({me['uuid']}): start one rank per GPU")
 
 
 def _measure(torch: Any, dist: Any, store: Any, local: int, rank: int, world: int, log_dir: str) -> dict[str, Any]:
