@@ -12,10 +12,12 @@ the ratio, and PASS/FAIL.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import torch
 
-from gpudoctor.probes.workload.worker import _torch_throughput
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: `python3 benchmarks/...`
+from gpudoctor.probes.workload.worker import _torch_throughput  # noqa: E402
 
 
 def reference(device: torch.device, n: int, copy_bytes: int) -> dict[str, float]:
