@@ -26,6 +26,8 @@ Unless ``identities=False`` (``--no-redact``):
   (``vm``) is replaced only in its own field, and a name that is a plain word (``hopper``, ``cuda``)
   is not replaced in a value that is exactly that word nor as a path component, so that facts such
   as ``architecture`` and paths such as ``/usr/local/cuda`` survive.
+- an IPv4 address followed by a port (``10.1.0.6<49152>``, ``10.1.0.6:29500``, as NCCL's and gloo's
+  messages name peers) becomes ``ip-redacted``.
 - GPU and MIG UUIDs become ``GPU-redacted-N`` and ``MIG-redacted-N``, GPU serial numbers
   ``serial-redacted-N``. The mapping is ordering-based, so it is the same everywhere in one report
   (facts, topology, findings' subjects, titles and commands): a GPU that NVML lists gets its NVML
@@ -48,6 +50,10 @@ from typing import Any, Callable, Iterable, Optional
 from gpudoctor.probes.system import ENV_NAMES
 
 MARK = "***"
+IP_PSEUDONYM = "ip-redacted"
+#: An IPv4 address with a port, as NCCL and gloo print a peer ("10.1.0.6<49152>", "10.1.0.6:29500"); a bare
+#: dotted quad is left alone, since library versions look the same (libcublas.so.13.1.0.3).
+_ENDPOINT = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?=<\d|:\d)")
 HOST_PSEUDONYM = "host-redacted"
 #: A $HOME under these (or equal to one) is not replaced: it would rewrite system paths.
 _SYSTEM_HOMES = ("/", "/root", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
@@ -231,6 +237,7 @@ class _Identities:
             text = self.home.sub("~", text)
         text = _HOME_DIRS.sub("~", text)
         text = _WINDOWS_HOME.sub("~", text)
+        text = _ENDPOINT.sub(IP_PSEUDONYM, text)
         text = _ID_TOKEN.sub(lambda m: self.mapping.get(m.group(1).lower(), m.group(1)), text)
         if self.mapping:
             text = _BARE_UUID.sub(lambda m: self.mapping.get(m.group(1).lower(), m.group(1)), text)

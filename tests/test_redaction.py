@@ -397,3 +397,20 @@ def test_documented():
     assert "`redacted`" in doc and "GPU-redacted-" in doc and "--no-redact" in doc
     readme = README.read_text(encoding="utf-8")
     assert "## Bug tickets and redaction" in readme and "--no-redact" in readme
+
+
+def test_peer_addresses_in_nccl_messages_are_redacted_but_versions_stay():
+    """NCCL's warnings travel in a torchrun job's report (recorded on 2 x H200: "connect to 192.0.2.2<41139>")."""
+    from gpudoctor.redact import redact_report
+
+    report = {"facts": {"cluster": {"ranks": [{"nccl_warnings": [
+        "socketPollConnect: connect to 192.0.2.2<41139> returned Connection refused",
+        "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.1.0.5<0>", "store at 10.1.0.1:29500 unreachable"]}]}},
+        "findings": [{"title": "libcublas.so.13.1.0.3 and cuDNN 9.19.0.56 loaded"}]}
+    out = redact_report(report)
+    warnings = out["facts"]["cluster"]["ranks"][0]["nccl_warnings"]
+    assert warnings == ["socketPollConnect: connect to ip-redacted<41139> returned Connection refused",
+                        "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:ip-redacted<0>", "store at ip-redacted:29500 unreachable"]
+    assert out["findings"][0]["title"] == "libcublas.so.13.1.0.3 and cuDNN 9.19.0.56 loaded"
+    assert redact_report(report, identities=False)["facts"]["cluster"]["ranks"][0]["nccl_warnings"][0].endswith(
+        "192.0.2.2<41139> returned Connection refused")
