@@ -143,7 +143,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     if launch is None or not deep or quick:
         report = node_check()
     else:
-        report = _cluster_check(launch, node_check, deadline, only, skip, quiet)
+        report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
     _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
@@ -159,12 +159,12 @@ def _launch() -> Any:
 
 
 def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadline: Optional[float],
-                   only: tuple[str, ...], skip: tuple[str, ...], quiet: bool) -> dict[str, Any]:
+                   only: tuple[str, ...], skip: tuple[str, ...], quiet: bool, redact: bool = True) -> dict[str, Any]:
     """``check --deep`` as one rank of a torchrun job (gpudoctor/distributed.py): rank 0 gets the combined
     report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish."""
     from gpudoctor import distributed, pipeline
 
-    report, data = distributed.run_rank(launch, node_check, deadline)
+    report, data = distributed.run_rank(launch, node_check, deadline, redact=redact)
     if launch.rank != 0:
         if not quiet or (data.get("rank") or {}).get("error"):
             click.echo(distributed.describe_rank(launch, data, report), err=True)

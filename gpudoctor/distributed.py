@@ -90,12 +90,13 @@ def launch_from_env(env: Mapping[str, str] = os.environ) -> Optional[Launch]:
 
 
 def run_rank(launch: Launch, node_check: Callable[[Optional[float]], dict[str, Any]],
-             deadline: Optional[float] = None) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
+             deadline: Optional[float] = None, redact: bool = True) -> tuple[Optional[dict[str, Any]], dict[str, Any]]:
     """This rank's part: (its node's judged report, on each node's local rank 0, else None; what the
     cross-node worker printed: its own part as ``rank``, and on rank 0 every rank's as ``join`` and
     ``measure``). Under --timeout the node's check ends CLUSTER_RESERVE before the deadline, so the
-    cross-node step has time of its own."""
-    from gpudoctor.redact import redact_report
+    cross-node step has time of its own. A node's report leaves with its secrets removed, and with
+    ``redact`` its home directory too (rank 0 replaces the other identities, consistently across nodes)."""
+    from gpudoctor.redact import redact_home, redact_report
 
     report = None
     if launch.local_rank == 0:
@@ -112,7 +113,8 @@ def run_rank(launch: Launch, node_check: Callable[[Optional[float]], dict[str, A
         if report is not None and launch.rank != 0:  # rank 0 keeps its own: its facts head the combined report
             path = os.path.join(folder, "node-report.json")
             with open(path, "w", encoding="utf-8") as fh:
-                json.dump(redact_report(report, identities=False), fh)
+                sent = redact_report(report, identities=False)
+                json.dump(redact_home(sent) if redact else sent, fh)
             args.append(path)
         try:
             child = run_module(WORKER, args, timeout_s=kill_s, env=child_env(SAFE_ENV))

@@ -320,6 +320,14 @@ def _allowed_env(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "facts": {**report["facts"], "host": host}}
 
 
+def redact_home(report: dict[str, Any], home: Optional[str] = None) -> dict[str, Any]:
+    """``report`` with only this machine's ``$HOME`` shown as ``~`` (secrets are not touched here): what a
+    node of a torchrun job does to its report before sending it to rank 0, whose redaction knows its own
+    ``$HOME`` only. A home under /home or /Users is found anywhere; /scratch/alice is found only here."""
+    pattern = _home_pattern(os.environ.get("HOME") if home is None else home)
+    return report if pattern is None else _map(report, lambda text, key: pattern.sub("~", text))
+
+
 def redact_report(report: dict[str, Any], identities: bool = True, home: Optional[str] = None) -> dict[str, Any]:
     """A redacted copy of ``report`` (see the module's docstring). ``identities=False`` is ``--no-redact``:
     host names, UUIDs, serials and home directories are kept; secrets never are. ``home`` defaults

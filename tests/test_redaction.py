@@ -414,3 +414,15 @@ def test_peer_addresses_in_nccl_messages_are_redacted_but_versions_stay():
     assert out["findings"][0]["title"] == "libcublas.so.13.1.0.3 and cuDNN 9.19.0.56 loaded"
     assert redact_report(report, identities=False)["facts"]["cluster"]["ranks"][0]["nccl_warnings"][0].endswith(
         "192.0.2.2<41139> returned Connection refused")
+
+
+def test_a_node_sends_its_report_with_its_own_home_replaced():
+    """Rank 0 knows only its own $HOME; a node whose home is /scratch/alice replaces it before sending."""
+    from gpudoctor.redact import redact_home
+
+    report = {"facts": {"python": {"executable": "/scratch/alice/venv/bin/python"},
+                        "libraries": {"ld_library_path": ["/scratch/alice/cuda/lib64", "/scratch/alicex/lib"]}}}
+    out = redact_home(report, home="/scratch/alice")
+    assert out["facts"]["python"]["executable"] == "~/venv/bin/python"
+    assert out["facts"]["libraries"]["ld_library_path"] == ["~/cuda/lib64", "/scratch/alicex/lib"]
+    assert redact_home(report, home="/root") == report  # /root names no one
