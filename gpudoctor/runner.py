@@ -34,6 +34,10 @@ class Probe:
     timeout_s: float
     deep_run: Optional[Callable[[], dict[str, Any]]] = None  # what it runs instead under `check --deep`
     quick_run: Optional[Callable[[], dict[str, Any]]] = None  # ...and under `check --quick`
+    #: Stopped at the --timeout deadline, what it had read still goes into the facts. Only for a probe whose
+    #: facts say themselves that they are incomplete (NVML's ``incomplete``): other checks read facts
+    #: without knowing which probe they came from, and must not take a half-read section for the whole.
+    keeps_partial: bool = False
 
 
 NVML_TIMEOUT_S = 20.0
@@ -51,7 +55,8 @@ def _cuda_stack(read_versions: bool = True) -> dict[str, Any]:
 PROBES: tuple[Probe, ...] = (
     Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
     Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
-    Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0),
+    Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
+          keeps_partial=True),
     Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0,
           quick_run=lambda: _cuda_stack(read_versions=False)),
     Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
@@ -127,7 +132,8 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
             why = "unfinished when the --timeout deadline passed" if probe.name in late else f"no answer within {probe.timeout_s:g} s"
             facts["probes"][probe.name] = {"status": "timeout", "duration_s": round(late.get(probe.name, time.monotonic()) - started, 3),
                                            "title": probe.title, "error": why}
-            facts.update(slot.get("facts", {}))  # what it had read when its children were stopped
+            if probe.keeps_partial and probe.name in late:
+                facts.update(slot.get("facts", {}))  # what it had read when its children were stopped
             continue
         facts["probes"][probe.name] = slot["record"]
         facts.update(slot.get("facts", {}))
@@ -148,7 +154,7 @@ def _stop_at_deadline(threads: Sequence[tuple[Probe, threading.Thread, float]],
     if deadline is None or now < deadline or not unfinished:
         return {}
     kill_all()
-    end = now + STOP_GRACE_S
+    end = time.monotonic() + STOP_GRACE_S
     for _, thread in unfinished:
         thread.join(max(0.0, end - time.monotonic()))
     return {p.name: now for p, _ in unfinished}

@@ -441,7 +441,9 @@ def verify_nvml_unfinished_at_deadline(report: dict[str, Any], run: Run) -> None
     assert facts["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert facts["gpus"][1] == {"index": 1, "handle": {"unavailable": "timeout"}}
     assert facts["nvml"]["incomplete"]["while"] == "GPU 1" and facts["nvml"]["incomplete"]["reason"] == "timeout"
-    assert report["findings"][0]["title"] == "NVML did not answer while reading GPU 1"
+    finding = report["findings"][0]
+    assert finding["title"].startswith("NVML had not answered while reading GPU 1 when the --timeout deadline passed")
+    assert finding["severity"] == "error"  # 8 s: far beyond NVML's normal second
 
 
 def verify_nvml_own_limit(report: dict[str, Any], run: Run) -> None:

@@ -218,3 +218,21 @@ def test_missing_clock_event_reasons_falls_back_to_throttle_reasons(tmp_path, mo
     assert facts["gpus"][0]["clock_event_reasons"] == {"mask": 1, "active": ["gpu_idle"]}
     assert facts["nvml"]["missing_functions"] == ["nvmlDeviceGetCurrentClocksEventReasons"]
     assert codes([result_of(run_checks(facts), "driver.bindings")]) == ["DRV018"]
+
+
+def test_a_short_timeout_is_not_a_wedged_driver(h200x2):
+    """NVML stopped at a 1 s --timeout while reading GPU 1 is a warning; after 8 s it is the driver (error);
+    with every answer already in (only the thread was late) there is nothing to say."""
+    from gpudoctor import pipeline
+    from gpudoctor.snapshot import with_fact
+
+    def at_deadline(seconds, incomplete=True):
+        facts = with_fact(h200x2, "probes.nvml", {"status": "timeout", "duration_s": seconds, "title": "NVML",
+                                                  "error": "unfinished when the --timeout deadline passed"})
+        if incomplete:
+            facts = with_fact(facts, "nvml.incomplete", {"while": "GPU 1", "reason": "timeout"})
+        return [(f["code"], f["severity"]) for f in pipeline.judge(facts)["findings"] if f["code"] == "DRV009"]
+
+    assert at_deadline(1.0) == [("DRV009", "warning")]
+    assert at_deadline(8.0) == [("DRV009", "error")]
+    assert at_deadline(1.0, incomplete=False) == []

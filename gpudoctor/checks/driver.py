@@ -6,7 +6,7 @@ import re
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.findings import Finding, Subject
+from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import get, gpus, known
 
 DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
@@ -14,13 +14,32 @@ WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
 CONTAINER_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 
 
+#: NVML reads a GPU in well under a second (0.4 s for 1 x H100, 0.9 s for 4 x H200 with every query):
+#: not done after this long, it is blocked, not slow.
+NVML_STUCK_S = 5.0
+
+
 def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     nvml = facts.get("nvml") or {}
     incomplete = nvml.get("incomplete") or {}
-    stopped = get(facts, "probes.nvml.status") == "timeout"  # the run's deadline: the GPU checks cannot say it
+    record = get(facts, "probes.nvml") or {}
+    stopped = record.get("status") == "timeout"  # the GPU checks cannot say it: they are blocked
+    at_deadline = stopped and "deadline" in str(record.get("error", ""))
+    if at_deadline and not nvml.get("incomplete") and nvml.get("init"):
+        return  # NVML had answered everything; only its thread was late at the deadline
     if stopped:
         incomplete = {**incomplete, "reason": "timeout", "while": incomplete.get("while") or "starting"}
     during = str(incomplete.get("while", "starting"))
+    if at_deadline:  # a wedged driver if NVML had long enough; a --timeout shorter than that is only a warning
+        waited = record.get("duration_s") if isinstance(record.get("duration_s"), (int, float)) else 0.0
+        yield finding("DRV009", f"NVML had not answered while {_while(during)} when the --timeout deadline passed "
+                                f"({waited:g} s in)", severity=ERROR if waited >= NVML_STUCK_S else WARNING,
+                      detail="Normally NVML answers in well under a second per GPU; if it took longer, the driver "
+                             "may be blocking queries.",
+                      text="Run again with a longer --timeout; if NVML still does not answer, look for Xid errors "
+                           "in the kernel log.",
+                      commands=["nvidia-smi", "sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"])
+        return
     if incomplete.get("reason") == "timeout" and (stopped or not during.startswith("GPU ")):  # else GPU102's
         yield finding("DRV009", f"NVML did not answer while {_while(during)}",
                       detail="The driver blocked an NVML query; CUDA programs would hang the same way.",

@@ -115,8 +115,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     finally:
         with _live_lock:
             _live.discard(proc)
-            # killed by kill_all(): the run's deadline passed (or it was interrupted), as good as its own limit
-            result.timed_out = result.timed_out or proc in _stopped
+            # killed by kill_all() (a signal, not its own exit): the run's deadline passed, or it was interrupted
+            result.timed_out = result.timed_out or (proc in _stopped and (proc.returncode or 0) < 0)
             _stopped.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
@@ -139,11 +139,24 @@ def kill_all() -> int:
     global _closed
     with _live_lock:
         _closed = True
-        procs = list(_live)
+        procs = [p for p in _live if p not in _stopped]  # a second call does not wait on the same ones again
         _stopped.update(procs)
+    for proc in procs:  # signal every group first, then wait for them all within one short budget
+        _signal_group(proc)
+    end = time.monotonic() + 2.0
     for proc in procs:
-        kill_group(proc)
+        try:
+            proc.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass  # uninterruptible (D state) in the driver: abandon it rather than hang
     return len(procs)
+
+
+def _signal_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:
