@@ -128,17 +128,18 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
 
     def node_check(until: Optional[float] = deadline) -> dict[str, Any]:
-        found = pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
-                               deadline=until, only=only, skip=skip, options=options)
-        _clear_progress()
-        return found
+        try:
+            return pipeline.check(on_progress=None if quiet else _progress_printer(), quick=quick, deep=deep,
+                                  deadline=until, only=only, skip=skip, options=options)
+        finally:
+            _clear_progress()  # also before "interrupted" or an internal error
 
     launch = _launch()
     if launch is not None and not (deep and not quick) and launch.local_rank != 0:
         # one check per node: ranks checking the same GPUs at once would slow each other's measurements
-        if not quiet:
-            click.echo(f"gpudoctor: rank {launch.rank} of {launch.world_size}: local rank 0 checks this node "
-                       "(add --deep to test the GPUs of every node together)", err=True)
+        # said even with --quiet: a launcher's variables inherited by a plain check would otherwise pass silently
+        click.echo(f"gpudoctor: rank {launch.rank} of {launch.world_size}: local rank 0 checks this node "
+                   "(add --deep to test the GPUs of every node together)", err=True)
         sys.exit(rep.EXIT_OK)
     if launch is None or not deep or quick:
         report = node_check()
@@ -170,6 +171,9 @@ def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadl
             click.echo(distributed.describe_rank(launch, data, report), err=True)
         sys.exit(rep.EXIT_OK)
     facts = {**(report or {}).get("facts", {}), "cluster": distributed.cluster_facts(launch, data)}
+    if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
+        facts["probes"] = {**facts.get("probes", {}), "node_check": {
+            "status": "error", "title": "this node's own check", "error": report["error"], "duration_s": 0.0}}
     return pipeline.judge(facts, checks=pipeline.select_checks(only, skip))
 
 
@@ -454,7 +458,11 @@ def _progress_printer() -> Optional[Callable[[Any], None]]:
         _progress_shown = True
         ticks[0] += 1
         line = progress_line(progress, SPINNER[ticks[0] % len(SPINNER)])
-        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns  # stderr: stdout may be a file
+        except OSError:
+            columns = shutil.get_terminal_size((80, 24)).columns
+        width = max(20, columns - 1)
         sys.stderr.write("\r\x1b[2K" + (line if len(line) <= width else line[:width - 3] + "..."))
         sys.stderr.flush()
 

@@ -283,6 +283,17 @@ def _gpu_by_ordinal(facts: dict[str, Any], ordinal: Any) -> Optional[dict[str, A
     return next((g for g in gpus(facts) if g.get("uuid") == uuid), None) if isinstance(uuid, str) else None
 
 
+def _link(facts: dict[str, Any], ends: list[Optional[dict[str, Any]]]) -> str:
+    """How two GPUs are joined, for grouping P2P figures: their NVLink count, or no NVLink."""
+    if not all(ends):
+        return "link unknown"
+    pair = sorted(g.get("index") for g in ends)
+    found = next((p for p in get(facts, "topology.pairs") or [] if isinstance(p, dict) and sorted(p.get("gpus") or []) == pair),
+                 None)
+    count = found.get("nvlink_count") if found else None
+    return f"NV{count}" if isinstance(count, int) and count > 0 else "no NVLink" if found else "link unknown"
+
+
 def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]],
              holder: Optional[dict[str, Any]] = None) -> tuple[str, str]:
     """(what was measured, its GPU model) for one sample."""
@@ -296,7 +307,8 @@ def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]],
         ends = [_gpu_by_ordinal(facts, element[k]) for k in ("src", "dst")]
         labels = [f"GPU {g.get('index')}" if g else f"cuda:{element[k]}" for g, k in zip(ends, ("src", "dst"))]
         models = list(dict.fromkeys(str(known(g.get("name")) or "unreadable GPU") if g else "unknown GPU" for g in ends))
-        return f"{labels[0]} -> {labels[1]}", " + ".join(models)
+        # peers are pairs joined the same way: an NVLink pair is no peer of a PCIe pair
+        return f"{labels[0]} -> {labels[1]}", f"{' + '.join(models)}, {_link(facts, ends)}"
     pair = element.get("gpus")
     if isinstance(pair, list) and len(pair) == 2:
         by_index = {g.get("index"): str(known(g.get("name")) or "unreadable GPU") for g in gpus(facts)}
@@ -319,6 +331,8 @@ def samples(facts: dict[str, Any], metric: Metric) -> list[tuple[str, str, float
         # a failed step: the list element (a smoke run) or the figures' own dict (a workload run's throughput)
         if any(isinstance(d, dict) and d.get("ok") is False for d in (element, holder)):
             continue
+        if isinstance(element, dict) and (element.get("error") or element.get("wrong_elements")):
+            continue  # a copy that failed or corrupted data: a finding of its node, not a figure
         subject, model = _subject(facts, element, holder)
         out.append((subject, model, float(value)))
     return out
@@ -358,8 +372,10 @@ def expand_jobs(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
     out = []
     for source, report in items:
         nodes = get(report.get("facts") or {}, "cluster.nodes")
+        # a node whose own check failed has no facts to show as a row: the job's RUN032 stays its word
         inner = [(n, n["report"]) for n in nodes if isinstance(n, dict) and isinstance(n.get("report"), dict)
-                 and isinstance(n["report"].get("facts"), dict)] if isinstance(nodes, list) else []
+                 and isinstance(n["report"].get("facts"), dict) and n["report"]["facts"]
+                 and not n["report"].get("error")] if isinstance(nodes, list) else []
         path = PurePath(source)
         names = [str(path.with_name(f"{path.stem}-node{n.get('node_rank')}{path.suffix}")) for n, _ in inner]
         if inner:  # each other node is its own row: the job's report no longer counts their findings (RUN032)

@@ -53,7 +53,7 @@ MARK = "***"
 IP_PSEUDONYM = "ip-redacted"
 #: An IPv4 address with a port, as NCCL and gloo print a peer ("10.1.0.6<49152>", "10.1.0.6:29500"); a bare
 #: dotted quad is left alone, since library versions look the same (libcublas.so.13.1.0.3).
-_ENDPOINT = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?=<\d|:\d)")
+_ENDPOINT = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?=<\d|:\d|\]:\d|, \d)")
 HOST_PSEUDONYM = "host-redacted"
 #: A $HOME under these (or equal to one) is not replaced: it would rewrite system paths.
 _SYSTEM_HOMES = ("/", "/root", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
@@ -124,6 +124,14 @@ def _home_pattern(home: Optional[str]) -> Optional[re.Pattern[str]]:
     return re.compile(r"(?<![\w.~-])(?:(?<=//)|(?<!/))" + re.escape(home) + _PATH_END)
 
 
+def get_nodes(facts: Any) -> list[dict[str, Any]]:
+    """The other nodes of a torchrun job whose reports ``facts.cluster.nodes`` carries."""
+    cluster = facts.get("cluster") if isinstance(facts, dict) else None
+    nodes = cluster.get("nodes") if isinstance(cluster, dict) else None
+    return [n for n in nodes or [] if isinstance(n, dict) and isinstance(n.get("report"), dict)
+            and isinstance(n["report"].get("facts"), dict)]
+
+
 def _hex_digits(token: str) -> int:
     return sum(1 for ch in token.split("-", 1)[1] if ch in "0123456789abcdefABCDEF")
 
@@ -160,16 +168,28 @@ class _Identities:
                 self.serials[value] = number if number is not None else self._next(self.serials.values())
             elif key == "hostname" and isinstance(value, str) and value.strip():
                 self.hosts.setdefault(value, None)
-        env = (facts or {}).get("host", {}).get("env") if isinstance(facts, dict) and isinstance(facts.get("host"), dict) else None
-        for var in _MASK_VARS:
-            value = env.get(var) if isinstance(env, dict) else None
-            for entry in (value.split(",") if isinstance(value, str) else []):
-                self._prefix(entry.strip())
+        self._masks(facts)
+        # the other nodes of a torchrun job: their GPUs, then the masks that name them by UUID prefix
+        inner = [n["report"]["facts"] for n in get_nodes(facts)]
+        for node_facts in inner:
+            for gpu in sorted(self._gpus(node_facts), key=lambda g: g["index"]):
+                if isinstance(gpu.get("uuid"), str):
+                    self._number(gpu["uuid"], "gpu")
+        for node_facts in inner:
+            self._masks(node_facts)
         for key, value, _parent in nodes:
             for text in (value, key):
                 for token in _ID_TOKEN.findall(text) if isinstance(text, str) else ():
                     if token.lower() not in self.uuids and token.lower() not in self.prefixes and _hex_digits(token) >= 8:
                         self._number(token, "mig" if token.upper().startswith("MIG-") else "gpu")
+
+    def _masks(self, facts: Any) -> None:
+        host = facts.get("host") if isinstance(facts, dict) else None
+        env = host.get("env") if isinstance(host, dict) else None
+        for var in _MASK_VARS:
+            value = env.get(var) if isinstance(env, dict) else None
+            for entry in (value.split(",") if isinstance(value, str) else []):
+                self._prefix(entry.strip())
 
     @staticmethod
     def _gpus(facts: Any) -> Iterable[dict[str, Any]]:

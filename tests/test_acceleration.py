@@ -157,3 +157,31 @@ def test_real_4_gpu_check_with_pinned_children_is_all_clear():
     assert 750 < min(bf16) and max(bf16) < 810
     assert {r["training"]["mixed_precision"] for r in runs if r["framework"] in ("torch", "jax")} == {"bf16"}
     assert pipeline.judge(recorded)["findings"] == []
+
+
+def test_mig_instances_are_not_pinned(monkeypatch):
+    """A MIG instance needs CUDA's MIG- UUID form to be named in CUDA_VISIBLE_DEVICES: its children run as CUDA
+    numbers them."""
+    from gpudoctor.probes import workload
+
+    seen = []
+
+    class Child:
+        lines = []
+        timed_out = False
+        returncode = 0
+        signal_name = ""
+        stderr_tail = ""
+
+        def section(self, name):
+            return {"devices": [{"ordinal": 0, "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
+                                 "uuid": "GPU-5c0bd4a8-1111-2222-3333-444455556666"}]} if name == "count" else None
+
+    def fake_run_module(module, args=(), timeout_s=0, env=None):
+        seen.append((args, (env or {}).get("GPUDOCTOR_PINNED_GPU")))
+        return Child()
+
+    monkeypatch.setattr(workload, "run_module", fake_run_module)
+    monkeypatch.setattr(workload, "installed", lambda name: name == "torch")
+    workload.probe_workload(5.0)
+    assert seen[1:] == [(["torch", "0"], None)]

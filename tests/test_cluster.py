@@ -444,3 +444,25 @@ def test_two_nodes_for_real_carry_node_1s_report_to_rank_0(tmp_path):
     assert bool(run032) == bool(own)
     if own:
         assert run032[0]["title"].endswith(", ".join(dict.fromkeys(own)))
+
+
+def test_rank_0s_own_check_crashing_is_int001_not_all_clear(monkeypatch):
+    """Rank 0's node check raised: the combined report says so (INT001), instead of judging empty facts ok."""
+    from gpudoctor import cli as cli_module
+
+    data = _job(None, {"ok": False, "error": "x"})
+    monkeypatch.setattr(distributed, "run_rank", lambda launch, check, deadline, redact=True: (
+        {"facts": {}, "findings": [], "error": "the node's own check failed: OSError: boom"}, data))
+    report = cli_module._cluster_check(distributed.Launch(0, 2, 0, 1, 0, "torchrun"), lambda until=None: {}, None,
+                                       (), (), quiet=True)
+    found = [(f["code"], f["title"]) for f in report["findings"] if f["code"] == "INT001"]
+    assert found and "the node's own check failed: OSError: boom" in found[0][1]
+
+
+def test_merge_keeps_a_node_whose_check_failed_on_the_jobs_row():
+    report = recorded("job-2x1")
+    report["facts"]["cluster"]["nodes"][1]["report"] = {"facts": {}, "findings": [],
+                                                        "error": "the node's own check failed: OSError: boom"}
+    merged = fleet.merge([("job.json", report)])
+    assert [n["name"] for n in merged["nodes"]] == ["job"]
+    assert "RUN032" in [f["code"] for f in merged["nodes"][0]["findings"]]

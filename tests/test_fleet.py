@@ -648,7 +648,7 @@ def test_deep_figures_are_compared_per_pair_and_per_gpu_count(write):
                   real_ones=())
     text = merge(paths).stdout
     assert ("  multigpu.p2p.pairs[*].gbs (higher is better)\n"
-            "    NVIDIA H200: 38 samples; 1 outlier(s)\n"
+            "    NVIDIA H200, NV18: 38 samples; 1 outlier(s)\n"
             "      node-c GPU 0 -> GPU 1: 120 GB/s, 0.31 x the peers' median of 387.") in text
     assert ("  multigpu.allreduce.busbw_gbs (higher is better)\n"
             "    4 x NVIDIA H200: 3 samples; 1 outlier(s)\n"
@@ -657,7 +657,7 @@ def test_deep_figures_are_compared_per_pair_and_per_gpu_count(write):
     assert text.count("outlier(s)") == 2
     healthy = merge(write({"node-a": deep("h200x4"), "node-b": deep("h200x4"), "node-c": deep("h200x4")},
                           real_ones=())).stdout
-    assert "outlier(s)" not in healthy and "    NVIDIA H200: 36 samples; no outlier\n" in healthy
+    assert "outlier(s)" not in healthy and "    NVIDIA H200, NV18: 36 samples; no outlier\n" in healthy
 
 
 def test_p2p_pairs_are_named_by_nvml_index_through_their_uuids():
@@ -686,3 +686,14 @@ def test_merge_output_leaks_no_planted_identity_or_secret(write):
             assert secret not in out, (fmt, secret)
     kept = merge(paths, "-f", "json", "--no-redact").stdout
     assert "dgx-prod-17" in kept and "hunter2" not in kept
+
+
+def test_p2p_pairs_are_compared_with_pairs_joined_the_same_way():
+    """A PCIe pair next to NVLink pairs is no outlier of theirs; a copy that corrupted data is no figure."""
+    facts = deep("h200x4")["facts"]
+    facts = with_fact(facts, "topology.pairs.0.nvlink_count", 0)  # GPU 0 <-> GPU 1 over PCIe, say
+    metric = next(m for m in fleet.METRICS if m.path == "multigpu.p2p.pairs[*].gbs")
+    models = {model for _, model, _ in fleet.samples(facts, metric)}
+    assert models == {"NVIDIA H200, NV18", "NVIDIA H200, no NVLink"}
+    facts = with_fact(facts, "multigpu.p2p.pairs.0.wrong_elements", 12)
+    assert len(fleet.samples(facts, metric)) == 11

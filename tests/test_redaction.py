@@ -426,3 +426,34 @@ def test_a_node_sends_its_report_with_its_own_home_replaced():
     assert out["facts"]["python"]["executable"] == "~/venv/bin/python"
     assert out["facts"]["libraries"]["ld_library_path"] == ["~/cuda/lib64", "/scratch/alicex/lib"]
     assert redact_home(report, home="/root") == report  # /root names no one
+
+
+def test_other_nodes_mask_prefixes_keep_pointing_at_their_gpus():
+    """Node 1 of a torchrun job masked by a UUID prefix: after redaction its mask still names its GPU, so
+    re-judging that node (as merge does) resolves the mask as the original did."""
+    import json
+    from pathlib import Path
+
+    from gpudoctor import pipeline
+    from gpudoctor.redact import redact_report
+
+    report = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/cluster/job-2x1.json").read_text())
+    node = report["facts"]["cluster"]["nodes"][1]["report"]
+    gpu = node["facts"]["gpus"][1]
+    gpu["uuid"] = "GPU-2222bbbb-1111-2222-3333-444455556666"
+    node["facts"]["host"]["env"]["CUDA_VISIBLE_DEVICES"] = "GPU-2222bbbb"
+    before = [f["code"] for f in pipeline.judge(node["facts"])["findings"]]
+    inner = redact_report(report)["facts"]["cluster"]["nodes"][1]["report"]["facts"]
+    mask = inner["host"]["env"]["CUDA_VISIBLE_DEVICES"]
+    assert inner["gpus"][1]["uuid"].startswith(mask)
+    assert [f["code"] for f in pipeline.judge(inner)["findings"]] == before
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("failed to connect to [10.1.0.6]:29500", "failed to connect to [ip-redacted]:29500"),
+    ("TCPStore timeout at (10.1.0.6, 29500)", "TCPStore timeout at (ip-redacted, 29500)"),
+])
+def test_store_and_gloo_peer_formats_are_redacted(text, expected):
+    from gpudoctor.redact import redact_report
+
+    assert redact_report({"facts": {}, "findings": [{"title": text}]})["findings"][0]["title"] == expected

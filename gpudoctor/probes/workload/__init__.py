@@ -33,7 +33,10 @@ def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any
     count = counted.section("count")
     devices = (count or {}).get("devices", [])
     ordinals = [str(d["ordinal"]) for d in devices]
-    uuids = {str(d["ordinal"]): d.get("uuid") for d in devices}
+    # MIG instances are left as CUDA numbers them: their UUID needs CUDA's MIG- form, which the count may not give
+    mig = any("MIG" in str(d.get("name", "")).split() or str(d.get("uuid", "")).upper().startswith("MIG-")
+              for d in devices)
+    uuids = {} if mig else {str(d["ordinal"]): d.get("uuid") for d in devices}
     frameworks = [f for f in FRAMEWORKS if installed(f)]
     jobs = [(f, o) for f in frameworks for o in ordinals] or [(f, "cpu") for f in frameworks if f in CPU_CAPABLE]
     threads = str(max(2, (os.cpu_count() or 2) // max(1, len(jobs))))

@@ -380,8 +380,8 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
     amp = _jax_bf16(dev)
     low = jnp.bfloat16 if amp else jnp.float32
 
-    def mm(a: Any, b: Any) -> Any:
-        return jnp.matmul(a.astype(low), b.astype(low), preferred_element_type=jnp.float32)
+    def mm(a: Any, b: Any) -> Any:  # lax.dot: jnp.matmul took preferred_element_type only from JAX 0.4.14 on
+        return jax.lax.dot(a.astype(low), b.astype(low), preferred_element_type=jnp.float32)
 
     def loss_fn(p: list[Any]) -> Any:
         logits = mm(jnp.maximum(mm(xd, p[0]) + p[1], 0), p[2]) + p[3]
@@ -433,6 +433,9 @@ def main(argv: list[str]) -> int:
         result = {"framework": framework, "device": device, "error": f"{type(exc).__name__}: {exc}"[:800],
                   "traceback_tail": traceback.format_exc()[-1200:]}
     result["duration_s"] = round(time.monotonic() - start, 3)
+    training = result.get("training")
+    if os.environ.get("GPUDOCTOR_PINNED_GPU") and isinstance(training, dict) and device != "cpu":
+        training["device"] = f"cuda:{device}"  # the framework called its only GPU 0; the report says which it is
     sys.stdout.write(json.dumps({"section": "workload", "data": result}, default=float) + "\n")
     sys.stdout.flush()
     return 0
