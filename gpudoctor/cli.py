@@ -461,6 +461,8 @@ def _progress_printer() -> Optional[Callable[[Any], None]]:
         try:
             columns = os.get_terminal_size(sys.stderr.fileno()).columns  # stderr: stdout may be a file
         except OSError:
+            columns = 0
+        if columns <= 0:  # no size known (a fresh pseudo-terminal says 0): $COLUMNS, else 80
             columns = shutil.get_terminal_size((80, 24)).columns
         width = max(20, columns - 1)
         sys.stderr.write("\r\x1b[2K" + (line if len(line) <= width else line[:width - 3] + "..."))
