@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
-from gpudoctor.probes.child import ChildResult, child_env, kill_all, reopen, run_module
+from gpudoctor.probes.child import child_env, kill_all, reopen, run_module
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.multigpu.cluster import MEASURE_TIMEOUT_S
 from gpudoctor.probes.multigpu.worker import BYTES, busbw
@@ -122,18 +122,8 @@ def run_rank(launch: Launch, node_check: Callable[[Optional[float]], dict[str, A
             kill_all()
     data = {name: child.section(name) for name in ("join", "measure", "rank")}
     if data["rank"] is None:
-        data["rank"] = _failure(child, kill_s)
+        data["rank"] = child.failure("the cross-node worker", kill_s)
     return report, data
-
-
-def _failure(child: ChildResult, timeout_s: float) -> dict[str, Any]:
-    if child.start_error:
-        why = child.start_error
-    elif child.timed_out:
-        why = f"the cross-node worker gave no answer within {timeout_s:g} s"
-    else:
-        why = f"the cross-node worker crashed ({child.signal_name or f'exit status {child.returncode}'})"
-    return {"ok": False, "error": why, "stderr_tail": child.stderr_tail[-1500:]}
 
 
 def describe_rank(launch: Launch, data: dict[str, Any], node_report: Optional[dict[str, Any]]) -> str:

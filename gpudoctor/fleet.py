@@ -28,7 +28,7 @@ from gpudoctor import __version__
 from gpudoctor import report as rep
 from gpudoctor.findings import ERROR, WARNING
 from gpudoctor.render.facts_text import cuda_version
-from gpudoctor.snapshot import get, gpus, is_unavailable, known
+from gpudoctor.snapshot import get, gpus, is_unavailable, job_nodes, known
 
 MERGE_SCHEMA_VERSION = 1
 #: "Well below its peers": worse than this fraction of the peers' median (for a time: above median / WELL_BELOW).
@@ -373,14 +373,13 @@ def expand_jobs(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
     for source, report in items:
         nodes = get(report.get("facts") or {}, "cluster.nodes")
         # a node whose own check failed has no facts to show as a row: the job's RUN032 stays its word
-        inner = [(n, n["report"]) for n in nodes if isinstance(n, dict) and isinstance(n.get("report"), dict)
-                 and isinstance(n["report"].get("facts"), dict) and n["report"]["facts"]
-                 and not n["report"].get("error")] if isinstance(nodes, list) else []
+        inner = [(n, n["report"]) for n in job_nodes(report.get("facts") or {})
+                 if n["report"]["facts"] and not n["report"].get("error")]
         path = PurePath(source)
         names = [str(path.with_name(f"{path.stem}-node{n.get('node_rank')}{path.suffix}")) for n, _ in inner]
         if inner:  # each other node is its own row: the job's report no longer counts their findings (RUN032)
-            marked = [{**n, "report": {"merged_as": names[inner.index((n, n.get("report")))]}}
-                      if (n, n.get("report")) in inner else n for n in nodes]
+            row_of = {id(n): name for (n, _), name in zip(inner, names)}
+            marked = [{**n, "report": {"merged_as": row_of[id(n)]}} if id(n) in row_of else n for n in nodes]
             facts = {**report["facts"], "cluster": {**report["facts"]["cluster"], "nodes": marked}}
             out.append((source, {**report, "facts": facts}))
         else:

@@ -48,6 +48,7 @@ import re
 from typing import Any, Callable, Iterable, Optional
 
 from gpudoctor.probes.system import ENV_NAMES
+from gpudoctor.snapshot import job_nodes
 
 MARK = "***"
 IP_PSEUDONYM = "ip-redacted"
@@ -124,14 +125,6 @@ def _home_pattern(home: Optional[str]) -> Optional[re.Pattern[str]]:
     return re.compile(r"(?<![\w.~-])(?:(?<=//)|(?<!/))" + re.escape(home) + _PATH_END)
 
 
-def get_nodes(facts: Any) -> list[dict[str, Any]]:
-    """The other nodes of a torchrun job whose reports ``facts.cluster.nodes`` carries."""
-    cluster = facts.get("cluster") if isinstance(facts, dict) else None
-    nodes = cluster.get("nodes") if isinstance(cluster, dict) else None
-    return [n for n in nodes or [] if isinstance(n, dict) and isinstance(n.get("report"), dict)
-            and isinstance(n["report"].get("facts"), dict)]
-
-
 def _hex_digits(token: str) -> int:
     return sum(1 for ch in token.split("-", 1)[1] if ch in "0123456789abcdefABCDEF")
 
@@ -170,7 +163,7 @@ class _Identities:
                 self.hosts.setdefault(value, None)
         self._masks(facts)
         # the other nodes of a torchrun job: their GPUs, then the masks that name them by UUID prefix
-        inner = [n["report"]["facts"] for n in get_nodes(facts)]
+        inner = [n["report"]["facts"] for n in job_nodes(facts)]
         for node_facts in inner:
             for gpu in sorted(self._gpus(node_facts), key=lambda g: g["index"]):
                 if isinstance(gpu.get("uuid"), str):

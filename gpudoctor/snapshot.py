@@ -80,6 +80,14 @@ def gpus(facts: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             yield gpu
 
 
+def job_nodes(facts: Any) -> list[dict[str, Any]]:
+    """The other nodes of a torchrun job whose own reports ``facts.cluster.nodes`` carries (each with a
+    ``report`` holding ``facts``)."""
+    nodes = get(facts, "cluster.nodes") if isinstance(facts, Mapping) else None
+    return [n for n in nodes if isinstance(n, dict) and isinstance(n.get("report"), dict)
+            and isinstance(n["report"].get("facts"), dict)] if isinstance(nodes, list) else []
+
+
 def link_label(pair: Mapping[str, Any]) -> str:
     """The cell ``nvidia-smi topo -m`` prints for a topology pair: NV# for NVLinks, else the PCIe path."""
     if pair.get("nvlink_count"):

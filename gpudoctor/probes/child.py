@@ -43,6 +43,16 @@ class ChildResult:
         """The data of the first line the child printed as ``{"section": name, "data": ...}``, or None."""
         return next((line["data"] for line in self.lines if line.get("section") == name), None)
 
+    def failure(self, what: str, timeout_s: float) -> dict[str, Any]:
+        """The record of a child that printed no result: not started, no answer in time, or crashed."""
+        if self.start_error:
+            why = self.start_error
+        elif self.timed_out:
+            why = f"{what} gave no answer within {timeout_s:g} s"
+        else:
+            why = f"{what} crashed ({self.signal_name or f'exit status {self.returncode}'})"
+        return {"ok": False, "error": why, "stderr_tail": self.stderr_tail[-1500:]}
+
     @property
     def signal_name(self) -> str:
         """The signal that ended the child (a segfault, the OOM killer's SIGKILL), if any."""
@@ -161,10 +171,7 @@ def _signal_group(proc: subprocess.Popen) -> None:
 
 def kill_group(proc: subprocess.Popen) -> None:
     """Kill the child and anything it started; do not wait long for a process stuck in the kernel."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _signal_group(proc)
     try:
         proc.wait(timeout=2.0)
     except subprocess.TimeoutExpired:

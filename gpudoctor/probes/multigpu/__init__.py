@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, run_module
+from gpudoctor.probes.child import child_env, gpu_lock_dir, run_module
 from gpudoctor.probes.frameworks import installed
 
 #: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,
@@ -39,22 +39,13 @@ def probe_multigpu() -> dict[str, Any]:
         out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
         return {"multigpu": out}
     child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env)
-    p2p = child.section("p2p") or _failure("the P2P test", child, P2P_TIMEOUT_S)
+    p2p = child.section("p2p") or child.failure("the P2P test", P2P_TIMEOUT_S)
     if p2p.get("skipped"):
         out["skipped"] = p2p["skipped"]
         return {"multigpu": out}
     out["p2p"] = p2p
     world = p2p.get("device_count") or len(out["devices"])
     child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env)
-    out["allreduce"] = child.section("allreduce") or _failure("the all-reduce", child, ALLREDUCE_TIMEOUT_S)
+    out["allreduce"] = child.section("allreduce") or child.failure("the all-reduce", ALLREDUCE_TIMEOUT_S)
     return {"multigpu": out}
 
-
-def _failure(what: str, child: ChildResult, timeout_s: float) -> dict[str, Any]:
-    if child.start_error:
-        why = child.start_error
-    elif child.timed_out:
-        why = f"{what} gave no answer within {timeout_s:g} s"
-    else:
-        why = f"{what} crashed ({child.signal_name or f'exit status {child.returncode}'})"
-    return {"ok": False, "error": why, "stderr_tail": child.stderr_tail[-1500:]}

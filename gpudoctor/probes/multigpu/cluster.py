@@ -173,16 +173,21 @@ def run(join_s: float, node_rank: int, report_path: Optional[str], log_dir: str)
     emit("rank", me)
 
 
+def own_gpu(count: int, local: int) -> int:
+    """The CUDA index of this rank's GPU: its local rank, unless it sees exactly one GPU (one GPU per
+    task or pod), which is then its own whatever its local rank."""
+    return 0 if count == 1 else local
+
+
 def _no_gpu(torch: Any, local: int) -> tuple[str, Optional[str]]:
-    """(why this rank cannot take part in the GPU all-reduce, or ""; the UUID of the GPU it would use).
-    A rank that sees exactly one GPU (one GPU per task or pod) uses it, whatever its local rank; two ranks
-    of a node that would use the same GPU are caught by ``shared_gpu``."""
+    """(why this rank cannot take part in the GPU all-reduce, or ""; the UUID of the GPU it would use,
+    ``own_gpu``). Two ranks of a node that would use the same GPU are caught by ``shared_gpu``."""
     uuid = None
     try:
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
             return "CUDA shows this rank no GPU", None
-        index = 0 if count == 1 else local
+        index = own_gpu(count, local)
         if index >= count:
             return f"local rank {local} has no GPU of its own: CUDA shows {count} GPU(s) (start one rank per GPU)", None
         raw = getattr(torch.cuda.get_device_properties(index), "uuid", None)
@@ -210,7 +215,7 @@ def shared_gpu(ready: list[Any], rank: int) -> str:
 
 
 def _measure(torch: Any, dist: Any, store: Any, local: int, rank: int, world: int, log_dir: str) -> dict[str, Any]:
-    index = 0 if torch.cuda.device_count() == 1 else local
+    index = own_gpu(torch.cuda.device_count(), local)
     out: dict[str, Any] = {"device": index}
     try:
         torch.cuda.set_device(index)
