@@ -125,9 +125,10 @@ def test_quick_runs_no_gpu_work():
     assert {c["status"] for c in report["checks"] if c["area"] == "acceleration"} == {"skip"}
 
 
-def test_each_workload_child_sees_only_its_gpu():
-    """The child for cuda:N is started with CUDA_VISIBLE_DEVICES set to that GPU's UUID (the smoke probe's
-    count), so a framework initialises one GPU, not all; the report still says cuda:N."""
+def test_each_one_gpu_workload_child_sees_only_its_gpu():
+    """A one-GPU child (TensorFlow's, one per GPU) for cuda:N is started with CUDA_VISIBLE_DEVICES set to that
+    GPU's UUID (the smoke probe's count), so the framework initialises one GPU, not all; the report still
+    says cuda:N."""
     from gpudoctor.probes.workload import pinned
     from gpudoctor.probes.workload.worker import cuda_index
 
@@ -164,24 +165,17 @@ def test_mig_instances_are_not_pinned(monkeypatch):
     numbers them."""
     from gpudoctor.probes import workload
 
+    from gpudoctor.probes.child import ChildResult
+
     seen = []
-
-    class Child:
-        lines = []
-        timed_out = False
-        returncode = 0
-        signal_name = ""
-        stderr_tail = ""
-
-        def section(self, name):
-            return {"devices": [{"ordinal": 0, "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
-                                 "uuid": "GPU-5c0bd4a8-1111-2222-3333-444455556666"}]} if name == "count" else None
+    count = {"devices": [{"ordinal": 0, "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
+                          "uuid": "GPU-5c0bd4a8-1111-2222-3333-444455556666"}]}
 
     def fake_run_module(module, args=(), timeout_s=0, env=None):
         seen.append((args, (env or {}).get("GPUDOCTOR_PINNED_GPU")))
-        return Child()
+        return ChildResult(lines=[{"section": "count", "data": count}], returncode=0)
 
     monkeypatch.setattr(workload, "run_module", fake_run_module)
-    monkeypatch.setattr(workload, "installed", lambda name: name == "torch")
+    monkeypatch.setattr(workload, "installed", lambda name: name in ("torch", "tensorflow"))
     workload.probe_workload(5.0)
-    assert seen[1:] == [(["torch", "0"], None)]
+    assert seen[1:] == [(["torch", "0"], None), (["tensorflow", "0"], None)]  # TensorFlow's one-GPU child too

@@ -44,7 +44,7 @@ def test_keras_bf16_step_learns_with_float32_weights():
         "from gpudoctor.probes.workload.worker import _tf_training\n"
         "layer = tf.keras.layers.Conv2D(4, 3, dtype='mixed_bfloat16')\n"
         "layer.build((None, 8, 8, 3))\n"
-        "out = _tf_training(tf, np, False, '/CPU:0', amp=True)\n"
+        "out = _tf_training(tf, np, 'cpu', '/CPU:0', amp=True)\n"
         "print(json.dumps([layer.compute_dtype, layer.variable_dtype, out]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     compute, variables, out = json.loads(proc.stdout.splitlines()[-1])

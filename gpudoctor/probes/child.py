@@ -43,6 +43,10 @@ class ChildResult:
         """The data of the first line the child printed as ``{"section": name, "data": ...}``, or None."""
         return next((line["data"] for line in self.lines if line.get("section") == name), None)
 
+    def sections(self, name: str) -> list[Any]:
+        """The data of every line the child printed as ``{"section": name, "data": ...}``, in order."""
+        return [line["data"] for line in self.lines if line.get("section") == name]
+
     def failure(self, what: str, timeout_s: float) -> dict[str, Any]:
         """The record of a child that printed no result: not started, no answer in time, or crashed."""
         if self.start_error:

@@ -1,34 +1,54 @@
 """Workload worker: proves a framework computes on one GPU, and measures how fast.
 
-Run as ``python -m gpudoctor.probes.workload.worker FRAMEWORK DEVICE [--deep]`` where DEVICE is a
-CUDA ordinal or "cpu" (on a machine without a GPU the training step still runs on the CPU, to
-prove the code path). Prints one JSON line. Every result is checked against a float64 CPU
-reference with a tolerance fit for the precision (float32 ~1e-5, tf32 and bf16 ~1e-2; NaN never
-passes). Throughput is timed with device events after warm-up, median of repeats, on random
-data, within a bounded share of the GPU's free memory; a busy GPU is skipped, not loaded.
+Run as ``python -m gpudoctor.probes.workload.worker FRAMEWORK DEVICES [--deep]`` where DEVICES is
+a comma-separated list of CUDA ordinals, or "cpu" (on a machine without a GPU the training step
+still runs on the CPU, to prove the code path). The framework is imported once and every GPU gets
+its own thread, so four GPUs cost one import and one set of CPU references, not four; each GPU's
+result is printed as its own JSON line the moment it is ready, so a GPU that hangs does not take
+the others' results with it (the parent keeps every complete line). Every result is checked
+against a float64 CPU reference with a tolerance fit for the precision (float32 ~1e-5, tf32 and
+bf16 ~1e-2; NaN never passes). Throughput is timed with device events after warm-up, median of
+repeats, on random data, within a bounded share of the GPU's free memory; a busy GPU is skipped,
+not loaded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib
 import json
 import math
 import os
 import statistics
 import sys
+import threading
 import time
 import traceback
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
+
+from gpudoctor.probes.workload import THREADED
 
 MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
 BUSY_USED_SHARE = 0.5  # a GPU with more than half its memory in use is someone else's: skip the heavy work
+#: Held around framework state that is global to the process, not the thread (PyTorch's tf32 switch, its
+#: default random generator): one GPU's thread must not change it under another's feet.
+_GLOBAL_STATE = threading.Lock()
+#: Held around the loops timed by the host clock (the training steps): threads of one process share the
+#: interpreter, and a step timed while another GPU's thread holds it would be timed too slow.
+_HOST_TIMED = threading.Lock()
+_emit_lock = threading.Lock()
+_references: dict[str, list[Any]] = {}
+_references_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def _lock(name: str) -> Iterator[None]:
-    """Serialise GPU work between the frameworks' children (one GPU, one measurement at a time), and
-    pinned host copies between GPUs (they share host memory bandwidth). The parent passes the folder."""
+    """Serialise measurements on a GPU between the frameworks' children and the multi-GPU tests (one GPU,
+    one measurement at a time), and pinned host copies between GPUs (they share host memory bandwidth).
+    Only what is timed takes it: a correctness check that shares the GPU for a moment is still right,
+    and a framework compiling its first kernel must not hold the GPU from the others. The parent
+    passes the folder."""
     folder = os.environ.get("GPUDOCTOR_LOCK_DIR")
     if not folder:
         yield
@@ -43,20 +63,40 @@ def _lock(name: str) -> Iterator[None]:
 
 def cuda_index(device: str) -> int:
     """The index a framework in this child gives the GPU that ``device`` (a CUDA ordinal in gpudoctor's
-    environment) names. The parent may start the child with only that GPU visible (GPUDOCTOR_PINNED_GPU,
-    CUDA_VISIBLE_DEVICES set to its UUID), so that a framework initialises one GPU, not all of them:
-    the GPU is then 0 in here. Reports and locks keep the ordinal."""
+    environment) names. The parent may start a one-GPU child with only that GPU visible
+    (GPUDOCTOR_PINNED_GPU, CUDA_VISIBLE_DEVICES set to its UUID), so that the framework initialises that
+    GPU alone: the GPU is then 0 in here. Reports and locks keep the ordinal."""
     return 0 if os.environ.get("GPUDOCTOR_PINNED_GPU") else int(device)
 
 
-def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]]) -> None:
-    device = results.get("device", "cpu")
+def reference(key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, once per process: every GPU is checked against the same float64 CPU reference
+    (the same seeds), so with one thread per GPU the CPU works it out once, not once per GPU. A
+    failed computation is not kept; the next GPU tries again."""
+    with _references_lock:
+        entry = _references.setdefault(key, [threading.Lock(), None, False])
+    with entry[0]:
+        if not entry[2]:
+            entry[1], entry[2] = compute(), True
+        return entry[1]
+
+
+def gpu_lock(device: str) -> Any:
+    """The GPU's measurement lock (see _lock); the CPU has none."""
+    return _lock(f"gpu{device}") if device != "cpu" else contextlib.nullcontext()
+
+
+def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], timed: bool = False) -> None:
+    """Run one step into ``results[name]``; a ``timed`` step (throughput) holds its GPU's lock throughout.
+    Steps timed by the host clock take the lock themselves, after their first call (host_timed)."""
+    start = time.monotonic()
     try:
-        with _lock(f"gpu{device}") if device != "cpu" else contextlib.nullcontext():
+        with gpu_lock(results.get("device", "cpu")) if timed else contextlib.nullcontext():
             results[name] = fn()
     except Exception as exc:  # noqa: BLE001 - a failing step is the finding, the others still run
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
                          "traceback_tail": traceback.format_exc()[-800:]}
+    results[name]["duration_s"] = round(time.monotonic() - start, 3)  # waiting for locks included
 
 
 def rel_err(got: Any, ref: Any) -> float:
@@ -76,7 +116,7 @@ def training_verdict(losses: list[float], times: list[float], moved: bool, devic
     finite = all(math.isfinite(l) for l in losses)
     return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
             "steps": len(losses), "params_updated": moved, "finite": finite, "device": device,
-            "warm_step_s": statistics.median(times[5:]), **extra}
+            "warm_step_s": statistics.median(times[5:]), "first_step_s": times[0], "steps_s": sum(times), **extra}
 
 
 def _check(name: str, err: float, tol: float) -> dict[str, Any]:
@@ -94,61 +134,74 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         torch.set_num_threads(int(os.environ["GPUDOCTOR_CPU_THREADS"]))
     out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
     if cuda:
+        begun = time.monotonic()
         torch.cuda.set_device(dev)
-        free, total = torch.cuda.mem_get_info(dev)
-        out.update(name=torch.cuda.get_device_name(dev), free_bytes=free, total_bytes=total)
+        free, total = torch.cuda.mem_get_info(dev)  # the first call on the GPU: CUDA starts on it
+        out.update(name=torch.cuda.get_device_name(dev), free_bytes=free, total_bytes=total,
+                   cuda_start_s=round(time.monotonic() - begun, 3))
         if (total - free) / total > BUSY_USED_SHARE:
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
-    _step(out, "training", lambda: _torch_training(torch, dev, cuda, compare_cpu=device == "0"))
+    _step(out, "training", lambda: _torch_training(torch, dev, device, compare_cpu=device == "0"))
     if cuda:
-        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep))
+        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), timed=True)
     return out
 
 
 def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
-    g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(1 << 20, generator=g), torch.randn(1 << 20, generator=g)
-    ref = torch.sin(x.double() * 2.5 + y.double())
+    def inputs() -> tuple[Any, Any, Any]:
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(1 << 20, generator=g), torch.randn(1 << 20, generator=g)
+        return x, y, torch.sin(x.double() * 2.5 + y.double())
+
+    x, y, ref = reference("torch.elementwise", inputs)
     got = torch.sin(x.to(dev) * 2.5 + y.to(dev)).cpu()
     return _check("sin(2.5x+y) float32", rel_err(got, ref), 1e-5)
 
 
 def _torch_matmul(torch: Any, dev: Any) -> dict[str, Any]:
-    g = torch.Generator().manual_seed(2)
-    a, b = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
-    ref = a.double() @ b.double()
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        fp32 = rel_err((a.to(dev) @ b.to(dev)).cpu(), ref)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
+    def inputs() -> tuple[Any, Any, Any]:
+        g = torch.Generator().manual_seed(2)
+        a, b = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
+        return a, b, a.double() @ b.double()
+
+    a, b, ref = reference("torch.matmul", inputs)
+    with _GLOBAL_STATE:  # tf32 off for the float32 check; another GPU's thread may be timing tf32
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            fp32 = (a.to(dev) @ b.to(dev)).cpu()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
     bf16 = rel_err((a.to(dev, torch.bfloat16) @ b.to(dev, torch.bfloat16)).float().cpu(), ref)
-    checks = [_check("matmul float32", fp32, 1e-5), _check("matmul bfloat16", bf16, 1e-2)]
+    checks = [_check("matmul float32", rel_err(fp32, ref), 1e-5), _check("matmul bfloat16", bf16, 1e-2)]
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
 
 
 def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
     """A cuDNN convolution, forward and backward, against float64 on the CPU (cuDNN may use tf32)."""
-    g = torch.Generator().manual_seed(3)
-    x, w = torch.randn(8, 16, 32, 32, generator=g), torch.randn(32, 16, 3, 3, generator=g)
-    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
-    yr = torch.nn.functional.conv2d(xr, wr, padding=1)
-    (yr * yr).sum().backward()
+    def inputs() -> tuple[Any, ...]:
+        g = torch.Generator().manual_seed(3)
+        x, w = torch.randn(8, 16, 32, 32, generator=g), torch.randn(32, 16, 3, 3, generator=g)
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        yr = torch.nn.functional.conv2d(xr, wr, padding=1)
+        (yr * yr).sum().backward()
+        return x, w, yr.detach(), xr.grad, wr.grad
+
+    x, w, yr, gxr, gwr = reference("torch.conv", inputs)
     xd, wd = x.to(dev).requires_grad_(), w.to(dev).requires_grad_()
     yd = torch.nn.functional.conv2d(xd, wd, padding=1)
     (yd * yd).sum().backward()
-    checks = [_check("conv2d forward", rel_err(yd.detach().cpu(), yr.detach()), 1e-2),
-              _check("conv2d grad input", rel_err(xd.grad.cpu(), xr.grad), 1e-2),
-              _check("conv2d grad weight", rel_err(wd.grad.cpu(), wr.grad), 1e-2)]
+    checks = [_check("conv2d forward", rel_err(yd.detach().cpu(), yr), 1e-2),
+              _check("conv2d grad input", rel_err(xd.grad.cpu(), gxr), 1e-2),
+              _check("conv2d grad weight", rel_err(wd.grad.cpu(), gwr), 1e-2)]
     return {"ok": all(c["ok"] for c in checks), "checks": checks, "cudnn": bool(torch.backends.cudnn.is_available())}
 
 
-def _torch_training(torch: Any, dev: Any, cuda: bool, compare_cpu: bool = False) -> dict[str, Any]:
+def _torch_training(torch: Any, dev: Any, device: str, compare_cpu: bool = False) -> dict[str, Any]:
     """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
     def data(device: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(4)
@@ -157,35 +210,78 @@ def _torch_training(torch: Any, dev: Any, cuda: bool, compare_cpu: bool = False)
         return x.to(device), yl.to(device)
 
     def model(device: Any) -> Any:
-        torch.manual_seed(5)
-        return torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
-                                   torch.nn.Flatten(), torch.nn.Linear(256, 2)).to(device)
+        with _GLOBAL_STATE:  # the weights come from PyTorch's one default generator
+            torch.manual_seed(5)
+            net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                      torch.nn.Flatten(), torch.nn.Linear(256, 2))
+        return net.to(device)
 
-    def train(device: Any, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
-        net, (x, y) = model(device), data(device)
+    def train(where: Any, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
+        net, (x, y) = model(where), data(where)
         before = [p.detach().clone() for p in net.parameters()]
-        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
-        losses, times = [], []
-        for _ in range(steps):
+        adam = _TorchAdam(torch, list(net.parameters()), lr=1e-2)
+        losses: list[float] = []
+        times: list[float] = []
+
+        def one_step() -> None:
             t = time.perf_counter()
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+            with torch.autocast(device_type=where.type, dtype=torch.bfloat16, enabled=amp):
                 loss = torch.nn.functional.cross_entropy(net(x), y)
-            opt.zero_grad()
             loss.backward()
-            opt.step()
+            adam.step()
             losses.append(float(loss.detach()))  # float() synchronises, so the step time is real
             times.append(time.perf_counter() - t)
+
+        host_timed(one_step, steps, device if where.type == "cuda" else "cpu")
         moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
         return losses, times, moved
 
+    cuda = device != "cpu"
     amp = cuda and torch.cuda.is_bf16_supported()
     losses, times, moved = train(dev, 30, amp)
     out = training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
     if cuda and compare_cpu:  # the same CPU serves every GPU: compare once (on cuda:0), not once per GPU
+        begun = time.monotonic()
         _, cpu_times, _ = train(torch.device("cpu"), 10, False)
+        out["cpu_compare_s"] = time.monotonic() - begun
         out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
         out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
     return out
+
+
+class _TorchAdam:
+    """Adam (Kingma & Ba; PyTorch's defaults), written out: ``torch.optim`` imports TorchDynamo and
+    Triton the first time an optimizer is made, 1.3 s on a laptop CPU and 3 s on the H200 machines,
+    a compiler start-up that proves nothing about the GPU and was the largest part of the step."""
+
+    def __init__(self, torch: Any, params: list[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.torch, self.params, self.lr, self.betas, self.eps, self.t = torch, params, lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def step(self) -> None:
+        """One update from the gradients ``backward()`` left, which it then clears."""
+        self.t += 1
+        b1, b2 = self.betas
+        with self.torch.no_grad():
+            for p, m, v in zip(self.params, self.m, self.v):
+                m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                denom = (v / (1 - b2**self.t)).sqrt_().add_(self.eps)
+                p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
+                p.grad = None
+
+
+def host_timed(step: Callable[[], None], steps: int, device: str) -> None:
+    """``steps`` calls of ``step``, each timed by the host clock: the first (compilation, allocation,
+    library loading: seconds for cuDNN) shares the GPU; the rest hold the GPU's lock (``device``: an
+    ordinal, or "cpu") and have the interpreter to themselves (_HOST_TIMED), not shared with another
+    GPU's thread of this process."""
+    step()
+    with gpu_lock(device), _HOST_TIMED:
+        for _ in range(steps - 1):
+            step()
 
 
 def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int, batch: int = 1) -> float:
@@ -214,15 +310,19 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     while 3 * n * n * 4 > budget and n > 1024:
         n //= 2
     g = torch.Generator(device=dev).manual_seed(6)
-    for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)):
+    for label, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
         a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
-        old = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        try:
+        if dtype == torch.bfloat16:
             t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = old
+        else:
+            with _GLOBAL_STATE:  # tf32 on for this timing only; another GPU's thread may be checking float32
+                old = torch.backends.cuda.matmul.allow_tf32
+                torch.backends.cuda.matmul.allow_tf32 = True
+                try:
+                    t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
+                finally:
+                    torch.backends.cuda.matmul.allow_tf32 = old
         out[f"matmul_{label}_tflops"] = 2 * n**3 / t / 1e12
         del a, b
     out["matmul_n"] = n
@@ -255,12 +355,12 @@ def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"framework": "tensorflow", "device": device, "version": tf.__version__}
     with tf.device(name):
         if cuda:
+            x, y, ew = reference("np.elementwise", lambda: _np_elementwise(np))
             _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
-                tf.sin(2.5 * tf.constant(_rand(np, 1, 1 << 20)) + tf.constant(_rand(np, 2, 1 << 20))).numpy(),
-                np.sin(2.5 * _rand(np, 1, 1 << 20).astype(np.float64) + _rand(np, 2, 1 << 20))), 1e-5))
+                tf.sin(2.5 * tf.constant(x) + tf.constant(y)).numpy(), ew), 1e-5))
             _step(out, "matmul", lambda: _tf_matmul(tf, np))
             _step(out, "conv", lambda: _tf_conv(tf, np))
-        _step(out, "training", lambda: _tf_training(tf, np, cuda, name, amp=_tf_bf16(tf, cuda, device)))
+        _step(out, "training", lambda: _tf_training(tf, np, device, name, amp=_tf_bf16(tf, cuda, device)))
     return out
 
 
@@ -268,9 +368,18 @@ def _rand(np: Any, seed: int, *shape: int) -> Any:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _tf_matmul(tf: Any, np: Any) -> dict[str, Any]:
+def _np_elementwise(np: Any) -> tuple[Any, Any, Any]:
+    x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
+    return x, y, np.sin(2.5 * x.astype(np.float64) + y)
+
+
+def _np_matmul(np: Any) -> tuple[Any, Any, Any]:
     a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    return a, b, a.astype(np.float64) @ b
+
+
+def _tf_matmul(tf: Any, np: Any) -> dict[str, Any]:
+    a, b, ref = reference("np.matmul", lambda: _np_matmul(np))
     got = tf.matmul(tf.constant(a), tf.constant(b)).numpy()  # TF may use tf32 on Ampere and newer
     return _check("matmul float32 (tf32 allowed)", rel_err(got, ref), 1e-2)
 
@@ -306,7 +415,7 @@ def _tf_bf16(tf: Any, cuda: bool, device: str) -> bool:
     return major >= 8
 
 
-def _tf_training(tf: Any, np: Any, cuda: bool, name: str, amp: bool = False) -> dict[str, Any]:
+def _tf_training(tf: Any, np: Any, device: str, name: str, amp: bool = False) -> dict[str, Any]:
     """A small CNN learns the synthetic task with Keras; with ``amp`` its layers compute in bf16 and keep
     float32 weights (Keras's "mixed_bfloat16" policy, per layer, so no global state changes), and the
     logits come out in float32 for the loss."""
@@ -321,8 +430,10 @@ def _tf_training(tf: Any, np: Any, cuda: bool, name: str, amp: bool = False) -> 
     opt = tf.keras.optimizers.Adam(1e-2)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     before = [w.numpy().copy() for w in model.trainable_weights]
-    losses, times = [], []
-    for _ in range(30):
+    losses: list[float] = []
+    times: list[float] = []
+
+    def one_step() -> None:
         t = time.perf_counter()
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
@@ -330,6 +441,8 @@ def _tf_training(tf: Any, np: Any, cuda: bool, name: str, amp: bool = False) -> 
         opt.apply_gradients(zip(grads, model.trainable_weights))
         losses.append(float(loss))
         times.append(time.perf_counter() - t)
+
+    host_timed(one_step, 30, device)
     moved = any(not np.array_equal(a, w.numpy()) for a, w in zip(before, model.trainable_weights))
     return training_verdict(losses, times, moved, name, mixed_precision="bf16" if amp else None)
 
@@ -346,14 +459,13 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
         out["skipped"] = "no GPU"
         return out
     dev = jax.devices("gpu")[cuda_index(device)]
-    x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
+    x, y, ew = reference("np.elementwise", lambda: _np_elementwise(np))
     _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
-        np.asarray(jnp.sin(2.5 * jax.device_put(x, dev) + jax.device_put(y, dev))),
-        np.sin(2.5 * x.astype(np.float64) + y)), 1e-5))
-    a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
+        np.asarray(jnp.sin(2.5 * jax.device_put(x, dev) + jax.device_put(y, dev))), ew), 1e-5))
+    a, b, mm = reference("np.matmul", lambda: _np_matmul(np))
     _step(out, "matmul", lambda: _check("matmul float32 (default precision)", rel_err(
-        np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), a.astype(np.float64) @ b), 1e-2))
-    _step(out, "training", lambda: _jax_training(jax, jnp, np, dev))
+        np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), mm), 1e-2))
+    _step(out, "training", lambda: _jax_training(jax, jnp, np, dev, device))
     return out
 
 
@@ -365,7 +477,7 @@ def _jax_bf16(dev: Any) -> bool:
         return False
 
 
-def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
+def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any, device: str) -> dict[str, Any]:
     """A two-layer MLP learns the same synthetic task with jax.grad and plain SGD, jit-compiled on the GPU.
     Mixed precision where the GPU has bf16: the matmuls take bf16 inputs, the weights, their updates
     and the softmax stay float32."""
@@ -393,12 +505,17 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any) -> dict[str, Any]:
         return [w - 0.5 * g for w, g in zip(p, grads)], loss
 
     before = [np.asarray(w).copy() for w in params]
-    losses, times = [], []
-    for _ in range(30):
+    losses: list[float] = []
+    times: list[float] = []
+
+    def one_step() -> None:
+        nonlocal params
         t = time.perf_counter()
         params, loss = step(params)
         losses.append(float(loss))  # float() waits for the device
         times.append(time.perf_counter() - t)
+
+    host_timed(one_step, 30, device)
     moved = any(not np.array_equal(a, np.asarray(w)) for a, w in zip(before, params))
     return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
 
@@ -411,33 +528,64 @@ def run_cupy(device: str, deep: bool) -> dict[str, Any]:
     if device == "cpu":
         out["skipped"] = "no GPU"
         return out
-    with cupy.cuda.Device(cuda_index(device)):
-        x, y = _rand(np, 1, 1 << 20), _rand(np, 2, 1 << 20)
+    x, y, ew = reference("np.elementwise", lambda: _np_elementwise(np))
+    a, b, mm = reference("np.matmul", lambda: _np_matmul(np))
+    with cupy.cuda.Device(cuda_index(device)):  # the current device is this thread's own
         _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
-            cupy.asnumpy(cupy.sin(2.5 * cupy.asarray(x) + cupy.asarray(y))), np.sin(2.5 * x.astype(np.float64) + y)), 1e-5))
-        a, b = _rand(np, 3, 1024, 1024), _rand(np, 4, 1024, 1024)
+            cupy.asnumpy(cupy.sin(2.5 * cupy.asarray(x) + cupy.asarray(y))), ew), 1e-5))
         _step(out, "matmul", lambda: _check("matmul float32", rel_err(
-            cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)), a.astype(np.float64) @ b), 1e-5))
+            cupy.asnumpy(cupy.asarray(a) @ cupy.asarray(b)), mm), 1e-5))
     return out
 
 
 RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cupy": run_cupy}
 
 
-def main(argv: list[str]) -> int:
-    framework, device = argv[0], argv[1]
-    start = time.monotonic()
+def emit(result: dict[str, Any]) -> None:
+    line = json.dumps({"section": "workload", "data": result}, default=float) + "\n"
+    with _emit_lock:  # one whole line at a time: the parent keeps complete lines only
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def run_device(framework: str, device: str, deep: bool, started: float, import_s: Optional[float]) -> None:
+    """One GPU's whole workload, printed when done. ``import_s``: how long importing the framework took
+    this process (shared by its GPUs), None where the import failed before."""
+    begun = time.monotonic()
     try:
-        result = RUNNERS[framework](device, "--deep" in argv)
+        result = RUNNERS[framework](device, deep)
     except BaseException as exc:  # noqa: BLE001 - the import or CUDA init failing is the finding
         result = {"framework": framework, "device": device, "error": f"{type(exc).__name__}: {exc}"[:800],
                   "traceback_tail": traceback.format_exc()[-1200:]}
-    result["duration_s"] = round(time.monotonic() - start, 3)
+    now = time.monotonic()
+    result.update(duration_s=round(now - started, 3), work_s=round(now - begun, 3))
+    if import_s is not None:
+        result["import_s"] = round(import_s, 3)
     training = result.get("training")
     if os.environ.get("GPUDOCTOR_PINNED_GPU") and isinstance(training, dict) and device != "cpu":
         training["device"] = f"cuda:{device}"  # the framework called its only GPU 0; the report says which it is
-    sys.stdout.write(json.dumps({"section": "workload", "data": result}, default=float) + "\n")
-    sys.stdout.flush()
+    emit(result)
+
+
+def main(argv: list[str]) -> int:
+    framework, devices, deep = argv[0], argv[1].split(","), "--deep" in argv
+    started = time.monotonic()
+    import_s: Optional[float] = None
+    try:
+        importlib.import_module(framework)  # once, before the threads: their time is their GPU's own
+        import_s = time.monotonic() - started
+    except BaseException:  # noqa: BLE001 - each GPU's run meets the same error and reports it
+        pass
+    if framework not in THREADED or len(devices) == 1:
+        for device in devices:
+            run_device(framework, device, deep, started, import_s)
+        return 0
+    threads = [threading.Thread(target=run_device, args=(framework, d, deep, started, import_s), name=f"gpu{d}")
+               for d in devices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return 0
 
 

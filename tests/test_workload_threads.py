@@ -1,0 +1,202 @@
+"""One workload child per framework for every GPU, a thread per GPU: which children are started, how
+each GPU's result comes back on its own line, and what a GPU that hangs or a framework that fails
+leaves in the report. The threads run for real (in-process and in a real child killed at its limit);
+the framework runners are replaced, since this machine has no GPU."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from gpudoctor.probes import workload
+from gpudoctor.probes.child import child_env, run_json_lines
+from gpudoctor.probes.workload import Job, plan, worker
+
+UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
+
+
+def test_threaded_frameworks_get_one_child_for_every_gpu_tensorflow_one_each():
+    jobs = plan(["torch", "tensorflow", "jax", "cupy"], ["0", "1", "2", "3"], UUIDS)
+    assert [(j.framework, j.devices, j.uuid) for j in jobs] == [
+        ("torch", ["0", "1", "2", "3"], None),
+        *[("tensorflow", [o], UUIDS[o]) for o in "0123"],
+        ("jax", ["0", "1", "2", "3"], None),
+        ("cupy", ["0", "1", "2", "3"], None)]
+
+
+def test_without_a_gpu_only_frameworks_that_train_on_the_cpu_run():
+    assert plan(["torch", "tensorflow", "jax", "cupy"], [], {}) == [Job("torch", ["cpu"]), Job("tensorflow", ["cpu"])]
+
+
+def test_the_shared_child_keeps_the_users_visible_gpus():
+    """A threaded child sees what gpudoctor sees, so its ordinals are the count's ordinals; only one-GPU
+    children are pinned."""
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    assert workload.pinned(env, Job("torch", ["0", "1"]).uuid) is env
+
+
+class _Child:
+    def __init__(self, lines, timed_out=False, returncode=0):
+        from gpudoctor.probes.child import ChildResult
+
+        self.result = ChildResult(lines=[{"section": "workload", "data": d} for d in lines], timed_out=timed_out,
+                                  returncode=returncode, stderr_tail="Fatal Python error: ...")
+
+
+def test_a_gpu_the_child_printed_nothing_for_gets_the_childs_failure_the_others_keep_theirs():
+    done = [{"framework": "torch", "device": d, "training": {"ok": True}} for d in ("0", "1", "3")]
+    runs = workload._runs(Job("torch", ["0", "1", "2", "3"]), _Child(done, timed_out=True, returncode=-9).result, 90.0)
+    assert [r["device"] for r in runs] == ["0", "1", "2", "3"]  # the job's order, not the order printed
+    assert runs[0] is done[0] and runs[3] is done[2]
+    assert runs[2]["error"] == "the torch workload (one process for GPUs 0, 1, 2, 3) gave no answer within 90 s"
+    assert runs[2]["stderr_tail"] == "Fatal Python error: ..."
+
+
+def test_a_one_gpu_child_that_crashed_says_so():
+    runs = workload._runs(Job("tensorflow", ["2"], UUIDS["2"]), _Child([], returncode=-11).result, 90.0)
+    assert runs == [{"framework": "tensorflow", "device": "2", "error": "the workload crashed (SIGSEGV)",
+                     "stderr_tail": "Fatal Python error: ..."}]
+
+
+def test_every_gpu_gets_its_own_line_and_a_failing_gpu_does_not_stop_the_others(monkeypatch, capsys):
+    started = []
+
+    def fake(device, deep):
+        started.append(threading.current_thread().name)
+        if device == "1":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return {"framework": "torch", "device": device, "deep": deep}
+
+    monkeypatch.setitem(worker.RUNNERS, "torch", fake)
+    monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
+    assert worker.main(["torch", "0,1,2", "--deep"]) == 0
+    lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]
+    by_device = {line["data"]["device"]: line["data"] for line in lines}
+    assert sorted(by_device) == ["0", "1", "2"] and {line["section"] for line in lines} == {"workload"}
+    assert by_device["1"]["error"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert by_device["0"]["deep"] is True and "import_s" in by_device["0"] and by_device["2"]["work_s"] >= 0
+    assert sorted(started) == ["gpu0", "gpu1", "gpu2"]  # one thread per GPU
+
+
+def test_tensorflow_devices_run_one_after_another_in_the_main_thread(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setitem(worker.RUNNERS, "tensorflow",
+                        lambda device, deep: seen.append(threading.current_thread().name) or {"device": device})
+    monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
+    worker.main(["tensorflow", "0,1"])
+    assert seen == ["MainThread", "MainThread"]
+
+
+def test_a_failed_import_is_each_gpus_error(monkeypatch, capsys):
+    monkeypatch.setattr(worker.importlib, "import_module", lambda name: (_ for _ in ()).throw(ImportError(name)))
+    monkeypatch.setitem(worker.RUNNERS, "jax", lambda device, deep: __import__("no_such_module_for_gpudoctor"))
+    worker.main(["jax", "0,1"])
+    out = capsys.readouterr().out
+    assert out.count('"error": "ModuleNotFoundError: No module named \'no_such_module_for_gpudoctor\'"') == 2
+    assert '"import_s"' not in out
+
+
+def test_references_are_computed_once_for_all_gpus_threads():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.05)  # the other threads arrive while it is being computed
+        return object()
+
+    key = f"test-{time.monotonic_ns()}"
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(worker.reference(key, compute))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 4 and len({id(g) for g in got}) == 1
+
+
+def test_a_failed_reference_is_tried_again():
+    key = f"test-{time.monotonic_ns()}"
+    with pytest.raises(ZeroDivisionError):
+        worker.reference(key, lambda: 1 / 0)
+    assert worker.reference(key, lambda: 42) == 42
+
+
+def test_host_timed_steps_of_two_gpus_do_not_interleave():
+    """Training steps are timed by the host clock: after its first step, one GPU's loop runs alone."""
+    log = []
+
+    def loop(name):
+        def step():
+            log.append(name)
+            time.sleep(0.01)
+        worker.host_timed(step, 5, "cpu")
+
+    threads = [threading.Thread(target=loop, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(log) == 10
+    for name in "ab":  # each loop's last four steps are one unbroken run
+        last = max(i for i, n in enumerate(log) if n == name)
+        assert log[last - 3:last + 1] == [name] * 4
+
+
+HANGING_WORKER = """
+import sys, time
+from gpudoctor.probes.workload import worker
+
+def fake(device, deep):
+    if device == "2":
+        time.sleep(600)  # a wedged GPU: this thread never returns
+    return {"framework": "torch", "device": device, "training": {"ok": True}}
+
+worker.RUNNERS["torch"] = fake
+worker.importlib.import_module = lambda name: None
+sys.exit(worker.main(["torch", "0,1,2,3"]))
+"""
+
+
+def test_a_gpu_that_hangs_keeps_the_other_gpus_results_in_a_real_child(tmp_path):
+    """The real child: three GPUs print, the fourth hangs, the parent kills the child at its limit and
+    keeps the three lines."""
+    script = tmp_path / "hanging.py"
+    script.write_text(textwrap.dedent(HANGING_WORKER))
+    job = Job("torch", ["0", "1", "2", "3"])
+    child = run_json_lines([sys.executable, str(script)], timeout_s=5.0, env=child_env())
+    runs = workload._runs(job, child, 5.0)
+    assert child.timed_out
+    assert [r.get("training", {}).get("ok") for r in runs] == [True, True, None, True]
+    assert runs[2] == {"framework": "torch", "device": "2", "stderr_tail": child.stderr_tail,
+                       "error": "the torch workload (one process for GPUs 0, 1, 2, 3) gave no answer within 5 s"}
+
+
+def test_the_written_out_adam_updates_as_torch_optim_adam_does():
+    """The training step's Adam (written out to spare the TorchDynamo import) against PyTorch's own, on the
+    CPU PyTorch here: the same losses and weights after 20 steps, to float32 rounding."""
+    torch = pytest.importorskip("torch")
+
+    def train(ours: bool):
+        torch.manual_seed(5)
+        net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
+        y = (x[:, 0] > 0).long()
+        opt = worker._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
+        losses = []
+        for _ in range(20):
+            if not ours:
+                opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach() for p in net.parameters()]
+
+    (ours, ours_w), (theirs, theirs_w) = train(True), train(False)
+    assert ours[-1] < 0.7 * ours[0]
+    assert max(abs(a - b) for a, b in zip(ours, theirs)) < 1e-5
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(ours_w, theirs_w))
