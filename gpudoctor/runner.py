@@ -21,7 +21,7 @@ from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_mul
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.smoke import probe_smoke
-from gpudoctor.probes.workload import probe_workload
+from gpudoctor.probes.workload import framework_facts, probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
 
@@ -82,7 +82,12 @@ def select_probes(names: Sequence[str], quick: bool = False, deep: bool = False)
               and (deep or p.name not in DEEP_ONLY)]
     if quick:
         return [replace(p, run=p.quick_run) if p.quick_run else p for p in chosen]
-    return [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
+    chosen = [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
+    if any(p.name == "workload" for p in chosen):  # one child per framework serves both probes
+        facts = framework_facts(deep, WORKLOAD_TIMEOUT_S)
+        chosen = [replace(p, run=lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S, facts_from=facts)) if p.name == "frameworks"
+                  else p for p in chosen]
+    return chosen
 
 
 @dataclass(frozen=True)

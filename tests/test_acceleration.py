@@ -163,19 +163,72 @@ def test_real_4_gpu_check_with_pinned_children_is_all_clear():
 def test_mig_instances_are_not_pinned(monkeypatch):
     """A MIG instance needs CUDA's MIG- UUID form to be named in CUDA_VISIBLE_DEVICES: its children run as CUDA
     numbers them."""
-    from gpudoctor.probes import workload
-
+    from gpudoctor.probes import smoke, workload
     from gpudoctor.probes.child import ChildResult
 
     seen = []
     count = {"devices": [{"ordinal": 0, "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
                           "uuid": "GPU-5c0bd4a8-1111-2222-3333-444455556666"}]}
 
-    def fake_run_module(module, args=(), timeout_s=0, env=None):
-        seen.append((args, (env or {}).get("GPUDOCTOR_PINNED_GPU")))
+    def fake_run_module(module, args=(), timeout_s=0, env=None, feed=None, **kwargs):
+        seen.append((tuple(args), feed() if feed else None, (env or {}).get("GPUDOCTOR_PINNED_GPU")))
         return ChildResult(lines=[{"section": "count", "data": count}], returncode=0)
 
     monkeypatch.setattr(workload, "run_module", fake_run_module)
+    monkeypatch.setattr(smoke, "run_module", fake_run_module)  # the count, shared with the smoke probe
     monkeypatch.setattr(workload, "installed", lambda name: name in ("torch", "tensorflow"))
     workload.probe_workload(5.0)
-    assert seen[1:] == [(["torch", "0"], None), (["tensorflow", "0"], None)]  # TensorFlow's one-GPU child too
+    assert sorted(seen, key=str) == sorted([(("count",), None, None), (("torch", "-", "--facts"), "0\n", None),
+                                            (("tensorflow", "0"), None, None)], key=str)  # TensorFlow's one-GPU child too
+    seen.clear()
+    smoke.probe_smoke(5.0)
+    assert seen == [(("run", "0"), None, None)]  # the run's count is shared; the smoke child is not pinned either
+
+
+def test_smoke_children_start_cuda_on_their_gpu_alone_and_share_the_count(monkeypatch):
+    """Each smoke child is pinned to its GPU by UUID (on 4 x H200 the driver starts CUDA in one process at a
+    time, and a child that sees all four starts it on all four); the count is one child for the smoke probe
+    and the workloads."""
+    from gpudoctor.probes import smoke
+    from gpudoctor.probes.child import ChildResult
+
+    uuids = [f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(2)]
+    count = {"devices": [{"ordinal": i, "name": "NVIDIA H200", "uuid": u} for i, u in enumerate(uuids)]}
+    seen = []
+
+    def fake_run_module(module, args=(), timeout_s=0, env=None, feed=None):
+        env = env or {}
+        seen.append((tuple(args), env.get("CUDA_VISIBLE_DEVICES"), env.get("GPUDOCTOR_PINNED_GPU")))
+        if args[0] == "count":
+            return ChildResult(lines=[{"section": "count", "data": count}], returncode=0)
+        return ChildResult(lines=[{"section": "run", "data": {"ordinal": int(args[1]), "ok": True}}], returncode=0)
+
+    monkeypatch.setattr(smoke, "run_module", fake_run_module)
+    assert smoke.count_gpus() is smoke.count_gpus()  # one count per run
+    result = smoke.probe_smoke(5.0)["smoke"]
+    assert sorted(seen) == [(("count",), None, None), (("run", "0"), uuids[0], "1"), (("run", "1"), uuids[1], "1")]
+    assert [(r["ordinal"], r["uuid"], r["ok"]) for r in result["runs"]] == [(0, uuids[0], True), (1, uuids[1], True)]
+
+
+def test_real_4_gpu_check_with_one_child_per_framework_is_all_clear():
+    """4 x H200, 2026-11-21 15:31 UTC (tools/device/bound.sh, bound.txt beside it): one child per framework
+    drove all four GPUs, a thread each. Each framework was imported once (one import time for its four
+    GPUs), every GPU reports under its own ordinal, trained in bf16 with the loss falling, and nothing
+    was found. bf16 matmul 669 to 782 TFLOP/s: within what H200s gave in separate children (693 - 808)."""
+    recorded = json.loads((REAL / "h200x4-20261121" / "workload-report-threaded.json").read_text())["facts"]
+    runs = recorded["workload"]["runs"]
+    assert [(r["framework"], r["device"]) for r in runs] == [(f, d) for f in ("torch", "jax", "cupy") for d in "0123"]
+    for framework in ("torch", "jax", "cupy"):
+        assert len({r["import_s"] for r in runs if r["framework"] == framework}) == 1  # one process, one import
+    torch_runs = [r for r in runs if r["framework"] == "torch"]
+    assert all(r["training"]["loss_last"] < 0.3 * r["training"]["loss_first"] for r in torch_runs)
+    assert all(650 < r["throughput"]["matmul_bf16_tflops"] < 820 for r in torch_runs)
+    assert {r["training"]["mixed_precision"] for r in runs if r["framework"] in ("torch", "jax")} == {"bf16"}
+    assert pipeline.judge(recorded)["findings"] == []
+
+
+def test_real_1_gpu_machine_check_with_the_threaded_worker_is_all_clear():
+    """1 x H100, 2026-11-21 15:35 UTC: the same worker on a one-GPU machine, nothing found."""
+    recorded = json.loads((REAL / "h100x1-20261121" / "workload-report-threaded.json").read_text())["facts"]
+    assert [(r["framework"], r["device"]) for r in recorded["workload"]["runs"]] == [("torch", "0"), ("jax", "0"), ("cupy", "0")]
+    assert pipeline.judge(recorded)["findings"] == []

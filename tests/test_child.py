@@ -169,3 +169,35 @@ def test_real_nvml_worker_on_this_machine(monkeypatch):
     init = result.lines[2]["data"]
     assert (init["ok"], init["reason"], init["code"]) == (False, "library_not_found", 12)
     assert result.lines[0]["data"]["import_error"] is None
+
+
+def test_shared_computes_once_per_run_for_every_probe_that_asks():
+    import threading
+
+    from gpudoctor.probes.child import reopen, shared
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.05)
+        return len(calls)
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(shared("k", compute))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [1, 1, 1]
+    reopen()  # a new run counts again
+    assert shared("k", compute) == 2
+
+
+def test_a_shared_failure_reaches_every_caller():
+    from gpudoctor.probes.child import shared
+
+    with pytest.raises(ZeroDivisionError):
+        shared("fails", lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        shared("fails", lambda: 42)  # the same run: the same answer

@@ -200,3 +200,118 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
     assert ours[-1] < 0.7 * ours[0]
     assert max(abs(a - b) for a, b in zip(ours, theirs)) < 1e-5
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(ours_w, theirs_w))
+
+
+def test_children_started_before_the_count_read_it_on_stdin():
+    assert workload.devices_line("jax", ["0", "1", "2", "3"]) == "0,1,2,3\n"
+    assert workload.devices_line("torch", []) == "cpu\n"  # no GPU: PyTorch still trains on the CPU
+    assert workload.devices_line("cupy", []) == "\n"  # ...CuPy has nothing to do
+
+
+def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setitem(worker.RUNNERS, "cupy", lambda device, deep: {"framework": "cupy", "device": device})
+    monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
+    monkeypatch.setattr(worker, "start_cuda", lambda: None)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("0,1\n"))
+    worker.main(["cupy", "-"])
+    assert sorted(line.split('"device": ')[1][:3] for line in capsys.readouterr().out.splitlines()) == ['"0"', '"1"']
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
+    worker.main(["cupy", "-"])
+    assert capsys.readouterr().out == ""  # nothing to run: nothing printed
+
+
+def test_starting_cuda_early_is_quiet_without_a_driver():
+    """This machine has no libcuda: the early start gives up silently; the framework reports for itself."""
+    assert worker.start_cuda() is None
+
+
+def test_a_child_reads_what_its_feed_gives_once_that_is_known():
+    """The child starts at once and blocks on stdin; the feed (waiting 0.3 s, as for the count) then
+    writes its line. A feed that fails closes stdin: the child reads end-of-file."""
+    echo = [sys.executable, "-c", "import json, sys; print(json.dumps({'section': 'got', 'data': sys.stdin.read()}))"]
+    child = run_json_lines(echo, timeout_s=10.0, feed=lambda: time.sleep(0.3) or "0,1,2,3\n")
+    assert child.section("got") == "0,1,2,3\n"
+    child = run_json_lines(echo, timeout_s=10.0, feed=lambda: 1 / 0)
+    assert child.section("got") == ""
+
+
+# --- one child per framework for the framework probe and the workloads --------------------------
+
+FACTS_THEN_WORK = """
+import json, sys, time
+print(json.dumps({"section": "started", "data": "torch"}), flush=True)
+print("a warning from the import", file=sys.stderr, flush=True)
+time.sleep(0.3)
+print(json.dumps({"section": "framework", "data": {"version": "9.9"}}), flush=True)
+devices = sys.stdin.readline().strip()
+time.sleep(1.0)  # the workloads
+for d in devices.split(","):
+    print(json.dumps({"section": "workload", "data": {"framework": "torch", "device": d}}), flush=True)
+"""
+HANGS_BEFORE_FACTS = "import time; time.sleep(600)"
+CRASHES = "import os, sys; print('Fatal Python error: Segmentation fault', file=sys.stderr, flush=True); os.abort()"
+
+
+def _scripted(monkeypatch, tmp_path, script):
+    """FrameworkChild's child replaced by ``script`` (the real child machinery otherwise), with a count of
+    two GPUs already done for this run."""
+    from gpudoctor.probes import child as child_module
+
+    path = tmp_path / "child.py"
+    path.write_text(textwrap.dedent(script))
+    monkeypatch.setattr(workload, "run_module", lambda module, args, **kw: run_json_lines([sys.executable, str(path)], **kw))
+    counted = child_module.ChildResult(lines=[{"section": "count", "data": {"devices": [
+        {"ordinal": 0, "name": "NVIDIA H200", "uuid": UUIDS["0"]}, {"ordinal": 1, "name": "NVIDIA H200", "uuid": UUIDS["1"]}]}}])
+    monkeypatch.setattr(workload, "count_gpus", lambda: counted)
+
+
+def test_the_framework_probe_reads_the_facts_as_soon_as_the_shared_child_prints_them(monkeypatch, tmp_path):
+    _scripted(monkeypatch, tmp_path, FACTS_THEN_WORK)
+    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=30.0)
+    facts = shared_child.facts(20.0)
+    assert not shared_child._done.done()  # the workloads are still running
+    assert facts.section("framework") == {"version": "9.9"} and not facts.timed_out and facts.returncode == 0
+    assert facts.stderr_tail == "a warning from the import\n"  # what it had printed to stderr by then
+    done = shared_child.wait()
+    assert [d["device"] for d in done.sections("workload")] == ["0", "1"]  # it read the count on stdin
+
+
+def test_a_shared_child_that_hangs_before_its_facts_is_a_framework_timeout(monkeypatch, tmp_path):
+    _scripted(monkeypatch, tmp_path, HANGS_BEFORE_FACTS)
+    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=3.0)
+    facts = shared_child.facts(0.5)
+    assert facts.timed_out and facts.section("framework") is None
+    from gpudoctor.probes.frameworks import summarise
+
+    assert summarise(facts, 0.5)["status"] == "timeout"
+    done = shared_child.wait()  # killed at its own limit, for the workloads
+    assert done.timed_out
+
+
+def test_a_shared_child_that_crashes_is_a_crashed_import(monkeypatch, tmp_path):
+    from gpudoctor.probes.frameworks import summarise
+
+    _scripted(monkeypatch, tmp_path, CRASHES)
+    facts = workload.FrameworkChild("torch", deep=False, timeout_s=10.0).facts(10.0)
+    out = summarise(facts, 10.0)
+    assert out["status"] == "crashed" and "SIGABRT" in out["error"] and "Segmentation fault" in out["stderr_tail"]
+
+
+def test_a_check_imports_each_threaded_framework_once(monkeypatch):
+    """The real check on this machine (CPU PyTorch, no GPU): PyTorch's framework facts and its CPU training
+    step come from one child; TensorFlow keeps a framework-probe child of its own."""
+    from gpudoctor import pipeline
+    from gpudoctor.probes import frameworks
+
+    started = []
+    real_frameworks, real_workload = frameworks.run_module, workload.run_module
+    monkeypatch.setattr(frameworks, "run_module", lambda module, args, **kw: started.append(("frameworks", *args)) or real_frameworks(module, args, **kw))
+    monkeypatch.setattr(workload, "run_module", lambda module, args, **kw: started.append(("workload", *args)) or real_workload(module, args, **kw))
+    report = pipeline.check(only=("frameworks", "acceleration"))
+    torch_children = [s for s in started if "torch" in s]
+    assert torch_children == [("workload", "torch", "-", "--facts")]
+    assert report["facts"]["frameworks"]["torch"]["status"] == "ok"
+    assert report["facts"]["frameworks"]["torch"]["info"]["version"].startswith("2.")
+    assert [r["training"]["ok"] for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"] == [True]

@@ -17,9 +17,10 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
@@ -27,6 +28,7 @@ _stopped: set[subprocess.Popen] = set()  # killed by kill_all() while running
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
 _lock_dir: Optional[str] = None
+_shared: dict[str, Future] = {}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -38,6 +40,11 @@ class ChildResult:
     stderr_tail: str = ""
     duration_s: float = 0.0
     start_error: str = ""
+    #: What the child has written to stderr so far (the last few KB), while it runs; stderr_tail when done.
+    stderr_chunks: list[bytes] = field(default_factory=list, repr=False, compare=False)
+
+    def stderr_so_far(self) -> str:
+        return b"".join(list(self.stderr_chunks))[-STDERR_TAIL_BYTES:].decode(errors="replace")
 
     def section(self, name: str) -> Any:
         """The data of the first line the child printed as ``{"section": name, "data": ...}``, or None."""
@@ -91,12 +98,21 @@ def gpu_lock_dir() -> str:
 
 
 def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,
-               env: Optional[dict[str, str]] = None) -> ChildResult:
-    return run_json_lines([sys.executable, "-m", module, *args], timeout_s, env or child_env())
+               env: Optional[dict[str, str]] = None, feed: Optional[Callable[[], str]] = None,
+               on_line: Optional[Callable[[dict[str, Any]], None]] = None,
+               result: Optional[ChildResult] = None) -> ChildResult:
+    return run_json_lines([sys.executable, "-m", module, *args], timeout_s, env or child_env(), feed, on_line, result)
 
 
-def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None) -> ChildResult:
-    result = ChildResult()
+def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None,
+                   feed: Optional[Callable[[], str]] = None, on_line: Optional[Callable[[dict[str, Any]], None]] = None,
+                   result: Optional[ChildResult] = None) -> ChildResult:
+    """Run ``cmd`` and keep the JSON lines it prints. ``feed``: the child's stdin, a call that may block
+    until what the child needs is known (the child starts at once and can import meanwhile); it runs
+    in a thread of its own, and if it fails the child reads end-of-file. Without it stdin is empty.
+    ``on_line`` is called with each line as it arrives, and ``result`` (filled as the child runs, where
+    given) lets the caller read the lines and stderr before the child ends."""
+    result = result if result is not None else ChildResult()
     start = time.monotonic()
     with _live_lock:  # start and register atomically, so kill_all() cannot miss a child
         if _closed:
@@ -104,20 +120,21 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             return result
         try:
             proc = subprocess.Popen(
-                list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                list(cmd), stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=env, start_new_session=True,
             )
         except OSError as exc:
             result.start_error = f"{type(exc).__name__}: {exc}"
             return result
         _live.add(proc)
-    stderr_chunks: list[bytes] = []
     readers = [
-        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines), daemon=True),
-        threading.Thread(target=_read_tail, args=(proc.stderr, stderr_chunks), daemon=True),
+        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line), daemon=True),
+        threading.Thread(target=_read_tail, args=(proc.stderr, result.stderr_chunks), daemon=True),
     ]
     for reader in readers:
         reader.start()
+    if feed:  # not joined: it may still wait for what to write when the child is gone; it then writes nothing
+        threading.Thread(target=_feed, args=(proc.stdin, feed), daemon=True).start()
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -135,16 +152,45 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     for reader in readers:
         reader.join(timeout=1.0)
     result.returncode = proc.returncode
-    result.stderr_tail = b"".join(stderr_chunks)[-STDERR_TAIL_BYTES:].decode(errors="replace")
+    result.stderr_tail = result.stderr_so_far()
     result.duration_s = time.monotonic() - start
     return result
 
 
 def reopen() -> None:
-    """Allow children again (a new run in the same process, as tests do)."""
+    """Allow children again (a new run in the same process, as tests do), and forget what the last run
+    shared between its probes (``shared``)."""
     global _closed
     with _live_lock:
         _closed = False
+        _shared.clear()
+
+
+def shared(key: str, compute: Callable[[], Any]) -> Any:
+    """``compute()``, once per run for every probe that asks for ``key``: the first caller computes, the
+    others wait for its answer (or its exception). For a child every GPU probe needs, like the count of
+    the GPUs: on 4 x H200 the driver starts CUDA in one process at a time, so each extra process that
+    starts it on every GPU delays all the others."""
+    with _live_lock:
+        future = _shared.get(key)
+        owner = future is None
+        if owner:
+            future = _shared[key] = Future()
+    if owner:
+        try:
+            future.set_result(compute())
+        except BaseException as exc:
+            future.set_exception(exc)
+    return future.result()
+
+
+def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
+    """``env`` for a child that works on one GPU: only that GPU visible (by its UUID, which names the same
+    GPU whatever CUDA_VISIBLE_DEVICES said), so CUDA starts on that GPU alone. The child reads
+    GPUDOCTOR_PINNED_GPU to know that its one GPU is 0 and not the ordinal it reports."""
+    if not isinstance(uuid, str) or not uuid.upper().startswith(("GPU-", "MIG-")):
+        return env
+    return {**env, "CUDA_VISIBLE_DEVICES": uuid, "GPUDOCTOR_PINNED_GPU": "1"}
 
 
 def kill_all() -> int:
@@ -182,7 +228,19 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass  # uninterruptible (D state) in the driver: abandon it rather than hang
 
 
-def _read_lines(stream: Any, out: list[dict[str, Any]]) -> None:
+def _feed(stream: Any, feed: Callable[[], str]) -> None:
+    try:
+        stream.write(feed().encode())
+    except Exception:  # noqa: BLE001 - the feed failed, or the child is gone: it reads end-of-file
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
     for raw in iter(stream.readline, b""):
         try:
             item = json.loads(raw)
@@ -190,12 +248,17 @@ def _read_lines(stream: Any, out: list[dict[str, Any]]) -> None:
             continue  # a library printed to stdout; only our JSON lines count
         if isinstance(item, dict):
             out.append(item)
+            if on_line:
+                try:
+                    on_line(item)
+                except Exception:  # noqa: BLE001 - the caller's hook must not stop the reading
+                    pass
 
 
 def _read_tail(stream: Any, chunks: list[bytes]) -> None:
     """Keep only the last few KB: a child may print megabytes of warnings."""
     size = 0
-    for chunk in iter(lambda: stream.read(65536), b""):
+    for chunk in iter(lambda: stream.read1(65536), b""):  # what is there: the tail is readable while the child runs
         chunks.append(chunk)
         size += len(chunk)
         while size - len(chunks[0]) > STDERR_TAIL_BYTES and len(chunks) > 1:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from typing import Any
+from typing import Any, Callable, Optional
 
 from gpudoctor.probes.child import ChildResult, child_env, run_module
 
@@ -23,14 +23,19 @@ def installed(name: str) -> bool:
         return False
 
 
-def probe_frameworks(timeout_s: float = 90.0) -> dict[str, Any]:
+#: Where a framework's facts come from instead of this probe's own child: (framework, seconds to wait)
+#: -> the child that printed them, or None to start this probe's own (see workload.framework_facts).
+FactsFrom = Callable[[str, float], Optional[ChildResult]]
+
+
+def probe_frameworks(timeout_s: float = 90.0, facts_from: Optional[FactsFrom] = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     threads = []
     for name in FRAMEWORKS:
         if not installed(name):
             results[name] = {"installed": False}
             continue
-        thread = threading.Thread(target=_run, args=(name, timeout_s, results), daemon=True)
+        thread = threading.Thread(target=_run, args=(name, timeout_s, results, facts_from), daemon=True)
         thread.start()
         threads.append(thread)
     for thread in threads:
@@ -38,8 +43,10 @@ def probe_frameworks(timeout_s: float = 90.0) -> dict[str, Any]:
     return {"frameworks": {name: results[name] for name in FRAMEWORKS}}
 
 
-def _run(name: str, timeout_s: float, results: dict[str, Any]) -> None:
-    child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV))
+def _run(name: str, timeout_s: float, results: dict[str, Any], facts_from: Optional[FactsFrom] = None) -> None:
+    child = facts_from(name, timeout_s) if facts_from else None
+    if child is None:
+        child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV))
     results[name] = summarise(child, timeout_s)
 
 

@@ -169,7 +169,10 @@ def _nccl_text(v: Any) -> Any:
 PROBES = {"torch": probe_torch, "tensorflow": probe_tensorflow, "jax": probe_jax, "cupy": probe_cupy}
 
 
-def main(name: str) -> int:
+def report(name: str) -> dict[str, Any]:
+    """Import the framework, ask it, and print the "started" and "framework" lines; returns the facts.
+    Also the first thing a workload child does when it is the framework probe's child too
+    (workload.FrameworkChild), so a framework is imported once per check."""
     start = time.monotonic()
     sys.stdout.write(json.dumps({"section": "started", "data": name}) + "\n")
     sys.stdout.flush()
@@ -181,6 +184,11 @@ def main(name: str) -> int:
     info["loaded_libraries"] = _loaded()
     sys.stdout.write(json.dumps({"section": "framework", "data": info}, default=str) + "\n")
     sys.stdout.flush()
+    return info
+
+
+def main(name: str) -> int:
+    report(name)
     return 0
 
 

@@ -5,19 +5,38 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gpudoctor.probes.child import ChildResult, run_module
+from gpudoctor.probes.child import ChildResult, child_env, pinned, run_module, shared
 
 WORKER = "gpudoctor.probes.smoke.worker"
 
 
+COUNT_TIMEOUT_S = 30.0
+
+
+def count_gpus() -> ChildResult:
+    """The GPUs CUDA enumerates (ordinal, name, UUID), counted once per run for this probe and the
+    workloads (child.shared)."""
+    return shared("gpu count", lambda: run_module(WORKER, ["count"], timeout_s=COUNT_TIMEOUT_S))
+
+
+def pin_uuids(devices: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ordinal -> the UUID a one-GPU child is pinned by (child.pinned). None for MIG instances: their UUID
+    needs CUDA's MIG- form, which the count may not give; their children see what CUDA numbers."""
+    if any("MIG" in str(d.get("name", "")).split() or str(d.get("uuid", "")).upper().startswith("MIG-") for d in devices):
+        return {}
+    return {str(d["ordinal"]): d.get("uuid") for d in devices}
+
+
 def probe_smoke(timeout_s: float = 30.0) -> dict[str, Any]:
-    counted = run_module(WORKER, ["count"], timeout_s=timeout_s)
+    counted = count_gpus()
     count = counted.section("count")
     if count is None:
-        return {"smoke": {"count": _failure(counted, timeout_s), "runs": []}}
-    ordinals = [d["ordinal"] for d in count["devices"]]
-    with ThreadPoolExecutor(max_workers=max(1, len(ordinals))) as pool:
-        children = list(pool.map(lambda o: run_module(WORKER, ["run", str(o)], timeout_s=timeout_s), ordinals))
+        return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}
+    devices, pins = count["devices"], pin_uuids(count["devices"])
+    with ThreadPoolExecutor(max_workers=max(1, len(devices))) as pool:  # each child starts CUDA on its GPU alone
+        children = list(pool.map(lambda d: run_module(WORKER, ["run", str(d["ordinal"])], timeout_s=timeout_s,
+                                                      env=pinned(child_env(), pins.get(str(d["ordinal"])))),
+                                 devices))
     runs = []
     for device, child in zip(count["devices"], children):
         result = child.section("run")

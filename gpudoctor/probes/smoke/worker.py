@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import struct
 import sys
 import time
@@ -133,7 +134,8 @@ def run(ordinal: int) -> int:
     steps: dict[str, float] = {}
     check(cuda, "cuInit", cuda.cuInit(0))
     dev, ctx, module, kernel = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-    check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), ordinal))
+    # pinned by the parent to this one GPU (CUDA_VISIBLE_DEVICES=its UUID): CUDA calls it 0; the report keeps the ordinal
+    check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), 0 if os.environ.get("GPUDOCTOR_PINNED_GPU") else ordinal))
     t = time.monotonic()
     check(cuda, "cuDevicePrimaryCtxRetain", cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
     check(cuda, "cuCtxSetCurrent", cuda.cuCtxSetCurrent(ctx))

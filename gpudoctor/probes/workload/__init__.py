@@ -11,13 +11,15 @@ code path is proven even where acceleration cannot be shown.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, NamedTuple, Optional
 
-from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, run_module
+from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
+from gpudoctor.probes.smoke import count_gpus, pin_uuids
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
 WORKER = "gpudoctor.probes.workload.worker"
-SMOKE = "gpudoctor.probes.smoke.worker"
 CPU_CAPABLE = ("torch", "tensorflow")
 #: Frameworks whose child drives every GPU, a thread per GPU. Not TensorFlow: Keras's seed is process-wide,
 #: and its multi-GPU threading could not be proven on a GPU here (no TensorFlow on the GPU machines), so
@@ -29,14 +31,6 @@ class Job(NamedTuple):
     framework: str
     devices: list[str]  # CUDA ordinals, or ["cpu"]
     uuid: Any = None  # the one GPU a one-GPU child is pinned to
-
-
-def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
-    """``env`` for a child that works on one GPU: only that GPU visible (by its UUID, which names the same
-    GPU whatever CUDA_VISIBLE_DEVICES said), so its framework starts on that GPU alone."""
-    if not isinstance(uuid, str) or not uuid.upper().startswith(("GPU-", "MIG-")):
-        return env
-    return {**env, "CUDA_VISIBLE_DEVICES": uuid, "GPUDOCTOR_PINNED_GPU": "1"}
 
 
 def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any]) -> list[Job]:
@@ -53,28 +47,106 @@ def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any]) -> l
     return jobs
 
 
+def workload_env() -> dict[str, str]:
+    """The workload children's environment: the per-GPU lock folder, and each child's slice of the CPU
+    cores for its CPU references and BLAS pools (the children share the CPU)."""
+    threads = str(max(2, (os.cpu_count() or 2) // max(1, sum(installed(f) for f in FRAMEWORKS))))
+    return child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir(), "GPUDOCTOR_CPU_THREADS": threads,
+                      "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+
+
+class FrameworkChild:
+    """A threaded framework's one child for this run, started at once: it imports the framework and
+    prints the framework probe's facts, then reads the GPUs from stdin once they are counted and runs
+    the workloads on them. The framework probe reads the facts as soon as they are printed (facts()),
+    the workload probe waits for the end (wait()). One child instead of two: on 4 x H200 every process
+    that starts CUDA on all four GPUs delays the others (the driver starts CUDA in one process at a time)."""
+
+    def __init__(self, framework: str, deep: bool, timeout_s: float):
+        self.framework, self.timeout_s = framework, timeout_s
+        self.result = ChildResult()  # filled while the child runs
+        self.began = time.monotonic()
+        self.facts_at: Optional[float] = None
+        self._facts_printed = threading.Event()
+        self._done: Future = Future()
+        args = [framework, "-", "--facts", *(["--deep"] if deep else [])]
+        threading.Thread(target=self._run, args=(args,), name=f"child-{framework}", daemon=True).start()
+
+    def _run(self, args: list[str]) -> None:
+        try:
+            run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(), on_line=self._line, result=self.result,
+                       feed=lambda: devices_line(self.framework, gpus(count_gpus())[0]))
+        except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
+            self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
+        finally:
+            self._facts_printed.set()
+            self._done.set_result(self.result)
+
+    def _line(self, item: dict[str, Any]) -> None:
+        if item.get("section") == "framework":
+            self.facts_at = time.monotonic()
+            self._facts_printed.set()
+
+    def facts(self, timeout_s: float) -> ChildResult:
+        """For the framework probe: the child as it stood when it printed the facts (as if it had ended
+        there); the whole child if it ended first without them (a crash); timed out if neither came
+        within ``timeout_s`` (the child goes on, bounded by its own limit, for the workloads)."""
+        self._facts_printed.wait(timeout_s)
+        if self.facts_at is not None:
+            lines = [line for line in list(self.result.lines) if line.get("section") in ("started", "framework")]
+            return ChildResult(lines=lines, returncode=0, stderr_tail=self.result.stderr_so_far(),
+                               duration_s=self.facts_at - self.began)
+        if self._done.done():
+            return self._done.result()
+        return ChildResult(lines=list(self.result.lines), timed_out=True, stderr_tail=self.result.stderr_so_far(),
+                           duration_s=time.monotonic() - self.began)
+
+    def wait(self) -> ChildResult:
+        return self._done.result()
+
+
+def framework_child(framework: str, deep: bool, timeout_s: float) -> FrameworkChild:
+    """The run's one child for a threaded framework, started by whichever probe asks first."""
+    return shared(f"framework child {framework}", lambda: FrameworkChild(framework, deep, timeout_s))
+
+
+def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float], Optional[ChildResult]]:
+    """For the framework probe when the workloads run too: a threaded framework's facts come from its
+    workload child (None for the others: TensorFlow keeps its own framework-probe child)."""
+    return lambda name, wait_s: framework_child(name, deep, timeout_s).facts(wait_s) if name in THREADED else None
+
+
 def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
-    counted = run_module(SMOKE, ["count"], timeout_s=30.0)
-    count = counted.section("count")
-    devices = (count or {}).get("devices", [])
-    ordinals = [str(d["ordinal"]) for d in devices]
-    # MIG instances are left as CUDA numbers them: their UUID needs CUDA's MIG- form, which the count may not give
-    mig = any("MIG" in str(d.get("name", "")).split() or str(d.get("uuid", "")).upper().startswith("MIG-")
-              for d in devices)
-    uuids = {} if mig else {str(d["ordinal"]): d.get("uuid") for d in devices}
+    """Count the GPUs while the threaded frameworks' children import (they read the count on stdin:
+    1.4 s on 4 x H200); TensorFlow's one-GPU children start once the count has named the GPUs to pin
+    them to."""
     frameworks = [f for f in FRAMEWORKS if installed(f)]
+    threaded = {f: framework_child(f, deep, timeout_s) for f in frameworks if f in THREADED}
+    counted = count_gpus()  # the smoke probe's count: one child for both
+    ordinals, uuids = gpus(counted)
     jobs = plan(frameworks, ordinals, uuids)
-    threads = str(max(2, (os.cpu_count() or 2) // max(1, len(jobs))))
-    # children share the CPU: each gets its slice of the cores for its CPU references and BLAS pools
-    env = child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir(), "GPUDOCTOR_CPU_THREADS": threads,
-                     "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
-    args = ["--deep"] if deep else []
+    env, args = workload_env(), ["--deep"] if deep else []
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-        children = list(pool.map(lambda job: run_module(WORKER, [job.framework, ",".join(job.devices), *args],
-                                                        timeout_s=timeout_s, env=pinned(env, job.uuid)), jobs))
+        children = list(pool.map(lambda job: threaded[job.framework].wait() if job.framework in threaded else
+                                 run_module(WORKER, [job.framework, ",".join(job.devices), *args],
+                                            timeout_s=timeout_s, env=pinned(env, job.uuid)), jobs))
     runs = [run for job, child in zip(jobs, children) for run in _runs(job, child, timeout_s)]
     return {"workload": {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs,
                          "count_s": round(counted.duration_s, 3)}}
+
+
+def gpus(counted: ChildResult) -> tuple[list[str], dict[str, Any]]:
+    """The ordinals the count found, and the UUIDs to pin one-GPU children by."""
+    devices = (counted.section("count") or {}).get("devices", [])
+    return [str(d["ordinal"]) for d in devices], pin_uuids(devices)
+
+
+def devices_line(framework: str, ordinals: list[str]) -> str:
+    """What a child started before the count reads: every GPU; without one, "cpu" for a framework that
+    trains on the CPU, else nothing (the child then exits at once)."""
+    if ordinals:
+        return ",".join(ordinals) + "\n"
+    return "cpu\n" if framework in CPU_CAPABLE else "\n"
 
 
 def _runs(job: Job, child: ChildResult, timeout_s: float) -> list[dict[str, Any]]:

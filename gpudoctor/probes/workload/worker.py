@@ -1,8 +1,10 @@
 """Workload worker: proves a framework computes on one GPU, and measures how fast.
 
-Run as ``python -m gpudoctor.probes.workload.worker FRAMEWORK DEVICES [--deep]`` where DEVICES is
-a comma-separated list of CUDA ordinals, or "cpu" (on a machine without a GPU the training step
-still runs on the CPU, to prove the code path). The framework is imported once and every GPU gets
+Run as ``python -m gpudoctor.probes.workload.worker FRAMEWORK DEVICES [--deep] [--facts]`` where
+DEVICES is a comma-separated list of CUDA ordinals, "cpu" (on a machine without a GPU the training
+step still runs on the CPU, to prove the code path), or "-": read them from stdin once the parent
+has counted the GPUs. With --facts it first prints what the framework probe's worker prints (it is
+that probe's child too, so the framework is imported once per check). The framework is imported once and every GPU gets
 its own thread, so four GPUs cost one import and one set of CPU references, not four; each GPU's
 result is printed as its own JSON line the moment it is ready, so a GPU that hangs does not take
 the others' results with it (the parent keeps every complete line). Every result is checked
@@ -15,6 +17,7 @@ not loaded.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import importlib
 import json
@@ -567,15 +570,53 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     emit(result)
 
 
-def main(argv: list[str]) -> int:
-    framework, devices, deep = argv[0], argv[1].split(","), "--deep" in argv
-    started = time.monotonic()
-    import_s: Optional[float] = None
+def start_cuda() -> None:
+    """Start the CUDA driver and each visible GPU's primary context (the context PyTorch, JAX and CuPy
+    all use) while the framework is still importing: on 4 x H200 starting CUDA took 1.2 - 1.5 s of each
+    child, after an import of 2.5 s it can hide behind. Best effort: where it fails, the framework meets
+    the same failure itself and reports it."""
+    from gpudoctor.probes.smoke.worker import fn, load
+
     try:
-        importlib.import_module(framework)  # once, before the threads: their time is their GPU's own
-        import_s = time.monotonic() - started
+        cuda = load()
+        if cuda.cuInit(0) != 0:
+            return
+        count = ctypes.c_int()
+        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return
+        for ordinal in range(count.value):
+            dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+            if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0:
+                fn(cuda, "cuDevicePrimaryCtxRetain")(ctypes.byref(ctx), dev)
+    except (OSError, AttributeError):
+        return
+
+
+def read_devices(arg: str) -> list[str]:
+    """The GPUs to run on: ``arg`` itself, or with "-" the line the parent writes to stdin once its count
+    of the GPUs is done (it starts this child before, so the import overlaps the count); an empty line
+    or none: nothing to run."""
+    line = sys.stdin.readline().strip() if arg == "-" else arg
+    return [d for d in line.split(",") if d]
+
+
+def main(argv: list[str]) -> int:
+    framework, deep = argv[0], "--deep" in argv
+    started = time.monotonic()
+    threading.Thread(target=start_cuda, name="start-cuda", daemon=True).start()
+    import_s: Optional[float] = None
+    try:  # once, before the threads: their time is their GPU's own
+        if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
+            from gpudoctor.probes.frameworks.worker import report
+
+            if "import_error" not in report(framework):
+                import_s = time.monotonic() - started
+        else:
+            importlib.import_module(framework)
+            import_s = time.monotonic() - started
     except BaseException:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         pass
+    devices = read_devices(argv[1])
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
             run_device(framework, device, deep, started, import_s)
