@@ -32,13 +32,6 @@ def test_without_a_gpu_only_frameworks_that_train_on_the_cpu_run():
     assert plan(["torch", "tensorflow", "jax", "cupy"], [], {}) == [Job("torch", ["cpu"]), Job("tensorflow", ["cpu"])]
 
 
-def test_the_shared_child_keeps_the_users_visible_gpus():
-    """A threaded child sees what gpudoctor sees, so its ordinals are the count's ordinals; only one-GPU
-    children are pinned."""
-    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
-    assert workload.pinned(env, Job("torch", ["0", "1"]).uuid) is env
-
-
 class _Child:
     def __init__(self, lines, timed_out=False, returncode=0):
         from gpudoctor.probes.child import ChildResult
@@ -213,18 +206,12 @@ def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
 
     monkeypatch.setitem(worker.RUNNERS, "cupy", lambda device, deep: {"framework": "cupy", "device": device})
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
-    monkeypatch.setattr(worker, "start_cuda", lambda: None)
     monkeypatch.setattr(sys, "stdin", io.StringIO("0,1\n"))
     worker.main(["cupy", "-"])
     assert sorted(line.split('"device": ')[1][:3] for line in capsys.readouterr().out.splitlines()) == ['"0"', '"1"']
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n"))
     worker.main(["cupy", "-"])
     assert capsys.readouterr().out == ""  # nothing to run: nothing printed
-
-
-def test_starting_cuda_early_is_quiet_without_a_driver():
-    """This machine has no libcuda: the early start gives up silently; the framework reports for itself."""
-    assert worker.start_cuda() is None
 
 
 def test_a_child_reads_what_its_feed_gives_once_that_is_known():
@@ -302,6 +289,7 @@ def test_a_shared_child_that_crashes_is_a_crashed_import(monkeypatch, tmp_path):
 def test_a_check_imports_each_threaded_framework_once(monkeypatch):
     """The real check on this machine (CPU PyTorch, no GPU): PyTorch's framework facts and its CPU training
     step come from one child; TensorFlow keeps a framework-probe child of its own."""
+    pytest.importorskip("torch")
     from gpudoctor import pipeline
     from gpudoctor.probes import frameworks
 
@@ -315,3 +303,53 @@ def test_a_check_imports_each_threaded_framework_once(monkeypatch):
     assert report["facts"]["frameworks"]["torch"]["status"] == "ok"
     assert report["facts"]["frameworks"]["torch"]["info"]["version"].startswith("2.")
     assert [r["training"]["ok"] for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"] == [True]
+
+
+def test_untimed_work_shares_a_gpu_and_a_measurement_has_it_alone(monkeypatch, tmp_path):
+    """The real flock: two untimed holders (two frameworks compiling) overlap; a measurement waits for
+    both to leave, and untimed work waits for the measurement."""
+    monkeypatch.setenv("GPUDOCTOR_LOCK_DIR", str(tmp_path))
+    log = []
+
+    def hold(name, shared, seconds, delay=0.0):
+        time.sleep(delay)
+        with worker.gpu_lock("0", shared=shared):
+            log.append((name, "in", time.monotonic()))
+            time.sleep(seconds)
+            log.append((name, "out", time.monotonic()))
+
+    plan_ = [("compile-a", True, 0.3, 0.0), ("compile-b", True, 0.3, 0.05), ("measure", False, 0.2, 0.1),
+             ("check", True, 0.05, 0.15)]
+    threads = [threading.Thread(target=hold, args=args) for args in plan_]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    at = {(n, e): t for n, e, t in log}
+    assert at[("compile-b", "in")] < at[("compile-a", "out")]  # shared with shared: together
+    assert at[("measure", "in")] >= max(at[("compile-a", "out")], at[("compile-b", "out")])  # alone
+    assert at[("check", "in")] >= at[("measure", "out")] or at[("check", "out")] <= at[("measure", "in")]
+
+
+def test_a_facts_report_that_fails_still_gives_the_framework_probe_its_line(monkeypatch, capsys):
+    """Reading the facts raised outside the import's own guard: the child prints the framework line with
+    the error at once, rather than leaving the framework probe to wait out its limit."""
+    from gpudoctor.probes.frameworks import worker as fw_worker
+
+    monkeypatch.setattr(fw_worker, "report", lambda name: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
+    monkeypatch.setitem(worker.RUNNERS, "torch", lambda device, deep: {"framework": "torch", "device": device})
+    worker.main(["torch", "cpu", "--facts"])
+    lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["section"] == "framework" and lines[0]["data"]["import_error"] == "OSError: /proc/self/maps: gone"
+    assert lines[1]["data"] == {"framework": "torch", "device": "cpu", "duration_s": lines[1]["data"]["duration_s"],
+                                "work_s": lines[1]["data"]["work_s"]}  # no import time: the import did not succeed
+
+
+def test_a_shared_child_that_cannot_be_set_up_leaves_the_framework_probe_its_own(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no threads left")
+
+    monkeypatch.setattr(workload, "FrameworkChild", broken)
+    facts = workload.framework_facts(deep=False, timeout_s=5.0)
+    assert facts("torch", 1.0) is None  # the probe then starts its own child
+    assert facts("tensorflow", 1.0) is None  # never shared

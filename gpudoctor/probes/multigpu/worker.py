@@ -58,7 +58,8 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _all_gpus(count: int) -> Iterator[None]:
-    """Every GPU's lock, always in ordinal order (a workload child holds at most one GPU's lock)."""
+    """Every GPU's lock, always in ordinal order (each workload thread holds at most one GPU's lock:
+    workload/worker.py _lock says the rule)."""
     with contextlib.ExitStack() as stack:
         for ordinal in range(count):
             stack.enter_context(_lock(f"gpu{ordinal}"))
@@ -270,7 +271,7 @@ def run_rank(pg_timeout_s: float) -> None:
         dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=pg_timeout_s), device_id=device)
         # this GPU's lock: no collective completes before every rank holds its own, so all timings run on GPUs
-        # the framework workloads leave alone (a workload child holds one GPU's lock at most: no cycle)
+        # the framework workloads leave alone (a workload thread holds one GPU's lock at most: no cycle)
         with _lock(f"gpu{rank}"):
             out.update(time_allreduce(torch, dist, device, rank, world))
     except BaseException as exc:  # noqa: BLE001 - the launcher reports it

@@ -79,8 +79,8 @@ class FrameworkChild:
         except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
             self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
         finally:
+            self._done.set_result(self.result)  # first: facts() woken below must see a child that ended
             self._facts_printed.set()
-            self._done.set_result(self.result)
 
     def _line(self, item: dict[str, Any]) -> None:
         if item.get("section") == "framework":
@@ -113,7 +113,16 @@ def framework_child(framework: str, deep: bool, timeout_s: float) -> FrameworkCh
 def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float], Optional[ChildResult]]:
     """For the framework probe when the workloads run too: a threaded framework's facts come from its
     workload child (None for the others: TensorFlow keeps its own framework-probe child)."""
-    return lambda name, wait_s: framework_child(name, deep, timeout_s).facts(wait_s) if name in THREADED else None
+    def facts(name: str, wait_s: float) -> Optional[ChildResult]:
+        if name not in THREADED:
+            return None
+        try:
+            child = framework_child(name, deep, timeout_s)
+        except Exception:  # noqa: BLE001 - it could not even be set up: the probe starts its own child
+            return None
+        return child.facts(wait_s)
+
+    return facts
 
 
 def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:

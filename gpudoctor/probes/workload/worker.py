@@ -17,7 +17,6 @@ not loaded.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import importlib
 import json
@@ -46,18 +45,24 @@ _references_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _lock(name: str) -> Iterator[None]:
-    """Serialise measurements on a GPU between the frameworks' children and the multi-GPU tests (one GPU,
-    one measurement at a time), and pinned host copies between GPUs (they share host memory bandwidth).
-    Only what is timed takes it: a correctness check that shares the GPU for a moment is still right,
-    and a framework compiling its first kernel must not hold the GPU from the others. The parent
-    passes the folder."""
+def _lock(name: str, shared: bool = False) -> Iterator[None]:
+    """Keep measurements on a GPU apart from any other work on it: timed work holds the GPU's lock alone,
+    untimed work (a correctness check, a first step that compiles) holds it ``shared`` with other untimed
+    work, so compilations in different frameworks overlap each other but never a measurement. Also
+    serialises pinned host copies between GPUs (they share host memory bandwidth), and is taken by the
+    multi-GPU tests. The parent passes the folder.
+
+    The rule that keeps this free of deadlocks, between threads (flock locks of one process do not nest:
+    each acquisition opens the file anew) and with the multi-GPU ranks (each holds its GPU's lock while
+    it blocks in a collective): a thread holds at most one GPU's lock; it never asks for a GPU's lock
+    while holding _GLOBAL_STATE, _HOST_TIMED or a reference() lock; and it lets go of a shared lock
+    before asking for the same GPU alone (host_timed)."""
     folder = os.environ.get("GPUDOCTOR_LOCK_DIR")
     if not folder:
         yield
         return
     with open(os.path.join(folder, f"{name}.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        fcntl.flock(fh, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -84,17 +89,19 @@ def reference(key: str, compute: Callable[[], Any]) -> Any:
         return entry[1]
 
 
-def gpu_lock(device: str) -> Any:
-    """The GPU's measurement lock (see _lock); the CPU has none."""
-    return _lock(f"gpu{device}") if device != "cpu" else contextlib.nullcontext()
+def gpu_lock(device: str, shared: bool = False) -> Any:
+    """The GPU's lock (see _lock); the CPU has none."""
+    return _lock(f"gpu{device}", shared) if device != "cpu" else contextlib.nullcontext()
 
 
-def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], timed: bool = False) -> None:
-    """Run one step into ``results[name]``; a ``timed`` step (throughput) holds its GPU's lock throughout.
-    Steps timed by the host clock take the lock themselves, after their first call (host_timed)."""
+def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], lock: str = "shared") -> None:
+    """Run one step into ``results[name]`` holding its GPU's lock ``lock``: "alone" for a step timed with
+    device events (throughput), "shared" for untimed work, "own" for a step that takes it itself (the
+    training step, timed by the host clock: see host_timed)."""
     start = time.monotonic()
+    device = results.get("device", "cpu")
     try:
-        with gpu_lock(results.get("device", "cpu")) if timed else contextlib.nullcontext():
+        with gpu_lock(device, shared=lock == "shared") if lock != "own" else contextlib.nullcontext():
             results[name] = fn()
     except Exception as exc:  # noqa: BLE001 - a failing step is the finding, the others still run
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
@@ -148,9 +155,9 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
-    _step(out, "training", lambda: _torch_training(torch, dev, device, compare_cpu=device == "0"))
+    _step(out, "training", lambda: _torch_training(torch, dev, device, compare_cpu=device == "0"), lock="own")
     if cuda:
-        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), timed=True)
+        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
     return out
 
 
@@ -278,10 +285,11 @@ class _TorchAdam:
 
 def host_timed(step: Callable[[], None], steps: int, device: str) -> None:
     """``steps`` calls of ``step``, each timed by the host clock: the first (compilation, allocation,
-    library loading: seconds for cuDNN) shares the GPU; the rest hold the GPU's lock (``device``: an
-    ordinal, or "cpu") and have the interpreter to themselves (_HOST_TIMED), not shared with another
-    GPU's thread of this process."""
-    step()
+    library loading) shares the GPU with other untimed work; the rest hold the GPU's lock alone
+    (``device``: an ordinal, or "cpu") and have the interpreter to themselves (_HOST_TIMED), not
+    shared with another GPU's thread of this process."""
+    with gpu_lock(device, shared=True):
+        step()
     with gpu_lock(device), _HOST_TIMED:
         for _ in range(steps - 1):
             step()
@@ -363,7 +371,7 @@ def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
                 tf.sin(2.5 * tf.constant(x) + tf.constant(y)).numpy(), ew), 1e-5))
             _step(out, "matmul", lambda: _tf_matmul(tf, np))
             _step(out, "conv", lambda: _tf_conv(tf, np))
-        _step(out, "training", lambda: _tf_training(tf, np, device, name, amp=_tf_bf16(tf, cuda, device)))
+        _step(out, "training", lambda: _tf_training(tf, np, device, name, amp=_tf_bf16(tf, cuda, device)), lock="own")
     return out
 
 
@@ -468,7 +476,7 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     a, b, mm = reference("np.matmul", lambda: _np_matmul(np))
     _step(out, "matmul", lambda: _check("matmul float32 (default precision)", rel_err(
         np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), mm), 1e-2))
-    _step(out, "training", lambda: _jax_training(jax, jnp, np, dev, device))
+    _step(out, "training", lambda: _jax_training(jax, jnp, np, dev, device), lock="own")
     return out
 
 
@@ -570,28 +578,6 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     emit(result)
 
 
-def start_cuda() -> None:
-    """Start the CUDA driver and each visible GPU's primary context (the context PyTorch, JAX and CuPy
-    all use) while the framework is still importing: on 4 x H200 starting CUDA took 1.2 - 1.5 s of each
-    child, after an import of 2.5 s it can hide behind. Best effort: where it fails, the framework meets
-    the same failure itself and reports it."""
-    from gpudoctor.probes.smoke.worker import fn, load
-
-    try:
-        cuda = load()
-        if cuda.cuInit(0) != 0:
-            return
-        count = ctypes.c_int()
-        if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
-            return
-        for ordinal in range(count.value):
-            dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-            if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0:
-                fn(cuda, "cuDevicePrimaryCtxRetain")(ctypes.byref(ctx), dev)
-    except (OSError, AttributeError):
-        return
-
-
 def read_devices(arg: str) -> list[str]:
     """The GPUs to run on: ``arg`` itself, or with "-" the line the parent writes to stdin once its count
     of the GPUs is done (it starts this child before, so the import overlaps the count); an empty line
@@ -603,7 +589,6 @@ def read_devices(arg: str) -> list[str]:
 def main(argv: list[str]) -> int:
     framework, deep = argv[0], "--deep" in argv
     started = time.monotonic()
-    threading.Thread(target=start_cuda, name="start-cuda", daemon=True).start()
     import_s: Optional[float] = None
     try:  # once, before the threads: their time is their GPU's own
         if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
@@ -614,8 +599,11 @@ def main(argv: list[str]) -> int:
         else:
             importlib.import_module(framework)
             import_s = time.monotonic() - started
-    except BaseException:  # noqa: BLE001 - each GPU's run meets the same error and reports it
-        pass
+    except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
+        if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes
+            sys.stdout.write(json.dumps({"section": "framework", "data": {
+                "import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:]}}) + "\n")
+            sys.stdout.flush()
     devices = read_devices(argv[1])
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
