@@ -211,11 +211,11 @@ def test_smoke_children_start_cuda_on_their_gpu_alone_and_share_the_count(monkey
 
 
 def test_real_4_gpu_check_with_one_child_per_framework_is_all_clear():
-    """4 x H200, 2026-11-21 15:49 UTC (tools/device/bound.sh, bound.txt beside it): one child per framework
+    """4 x H200, 2026-11-21 15:58 UTC (tools/device/bound.sh, bound.txt beside it): one child per framework
     drove all four GPUs, a thread each, and was also the framework probe's child. Each framework was
     imported once (one import time for its four GPUs), every GPU reports under its own ordinal, trained
-    in bf16 with the loss falling, and nothing was found. bf16 matmul 754 to 773 TFLOP/s with the four
-    GPUs measured at once (783 on GPU 0 alone, a minute earlier): untimed work of other frameworks
+    in bf16 with the loss falling, and nothing was found. bf16 matmul 775 to 804 TFLOP/s with the four
+    GPUs measured at once (744 on GPU 0 alone, seconds earlier): untimed work of other frameworks
     shares a GPU but never overlaps a measurement."""
     recorded = json.loads((REAL / "h200x4-20261121" / "workload-report-threaded.json").read_text())["facts"]
     runs = recorded["workload"]["runs"]
