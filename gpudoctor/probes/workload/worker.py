@@ -37,7 +37,8 @@ BUSY_USED_SHARE = 0.5  # a GPU with more than half its memory in use is someone 
 #: default random generator): one GPU's thread must not change it under another's feet.
 _GLOBAL_STATE = threading.Lock()
 #: Held around the loops timed by the host clock (the training steps): threads of one process share the
-#: interpreter, and a step timed while another GPU's thread holds it would be timed too slow.
+#: interpreter, and two GPUs' timed loops interleaved would each be timed too slow. It does not keep the
+#: other threads' untimed work off the interpreter: a warm step can still read somewhat slow.
 _HOST_TIMED = threading.Lock()
 _emit_lock = threading.Lock()
 _references: dict[str, list[Any]] = {}
@@ -286,8 +287,8 @@ class _TorchAdam:
 def host_timed(step: Callable[[], None], steps: int, device: str) -> None:
     """``steps`` calls of ``step``, each timed by the host clock: the first (compilation, allocation,
     library loading) shares the GPU with other untimed work; the rest hold the GPU's lock alone
-    (``device``: an ordinal, or "cpu") and have the interpreter to themselves (_HOST_TIMED), not
-    shared with another GPU's thread of this process."""
+    (``device``: an ordinal, or "cpu"), not interleaved with another GPU's timed loop of this process
+    (_HOST_TIMED, taken after the GPU's lock: the rule in _lock)."""
     with gpu_lock(device, shared=True):
         step()
     with gpu_lock(device), _HOST_TIMED:
