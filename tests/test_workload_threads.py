@@ -334,9 +334,7 @@ def test_untimed_work_shares_a_gpu_and_a_measurement_has_it_alone(monkeypatch, t
 def test_a_facts_report_that_fails_still_gives_the_framework_probe_its_line(monkeypatch, capsys):
     """Reading the facts raised outside the import's own guard: the child prints the framework line with
     the error at once, rather than leaving the framework probe to wait out its limit."""
-    from gpudoctor.probes.frameworks import worker as fw_worker
-
-    monkeypatch.setattr(fw_worker, "report", lambda name: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
+    monkeypatch.setattr(worker, "report", lambda name: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
     monkeypatch.setitem(worker.RUNNERS, "torch", lambda device, deep: {"framework": "torch", "device": device})
     worker.main(["torch", "cpu", "--facts"])
     lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]

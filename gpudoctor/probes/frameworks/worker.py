@@ -169,6 +169,11 @@ def _nccl_text(v: Any) -> Any:
 PROBES = {"torch": probe_torch, "tensorflow": probe_tensorflow, "jax": probe_jax, "cupy": probe_cupy}
 
 
+def import_failure(exc: BaseException) -> dict[str, Any]:
+    """The facts of a framework whose import (or the asking after it) raised ``exc``: called in its handler."""
+    return {"import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:]}
+
+
 def report(name: str) -> dict[str, Any]:
     """Import the framework, ask it, and print the "started" and "framework" lines; returns the facts.
     Also the first thing a workload child does when it is the framework probe's child too
@@ -179,7 +184,7 @@ def report(name: str) -> dict[str, Any]:
     try:
         info = PROBES[name]()
     except BaseException as exc:  # noqa: BLE001 - an import that raises is the finding
-        info = {"import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:]}
+        info = import_failure(exc)
     info["import_and_probe_s"] = round(time.monotonic() - start, 3)
     info["loaded_libraries"] = _loaded()
     sys.stdout.write(json.dumps({"section": "framework", "data": info}, default=str) + "\n")

@@ -17,8 +17,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
 from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
-from gpudoctor.probes.smoke import count_gpus, pin_uuids
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
+from gpudoctor.probes.smoke import count_gpus, pin_uuids
+
 WORKER = "gpudoctor.probes.workload.worker"
 CPU_CAPABLE = ("torch", "tensorflow")
 #: Frameworks whose child drives every GPU, a thread per GPU. Not TensorFlow: Keras's seed is process-wide,

@@ -29,6 +29,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterator, Optional
 
+from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.workload import THREADED
 
 MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
@@ -553,8 +554,8 @@ def run_cupy(device: str, deep: bool) -> dict[str, Any]:
 RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cupy": run_cupy}
 
 
-def emit(result: dict[str, Any]) -> None:
-    line = json.dumps({"section": "workload", "data": result}, default=float) + "\n"
+def emit(section: str, data: dict[str, Any]) -> None:
+    line = json.dumps({"section": section, "data": data}, default=float) + "\n"
     with _emit_lock:  # one whole line at a time: the parent keeps complete lines only
         sys.stdout.write(line)
         sys.stdout.flush()
@@ -576,7 +577,7 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     training = result.get("training")
     if os.environ.get("GPUDOCTOR_PINNED_GPU") and isinstance(training, dict) and device != "cpu":
         training["device"] = f"cuda:{device}"  # the framework called its only GPU 0; the report says which it is
-    emit(result)
+    emit("workload", result)
 
 
 def read_devices(arg: str) -> list[str]:
@@ -593,8 +594,6 @@ def main(argv: list[str]) -> int:
     import_s: Optional[float] = None
     try:  # once, before the threads: their time is their GPU's own
         if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
-            from gpudoctor.probes.frameworks.worker import report
-
             if "import_error" not in report(framework):
                 import_s = time.monotonic() - started
         else:
@@ -602,9 +601,7 @@ def main(argv: list[str]) -> int:
             import_s = time.monotonic() - started
     except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes
-            sys.stdout.write(json.dumps({"section": "framework", "data": {
-                "import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:]}}) + "\n")
-            sys.stdout.flush()
+            emit("framework", import_failure(exc))
     devices = read_devices(argv[1])
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
