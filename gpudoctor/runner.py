@@ -24,6 +24,7 @@ from gpudoctor.probes.smoke import probe_smoke
 from gpudoctor.probes.workload import framework_facts, probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
+from gpudoctor.trace import mark
 
 
 @dataclass(frozen=True)
@@ -173,10 +174,12 @@ def _limit(probe: Probe, started: float, deadline: Optional[float]) -> float:
 def _run_one(probe: Probe, slot: dict[str, Any]) -> None:
     start = time.monotonic()
     record: dict[str, Any] = {"status": "ok", "title": probe.title}
+    mark(f"probe {probe.name} begins")
     try:
         slot["facts"] = probe.run()
     except Exception as exc:  # noqa: BLE001 - any probe failure must become a finding
         record.update(status="error", error=f"{type(exc).__name__}: {exc}",
                       traceback_tail=traceback.format_exc()[-1500:])
     record["duration_s"] = round(time.monotonic() - start, 3)
+    mark(f"probe {probe.name} ends")
     slot["record"] = record

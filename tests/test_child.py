@@ -95,6 +95,43 @@ def test_clean_exit_has_no_signal():
     assert result.lines == [{"ok": True}]
 
 
+def test_end_child_says_its_status_and_leaves_no_exit_line():
+    result = run_json_lines(py("""
+        import sys
+        from gpudoctor.probes.ending import end_child
+        print('{"section": "workload", "data": 1}')
+        sys.stderr.write("last words\\n")
+        end_child(3)
+        print('{"never": true}')
+    """), timeout_s=10, env=child_env())
+    assert (result.returncode, result.timed_out) == (3, False)
+    assert result.lines == [{"section": "workload", "data": 1}]
+    assert result.stderr_tail == "last words\n"
+
+
+def test_the_run_does_not_wait_for_a_child_that_said_its_status_to_be_gone(tmp_path):
+    """What follows the status (the driver freeing GPU contexts) is not the run's to wait for; the child
+    is still reaped once it has gone."""
+    release = tmp_path / "release"
+    result = run_json_lines(py(f"""
+        import json, os, sys, time
+        print(json.dumps({{"section": "pid", "data": os.getpid()}}))
+        print(json.dumps({{"section": "exit", "data": 0}}), flush=True)
+        os.close(1); os.close(2)
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.01)
+        os._exit(0)
+    """), timeout_s=30)
+    pid = result.section("pid")
+    assert (result.returncode, result.timed_out) == (0, False)
+    assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # returned while the child was still there
+    release.touch()
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not psutil.pid_exists(pid)  # gone and reaped: no zombie left
+
+
 def test_megabytes_of_stderr_are_cut_to_the_tail():
     result = run_json_lines(py("""
         import json, sys

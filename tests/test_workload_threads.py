@@ -351,3 +351,94 @@ def test_a_shared_child_that_cannot_be_set_up_leaves_the_framework_probe_its_own
     facts = workload.framework_facts(deep=False, timeout_s=5.0)
     assert facts("torch", 1.0) is None  # the probe then starts its own child
     assert facts("tensorflow", 1.0) is None  # never shared
+
+
+def test_xla_autotuning_is_off_in_the_workloads_unless_the_user_chose_a_level(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert workload.workload_env()["XLA_FLAGS"] == "--xla_gpu_autotune_level=0"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
+    assert workload.workload_env()["XLA_FLAGS"] == "--xla_dump_to=/tmp/d --xla_gpu_autotune_level=0"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/d")
+    assert workload.workload_env()["XLA_FLAGS"] == "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/d"
+
+
+@pytest.mark.parametrize("flags, autotunes", [
+    (None, True),  # XLA's default: autotuning on
+    ("--xla_gpu_autotune_level=0", False),
+    ("--xla_dump_to=/tmp/d --xla_gpu_autotune_level=0", False),
+    ("--xla_gpu_autotune_level=0 --xla_gpu_autotune_level=4", True),  # the last one counts
+    ("--xla_gpu_autotune_level=2", True),
+])
+def test_a_jax_compile_takes_the_gpu_lock_only_while_xla_autotunes_on_the_gpu(monkeypatch, flags, autotunes):
+    if flags is None:
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
+    else:
+        monkeypatch.setenv("XLA_FLAGS", flags)
+    assert worker.xla_autotunes() is autotunes
+
+
+def test_the_flags_the_workloads_get_turn_autotuning_off_for_the_worker_too(monkeypatch):
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("XLA_FLAGS", workload.workload_env()["XLA_FLAGS"])
+    assert worker.xla_autotunes() is False
+
+
+class FakeLibcuda:
+    """libcuda as contexts_early sees it: not loaded, then loaded, then started by the framework's cuInit."""
+
+    def __init__(self):
+        self.loaded = self.started = False
+        self.retained: list[int] = []
+        self.modes: list[int] = []
+
+    def open(self, name, mode=0):
+        self.modes.append(mode)
+        if not self.loaded:
+            raise OSError(f"{name}: not loaded")
+        return self
+
+    def cuDeviceGetCount(self, ref):
+        if not self.started:
+            return 3  # CUDA_ERROR_NOT_INITIALIZED
+        ref._obj.value = 2
+        return 0
+
+    def cuDeviceGet(self, ref, ordinal):
+        ref._obj.value = ordinal
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, ctx, dev):
+        self.retained.append(dev.value)
+        return 0
+
+
+def start_contexts_early(monkeypatch) -> tuple[FakeLibcuda, threading.Event, threading.Thread]:
+    fake, done = FakeLibcuda(), threading.Event()
+    monkeypatch.setattr(worker.ctypes, "CDLL", fake.open)
+    early = threading.Thread(target=worker.contexts_early, args=(done,))
+    early.start()
+    time.sleep(0.05)
+    return fake, done, early
+
+
+def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(monkeypatch):
+    import os
+
+    fake, done, early = start_contexts_early(monkeypatch)
+    fake.loaded = True  # the framework's import loaded libcuda
+    time.sleep(0.05)
+    assert fake.retained == []  # loaded, but CUDA not started yet: nothing is made before the framework's own cuInit
+    fake.started = True
+    early.join(5)
+    deadline = time.monotonic() + 5
+    while len(fake.retained) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(fake.retained) == [0, 1]
+    assert all(mode & os.RTLD_NOLOAD for mode in fake.modes)  # never loads a libcuda of its own
+
+
+def test_without_cuda_the_early_contexts_give_up_when_the_facts_are_done(monkeypatch):
+    fake, done, early = start_contexts_early(monkeypatch)
+    done.set()
+    early.join(5)
+    assert not early.is_alive() and fake.retained == []

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.probes.ending import EXIT_SECTION
+from gpudoctor.trace import mark
+
 STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
 _stopped: set[subprocess.Popen] = set()  # killed by kill_all() while running
@@ -127,31 +130,37 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             result.start_error = f"{type(exc).__name__}: {exc}"
             return result
         _live.add(proc)
+    what = " ".join(map(str, cmd[2:4])) if cmd[1:2] == ["-m"] else os.path.basename(str(cmd[0]))
+    mark(f"spawned {what} as {proc.pid}")
+    ended, said = threading.Event(), Future()
     readers = [
-        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line), daemon=True),
+        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line, ended, said), daemon=True),
         threading.Thread(target=_read_tail, args=(proc.stderr, result.stderr_chunks), daemon=True),
     ]
     for reader in readers:
         reader.start()
     if feed:  # not joined: it may still wait for what to write when the child is gone; it then writes nothing
         threading.Thread(target=_feed, args=(proc.stdin, feed), daemon=True).start()
+    # ended: the child exited, or said its exit status (end_child); this thread also reaps it
+    threading.Thread(target=lambda: (proc.wait(), ended.set()), daemon=True).start()
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        result.timed_out = True
-        kill_group(proc)
+        if not ended.wait(timeout_s):
+            result.timed_out = True
+            kill_group(proc)
     except BaseException:  # Ctrl-C or a deadline in the parent: never leave the child behind
         kill_group(proc)
         raise
     finally:
         with _live_lock:
-            _live.discard(proc)
+            _live.discard(proc)  # what is left of a child that said its status is its exit, not its work
             # killed by kill_all() (a signal, not its own exit): the run's deadline passed, or it was interrupted
             result.timed_out = result.timed_out or (proc in _stopped and (proc.returncode or 0) < 0)
             _stopped.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
-    result.returncode = proc.returncode
+    # the reaper sets returncode once the child is gone; until then, the status it said it exits with
+    result.returncode = proc.returncode if proc.returncode is not None or not said.done() else said.result()
+    mark(f"reaped {what} {proc.pid}: {result.returncode}")
     result.stderr_tail = result.stderr_so_far()
     result.duration_s = time.monotonic() - start
     return result
@@ -240,19 +249,27 @@ def _feed(stream: Any, feed: Callable[[], str]) -> None:
             pass
 
 
-def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]] = None) -> None:
+def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]] = None,
+                ended: Optional[threading.Event] = None, said: Optional[Future] = None) -> None:
+    """Keep the child's JSON lines; its exit status (ending.end_child), if it says it, goes to ``said``,
+    and ``ended`` is set once the child has closed its output after it."""
     for raw in iter(stream.readline, b""):
         try:
             item = json.loads(raw)
         except ValueError:
             continue  # a library printed to stdout; only our JSON lines count
-        if isinstance(item, dict):
+        if isinstance(item, dict) and item.get("section") == EXIT_SECTION and said is not None:
+            if isinstance(item.get("data"), int) and not said.done():
+                said.set_result(item["data"])
+        elif isinstance(item, dict):
             out.append(item)
             if on_line:
                 try:
                     on_line(item)
                 except Exception:  # noqa: BLE001 - the caller's hook must not stop the reading
                     pass
+    if said is not None and said.done() and ended is not None:
+        ended.set()  # end of output after the status: the child's work is over, whatever its exit still takes
 
 
 def _read_tail(stream: Any, chunks: list[bytes]) -> None:

@@ -16,7 +16,9 @@ import traceback
 import warnings
 from typing import Any, Callable
 
+from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.libnames import describe, mapped_libraries
+from gpudoctor.trace import mark
 
 
 def _try(fn: Callable[[], Any]) -> Any:
@@ -34,6 +36,7 @@ def _uuid(value: Any) -> str:
 def probe_torch() -> dict[str, Any]:
     import torch
 
+    mark("torch facts: imported")
     info: dict[str, Any] = {"version": torch.__version__, "built_cuda": torch.version.cuda,
                             "built_hip": getattr(torch.version, "hip", None)}
     info["cpu_only_build"] = not torch.version.cuda and not info["built_hip"]
@@ -47,6 +50,7 @@ def probe_torch() -> dict[str, Any]:
         torch.cuda.init()
     except Exception as exc:  # noqa: BLE001 - the message is the fact we want
         info["init_error"] = f"{type(exc).__name__}: {exc}"[:800]
+    mark("torch facts: CUDA started")
     devices = []
     if info["cuda_available"]:
         for i in range(torch.cuda.device_count()):
@@ -179,6 +183,7 @@ def report(name: str) -> dict[str, Any]:
     Also the first thing a workload child does when it is the framework probe's child too
     (workload.FrameworkChild), so a framework is imported once per check."""
     start = time.monotonic()
+    mark(f"{name} facts: begin")
     sys.stdout.write(json.dumps({"section": "started", "data": name}) + "\n")
     sys.stdout.flush()
     try:
@@ -189,6 +194,7 @@ def report(name: str) -> dict[str, Any]:
     info["loaded_libraries"] = _loaded()
     sys.stdout.write(json.dumps({"section": "framework", "data": info}, default=str) + "\n")
     sys.stdout.flush()
+    mark(f"{name} facts: printed")
     return info
 
 
@@ -207,4 +213,4 @@ def _loaded() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    end_child(main(sys.argv[1]))

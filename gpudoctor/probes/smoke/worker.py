@@ -19,6 +19,8 @@ import time
 from array import array
 from typing import Any
 
+from gpudoctor.trace import mark
+
 N = 1 << 18  # 1 MiB per buffer: enough varied data to catch a wrong result, fast on any GPU
 A = 2.5
 BLOCK = 256
@@ -109,6 +111,7 @@ def fn(cuda: Any, *names: str) -> Any:
 def count() -> int:
     cuda = load()
     check(cuda, "cuInit", cuda.cuInit(0))
+    mark("count: cuInit done")
     version, n = ctypes.c_int(), ctypes.c_int()
     check(cuda, "cuDriverGetVersion", cuda.cuDriverGetVersion(ctypes.byref(version)))
     check(cuda, "cuDeviceGetCount", cuda.cuDeviceGetCount(ctypes.byref(n)))
@@ -120,6 +123,7 @@ def count() -> int:
         check(cuda, "cuDeviceGetUuid", fn(cuda, "cuDeviceGetUuid_v2", "cuDeviceGetUuid")(uuid, dev))
         devices.append({"ordinal": i, "name": name.value.decode(errors="replace"), "uuid": _uuid(bytes(uuid))})
     emit("count", {"driver_cuda": version.value, "devices": devices})
+    mark("count: printed")
     return 0
 
 
@@ -133,6 +137,7 @@ def run(ordinal: int) -> int:
     start = time.monotonic()
     steps: dict[str, float] = {}
     check(cuda, "cuInit", cuda.cuInit(0))
+    mark(f"smoke {ordinal}: cuInit done")
     dev, ctx, module, kernel = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     # pinned by the parent to this one GPU (CUDA_VISIBLE_DEVICES=its UUID): CUDA calls it 0; the report keeps the ordinal
     check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), 0 if os.environ.get("GPUDOCTOR_PINNED_GPU") else ordinal))
@@ -140,6 +145,7 @@ def run(ordinal: int) -> int:
     check(cuda, "cuDevicePrimaryCtxRetain", cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
     check(cuda, "cuCtxSetCurrent", cuda.cuCtxSetCurrent(ctx))
     steps["context_s"] = time.monotonic() - t
+    mark(f"smoke {ordinal}: context made")
     try:
         t = time.monotonic()
         check(cuda, "cuModuleLoadData (PTX JIT)", cuda.cuModuleLoadData(ctypes.byref(module), PTX))
@@ -160,6 +166,7 @@ def run(ordinal: int) -> int:
         fn(cuda, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")(dev)
     result.update({k: round(v, 4) for k, v in steps.items()}, total_s=round(time.monotonic() - start, 4))
     emit("run", result)
+    mark(f"smoke {ordinal}: printed")
     return 0
 
 

@@ -49,11 +49,26 @@ def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any]) -> l
 
 
 def workload_env() -> dict[str, str]:
-    """The workload children's environment: the per-GPU lock folder, and each child's slice of the CPU
-    cores for its CPU references and BLAS pools (the children share the CPU)."""
+    """The workload children's environment: the per-GPU lock folder, each child's slice of the CPU
+    cores for its CPU references and BLAS pools (the children share the CPU), and XLA's flags."""
     threads = str(max(2, (os.cpu_count() or 2) // max(1, sum(installed(f) for f in FRAMEWORKS))))
     return child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir(), "GPUDOCTOR_CPU_THREADS": threads,
-                      "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
+                      "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+                      "XLA_FLAGS": xla_flags(os.environ.get("XLA_FLAGS", ""))})
+
+
+#: XLA (JAX; TensorFlow where it compiles with XLA) times candidate kernels for every new matmul while it
+#: compiles: 0.5 s of a first JAX matmul on one H200, 0.9 s with four GPUs compiling at once, all of it on
+#: the GPU and under the GPU's shared lock, so PyTorch's timed steps on that GPU waited for it. The
+#: workloads prove that a framework computes correctly and trains, not how fast its tuned kernels run.
+NO_AUTOTUNE = "--xla_gpu_autotune_level=0"
+
+
+def xla_flags(current: str) -> str:
+    """``current`` XLA_FLAGS with autotuning off, unless the user chose an autotuning level there."""
+    if "--xla_gpu_autotune_level" in current:
+        return current
+    return f"{current} {NO_AUTOTUNE}".strip()
 
 
 class FrameworkChild:

@@ -17,6 +17,7 @@ not loaded.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import importlib
 import json
@@ -29,8 +30,10 @@ import time
 import traceback
 from typing import Any, Callable, Iterator, Optional
 
+from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
-from gpudoctor.probes.workload import THREADED
+from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED
+from gpudoctor.trace import mark
 
 MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
 BUSY_USED_SHARE = 0.5  # a GPU with more than half its memory in use is someone else's: skip the heavy work
@@ -102,13 +105,17 @@ def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], 
     training step, timed by the host clock: see host_timed)."""
     start = time.monotonic()
     device = results.get("device", "cpu")
+    what = f"{results.get('framework')} {device} {name}"
     try:
+        mark(f"{what}: asks for the GPU ({lock})")
         with gpu_lock(device, shared=lock == "shared") if lock != "own" else contextlib.nullcontext():
+            mark(f"{what}: has it")
             results[name] = fn()
     except Exception as exc:  # noqa: BLE001 - a failing step is the finding, the others still run
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
                          "traceback_tail": traceback.format_exc()[-800:]}
     results[name]["duration_s"] = round(time.monotonic() - start, 3)  # waiting for locks included
+    mark(f"{what}: done")
 
 
 def rel_err(got: Any, ref: Any) -> float:
@@ -291,8 +298,11 @@ def host_timed(step: Callable[[], None], steps: int, device: str) -> None:
     (``device``: an ordinal, or "cpu"), not interleaved with another GPU's timed loop of this process
     (_HOST_TIMED, taken after the GPU's lock: the rule in _lock)."""
     with gpu_lock(device, shared=True):
+        mark(f"{device} first step: has the GPU (shared)")
         step()
+    mark(f"{device} timed steps: ask for the GPU alone")
     with gpu_lock(device), _HOST_TIMED:
+        mark(f"{device} timed steps: have it")
         for _ in range(steps - 1):
             step()
 
@@ -312,6 +322,12 @@ def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int,
         end.synchronize()
         times.append(start.elapsed_time(end) / 1000.0 / batch)
     return statistics.median(times)
+
+
+#: The pinned host<->device copy, by --deep: a PCIe link runs at full speed long before 64 MiB
+#: (benchmarks/throughput_reference.py sets it beside a 1 GiB copy), and these copies hold one lock for
+#: all GPUs (they share the host's memory), so on four GPUs each GPU's copy time is paid four times.
+PINNED_BYTES = {False: 64 << 20, True: 256 << 20}
 
 
 def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, Any]:
@@ -346,7 +362,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     out["device_copy_gbs"] = 2 * size / t / 1e9  # bytes read + bytes written
     out["device_copy_bytes"] = size
     del src, dst
-    size = min(256 << 20, budget // 2)
+    size = min(PINNED_BYTES[deep], budget // 2)
     host = torch.empty(size, dtype=torch.uint8).pin_memory()
     devbuf = torch.empty(size, dtype=torch.uint8, device=dev)
     with _lock("host_copies"):
@@ -474,12 +490,24 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     dev = jax.devices("gpu")[cuda_index(device)]
     x, y, ew = reference("np.elementwise", lambda: _np_elementwise(np))
     _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
-        np.asarray(jnp.sin(2.5 * jax.device_put(x, dev) + jax.device_put(y, dev))), ew), 1e-5))
+        _jax_run(jax, lambda x, y: jnp.sin(2.5 * x + y), dev, device, x, y), ew), 1e-5), lock="own")
     a, b, mm = reference("np.matmul", lambda: _np_matmul(np))
     _step(out, "matmul", lambda: _check("matmul float32 (default precision)", rel_err(
-        np.asarray(jax.device_put(a, dev) @ jax.device_put(b, dev)), mm), 1e-2))
+        _jax_run(jax, jnp.matmul, dev, device, a, b), mm), 1e-2), lock="own")
     _step(out, "training", lambda: _jax_training(jax, jnp, np, dev, device), lock="own")
     return out
+
+
+def _jax_run(jax: Any, fn: Callable[..., Any], dev: Any, device: str, *host: Any) -> Any:
+    """``fn(*host)`` on the GPU ``dev`` as one compiled program, back on the host. The compile takes no
+    lock unless XLA autotunes (xla_autotunes); the copies and the run share the GPU's lock."""
+    import numpy as np
+
+    on_dev = jax.sharding.SingleDeviceSharding(dev)
+    with contextlib.nullcontext() if not xla_autotunes() else gpu_lock(device, shared=True):
+        compiled = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(h.shape, h.dtype, sharding=on_dev) for h in host)).compile()
+    with gpu_lock(device, shared=True):
+        return np.asarray(compiled(*(jax.device_put(h, dev) for h in host)))
 
 
 def _jax_bf16(dev: Any) -> bool:
@@ -518,19 +546,33 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any, device: str) -> dict[st
         return [w - 0.5 * g for w, g in zip(p, grads)], loss
 
     before = [np.asarray(w).copy() for w in params]
+    begun = time.perf_counter()
+    with contextlib.nullcontext() if not xla_autotunes() else gpu_lock(device, shared=True):
+        compiled = step.lower(params).compile()
+    compile_s = time.perf_counter() - begun
     losses: list[float] = []
     times: list[float] = []
 
     def one_step() -> None:
         nonlocal params
         t = time.perf_counter()
-        params, loss = step(params)
+        params, loss = compiled(params)
         losses.append(float(loss))  # float() waits for the device
         times.append(time.perf_counter() - t)
 
     host_timed(one_step, 30, device)
     moved = any(not np.array_equal(a, np.asarray(w)) for a, w in zip(before, params))
-    return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
+    return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None,
+                            compile_s=compile_s)
+
+
+def xla_autotunes() -> bool:
+    """Whether XLA will time candidate kernels on the GPU while it compiles (its default): then a compile
+    is GPU work and holds the GPU's lock shared. Without autotuning (workload.xla_flags turns it off
+    unless the user chose a level) it is CPU work: it takes no lock, so another framework's measurement on
+    the same GPU need not wait the 0.8 s that compiling the training step takes."""
+    levels = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_gpu_autotune_level=")]
+    return not levels or levels[-1] != NO_AUTOTUNE
 
 
 def run_cupy(device: str, deep: bool) -> dict[str, Any]:
@@ -578,6 +620,37 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     if os.environ.get("GPUDOCTOR_PINNED_GPU") and isinstance(training, dict) and device != "cpu":
         training["device"] = f"cuda:{device}"  # the framework called its only GPU 0; the report says which it is
     emit("workload", result)
+    mark(f"{framework} {device}: printed")
+
+
+def contexts_early(facts_done: threading.Event) -> None:
+    """Make every GPU's CUDA context while the framework still reports its facts, not after: PyTorch makes
+    a GPU's context at that GPU's first use, holding the interpreter lock while the driver works (0.1-0.6 s
+    a GPU on 4 x H200), so each GPU's thread waited for the others' contexts before it could do anything.
+    Through ctypes the lock is free while the driver works, and PyTorch later finds the contexts made.
+    Only once the framework has loaded libcuda and started CUDA itself (RTLD_NOLOAD: this never loads a
+    libcuda, nor picks one the framework would not have); never, where it does not by the end of its facts
+    (no GPU, a CPU-only build). Threads, one per GPU: they end with the process."""
+    cuda, count = None, ctypes.c_int()
+    while True:
+        if cuda is None:
+            try:
+                cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+            except OSError:
+                pass
+        if cuda is not None and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0:  # before cuInit: not initialised
+            break
+        if facts_done.wait(0.01):
+            return
+    mark(f"contexts early: CUDA started, {count.value} GPUs")
+    for ordinal in range(count.value):
+        threading.Thread(target=_retain_context, args=(cuda, ordinal), name=f"context{ordinal}", daemon=True).start()
+
+
+def _retain_context(cuda: Any, ordinal: int) -> None:
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0 and cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0:
+        mark(f"contexts early: GPU {ordinal} has its context")
 
 
 def read_devices(arg: str) -> list[str]:
@@ -591,7 +664,11 @@ def read_devices(arg: str) -> list[str]:
 def main(argv: list[str]) -> int:
     framework, deep = argv[0], "--deep" in argv
     started = time.monotonic()
+    mark(f"{framework} workload: begins")
     import_s: Optional[float] = None
+    facts_done = threading.Event()
+    if framework == "torch":
+        threading.Thread(target=contexts_early, args=(facts_done,), name="contexts", daemon=True).start()
     try:  # once, before the threads: their time is their GPU's own
         if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
             if "import_error" not in report(framework):
@@ -602,7 +679,10 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes
             emit("framework", import_failure(exc))
+    facts_done.set()
+    mark(f"{framework} workload: imported")
     devices = read_devices(argv[1])
+    mark(f"{framework} workload: read its GPUs {devices}")
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
             run_device(framework, device, deep, started, import_s)
@@ -617,4 +697,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    end_child(main(sys.argv[1:]))

@@ -1,0 +1,30 @@
+"""How a framework child ends, and what its parent (child.run_json_lines) reads of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import NoReturn
+
+#: The section of the last line a child prints through end_child: its exit status, said before it exits.
+EXIT_SECTION = "exit"
+
+
+def end_child(code: int) -> NoReturn:
+    """Say the exit status, close stdout and stderr, and exit at once.
+
+    The parent returns as soon as it has read the status and both pipes are closed, so the rest of the
+    exit no longer delays the run: the driver freeing the child's GPU contexts took 0.2 s for one H200
+    and 0.5 s for four. os._exit skips the interpreter's teardown (a framework's exit handlers, freeing
+    every tensor and cached GPU block one by one): PyTorch 0.46 s and TensorFlow 0.63 s after the last
+    line on a laptop CPU, none of it needed, since the kernel and the driver free everything at exit."""
+    try:
+        sys.stderr.flush()
+        sys.stdout.write(json.dumps({"section": EXIT_SECTION, "data": code}) + "\n")
+        sys.stdout.flush()
+        os.close(1)
+        os.close(2)
+    except (OSError, ValueError):
+        pass  # the parent then waits for the exit itself
+    os._exit(code)
