@@ -12,13 +12,14 @@ import pytest
 
 from gpudoctor.probes.child import STDERR_TAIL_BYTES, child_env, run_json_lines, run_module
 from gpudoctor.probes.system import probe_driver_files
+from helpers_children import children_left
 
 
 @pytest.fixture(autouse=True)
 def no_leftover_children():
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left() == []
     yield
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left() == []
 
 
 def py(code: str) -> list[str]:
@@ -130,6 +131,33 @@ def test_the_run_does_not_wait_for_a_child_that_said_its_status_to_be_gone(tmp_p
     while psutil.pid_exists(pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not psutil.pid_exists(pid)  # gone and reaped: no zombie left
+
+
+def test_a_child_that_said_its_status_but_keeps_an_output_open_is_waited_for():
+    """Its work is not over (or a grandchild of it still writes): the run's time limit applies."""
+    result = run_json_lines(py("""
+        import os, time
+        print('{"section": "exit", "data": 0}', flush=True)
+        os.close(1)  # stderr stays open
+        time.sleep(60)
+    """), timeout_s=1.0)
+    assert result.timed_out is True
+    assert result.signal_name == "SIGKILL"
+
+
+def test_a_child_that_said_its_status_can_still_be_killed_until_it_is_gone(tmp_path):
+    from gpudoctor.probes.child import kill_all
+
+    result = run_json_lines(py("""
+        import json, os, time
+        print(json.dumps({"section": "pid", "data": os.getpid()}))
+        print(json.dumps({"section": "exit", "data": 0}), flush=True)
+        os.close(1); os.close(2)
+        time.sleep(60)  # an exit stuck in the driver
+    """), timeout_s=30)
+    assert (result.returncode, result.timed_out) == (0, False)
+    assert kill_all() == 1  # the deadline of the run, or Ctrl-C, still reaches it
+    assert children_left() == []
 
 
 def test_megabytes_of_stderr_are_cut_to_the_tail():

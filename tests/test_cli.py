@@ -18,6 +18,7 @@ from gpudoctor.cli import cli
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.report import TOP_LEVEL_KEYS
 from gpudoctor.snapshot import with_fact
+from helpers_children import children_left
 from helpers_faults import HOST_ENV
 
 import importlib.util as _util
@@ -324,7 +325,7 @@ def test_timeout_reports_unfinished_work_and_still_exits_properly(runner):
     report = json.loads(result.stdout)
     assert "timeout" in {r["status"] for r in report["facts"]["probes"].values()}
     assert any(c["status"] == "timeout" for c in report["checks"])
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left() == []
 
 
 def test_require_gpus_on_a_machine_without_gpus(runner):

@@ -134,15 +134,15 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     mark(f"spawned {what} as {proc.pid}")
     ended, said = threading.Event(), Future()
     readers = [
-        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line, ended, said), daemon=True),
+        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line, said), daemon=True),
         threading.Thread(target=_read_tail, args=(proc.stderr, result.stderr_chunks), daemon=True),
     ]
     for reader in readers:
         reader.start()
     if feed:  # not joined: it may still wait for what to write when the child is gone; it then writes nothing
         threading.Thread(target=_feed, args=(proc.stdin, feed), daemon=True).start()
-    # ended: the child exited, or said its exit status (end_child); this thread also reaps it
-    threading.Thread(target=lambda: (proc.wait(), ended.set()), daemon=True).start()
+    threading.Thread(target=_reap, args=(proc, ended), daemon=True).start()
+    threading.Thread(target=_said_and_closed, args=(readers, said, ended), daemon=True).start()
     try:
         if not ended.wait(timeout_s):
             result.timed_out = True
@@ -152,7 +152,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         raise
     finally:
         with _live_lock:
-            _live.discard(proc)  # what is left of a child that said its status is its exit, not its work
+            if result.timed_out or proc.returncode is not None or not said.done():
+                _live.discard(proc)  # gone, or abandoned in the kernel; else _reap drops it once it is gone
             # killed by kill_all() (a signal, not its own exit): the run's deadline passed, or it was interrupted
             result.timed_out = result.timed_out or (proc in _stopped and (proc.returncode or 0) < 0)
             _stopped.discard(proc)
@@ -249,10 +250,28 @@ def _feed(stream: Any, feed: Callable[[], str]) -> None:
             pass
 
 
+def _reap(proc: subprocess.Popen, ended: threading.Event) -> None:
+    """Wait for the child's end: the run's, unless it said its status first (_said_and_closed); a child
+    that did stays killable (kill_all) until it is gone."""
+    proc.wait()
+    with _live_lock:
+        _live.discard(proc)
+    ended.set()
+
+
+def _said_and_closed(readers: Sequence[threading.Thread], said: Future, ended: threading.Event) -> None:
+    """The child's work is over once it has said its exit status (ending.end_child) and closed both its
+    stdout and stderr: what is left is its exit (the driver freeing its GPU contexts), not the run's to wait
+    for. A child that keeps an output open (or a grandchild that does) is waited for to its end."""
+    for reader in readers:
+        reader.join()
+    if said.done():
+        ended.set()
+
+
 def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]] = None,
-                ended: Optional[threading.Event] = None, said: Optional[Future] = None) -> None:
-    """Keep the child's JSON lines; its exit status (ending.end_child), if it says it, goes to ``said``,
-    and ``ended`` is set once the child has closed its output after it."""
+                said: Optional[Future] = None) -> None:
+    """Keep the child's JSON lines; its exit status (ending.end_child), if it says it, goes to ``said``."""
     for raw in iter(stream.readline, b""):
         try:
             item = json.loads(raw)
@@ -268,8 +287,6 @@ def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callab
                     on_line(item)
                 except Exception:  # noqa: BLE001 - the caller's hook must not stop the reading
                     pass
-    if said is not None and said.done() and ended is not None:
-        ended.set()  # end of output after the status: the child's work is over, whatever its exit still takes
 
 
 def _read_tail(stream: Any, chunks: list[bytes]) -> None:

@@ -66,9 +66,12 @@ NO_AUTOTUNE = "--xla_gpu_autotune_level=0"
 
 def xla_flags(current: str) -> str:
     """``current`` XLA_FLAGS with autotuning off, unless the user chose an autotuning level there."""
-    if "--xla_gpu_autotune_level" in current:
-        return current
-    return f"{current} {NO_AUTOTUNE}".strip()
+    return current if autotune_levels(current) else f"{current} {NO_AUTOTUNE}".strip()
+
+
+def autotune_levels(flags: str) -> list[str]:
+    """The autotuning levels XLA_FLAGS ``flags`` sets, in order (XLA takes the last)."""
+    return [f for f in flags.split() if f.startswith("--xla_gpu_autotune_level=")]
 
 
 class FrameworkChild:

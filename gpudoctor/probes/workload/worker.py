@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
-from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED
+from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED, autotune_levels
 from gpudoctor.trace import mark
 
 MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
@@ -53,7 +53,9 @@ _references_lock = threading.Lock()
 def _lock(name: str, shared: bool = False) -> Iterator[None]:
     """Keep measurements on a GPU apart from any other work on it: timed work holds the GPU's lock alone,
     untimed work (a correctness check, a first step that compiles) holds it ``shared`` with other untimed
-    work, so compilations in different frameworks overlap each other but never a measurement. Also
+    work, so compilations in different frameworks overlap each other but never a measurement. A compile
+    that runs nothing on the GPU (XLA without autotuning: xla_autotunes) takes no lock: it may share the
+    CPU, never the GPU, with a measurement (the CPU machines here have 16-64 cores). Also
     serialises pinned host copies between GPUs (they share host memory bandwidth), and is taken by the
     multi-GPU tests. The parent passes the folder.
 
@@ -328,6 +330,18 @@ def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int,
 #: (benchmarks/throughput_reference.py sets it beside a 1 GiB copy), and these copies hold one lock for
 #: all GPUs (they share the host's memory), so on four GPUs each GPU's copy time is paid four times.
 PINNED_BYTES = {False: 64 << 20, True: 256 << 20}
+#: An idle GPU runs its PCIe link at a lower speed and raises it under load: host-to-device copies of
+#: 64 MiB after two warm-up copies read 44-55 GB/s on an H200 whose link gives 55, device-to-host copies
+#: right after them 55 every time. The link is kept busy this long first (do_bench warms up 25 ms too).
+LINK_WARMUP_S = 0.025
+
+
+def _busy_for(torch: Any, fn: Callable[[], Any], seconds: float) -> None:
+    """``fn()`` again and again, each waited for, until ``seconds`` have passed."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        fn()
+        torch.cuda.synchronize()
 
 
 def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, Any]:
@@ -366,6 +380,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     host = torch.empty(size, dtype=torch.uint8).pin_memory()
     devbuf = torch.empty(size, dtype=torch.uint8, device=dev)
     with _lock("host_copies"):
+        _busy_for(torch, lambda: devbuf.copy_(host, non_blocking=True), LINK_WARMUP_S)
         out["h2d_gbs"] = size / _events_median(torch, lambda: devbuf.copy_(host, non_blocking=True), 2, repeats) / 1e9
         out["d2h_gbs"] = size / _events_median(torch, lambda: host.copy_(devbuf, non_blocking=True), 2, repeats) / 1e9
     out["pinned_bytes"] = size
@@ -483,7 +498,8 @@ def run_jax(device: str, deep: bool) -> dict[str, Any]:
     import jax.numpy as jnp
     import numpy as np
 
-    out: dict[str, Any] = {"framework": "jax", "device": device, "version": jax.__version__}
+    out: dict[str, Any] = {"framework": "jax", "device": device, "version": jax.__version__,
+                           "xla_autotuning": xla_autotunes()}
     if device == "cpu":
         out["skipped"] = "no GPU"
         return out
@@ -571,7 +587,7 @@ def xla_autotunes() -> bool:
     is GPU work and holds the GPU's lock shared. Without autotuning (workload.xla_flags turns it off
     unless the user chose a level) it is CPU work: it takes no lock, so another framework's measurement on
     the same GPU need not wait the 0.8 s that compiling the training step takes."""
-    levels = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_gpu_autotune_level=")]
+    levels = autotune_levels(os.environ.get("XLA_FLAGS", ""))
     return not levels or levels[-1] != NO_AUTOTUNE
 
 
