@@ -239,3 +239,38 @@ def test_real_checks_with_one_child_per_framework_are_all_clear(machine, devices
     runs = recorded["facts"]["workload"]["runs"]
     assert [(r["framework"], r["device"]) for r in runs] == [(f, d) for f in ("torch", "jax", "cupy") for d in devices]
     assert pipeline.judge(recorded["facts"])["findings"] == []
+
+
+def test_real_4_gpu_check_with_contexts_made_early_and_no_autotuning():
+    """4 x H200, 2026-11-21 17:08 UTC (bound-1708.txt beside it: every GPU 6.50 - 7.01 s, GPU 0 alone
+    4.68 - 5.80 s). PyTorch's four contexts were made while it reported its facts, so no GPU's thread
+    waited to start CUDA; JAX compiled without autotuning, outside the GPU lock, and still trained in
+    bf16; the pinned copies were 64 MiB after the link was warmed, and read what the link gives."""
+    recorded = json.loads((REAL / "h200x4-20261121" / "workload-report-1708.json").read_text())
+    assert recorded["created"].startswith("2026-11-21T17:08")
+    runs = recorded["facts"]["workload"]["runs"]
+    assert [(r["framework"], r["device"]) for r in runs] == [(f, d) for f in ("torch", "jax", "cupy") for d in "0123"]
+    torch_runs = [r for r in runs if r["framework"] == "torch"]
+    assert all(r["cuda_start_s"] < 0.05 for r in torch_runs)
+    assert all(r["throughput"]["pinned_bytes"] == 64 << 20 and 50 < r["throughput"]["h2d_gbs"] < 57 for r in torch_runs)
+    jax_runs = [r for r in runs if r["framework"] == "jax"]
+    assert all(r["xla_autotuning"] is False and r["training"]["ok"] and r["training"]["compile_s"] > 0 for r in jax_runs)
+    assert {r["training"]["mixed_precision"] for r in jax_runs} == {"bf16"}
+    assert pipeline.judge(recorded["facts"])["findings"] == []
+
+
+@pytest.mark.parametrize("path,devices,codes", [
+    # CUDA_VISIBLE_DEVICES=0, 17:08 UTC: only the note of which GPU CUDA programs see
+    ("h200x4-20261121/workload-report-1708-gpu0.json", "0", ["VIS004"]),
+    ("h200x4-20261121/deep-report-1709.json", "0123", []),  # check --deep, 17:09 UTC, 15.6 s
+    ("h100x1-20261121/workload-report-1711.json", "0", []),
+    ("h200x2-20261121/workload-report-1712.json", "01", []),
+])
+def test_real_checks_of_the_same_code_on_each_machine_are_all_clear(path, devices, codes):
+    """The code of the 4-GPU recording above, on GPU 0 alone, with --deep, on 1 x H100 and on 2 x H200
+    (2026-11-21; bound-*.txt beside each): every framework on every GPU, nothing wrong found."""
+    recorded = json.loads((REAL / path).read_text())["facts"]
+    runs = recorded["workload"]["runs"]
+    assert [(r["framework"], r["device"]) for r in runs] == [(f, d) for f in ("torch", "jax", "cupy") for d in devices]
+    assert all(r.get("training", {"ok": True})["ok"] for r in runs)
+    assert [f["code"] for f in pipeline.judge(recorded)["findings"]] == codes

@@ -266,3 +266,27 @@ def test_a_shared_failure_reaches_every_caller():
         shared("fails", lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         shared("fails", lambda: 42)  # the same run: the same answer
+
+
+def test_the_end_of_a_run_does_not_wait_for_an_exit_under_way(monkeypatch):
+    """pipeline.run calls kill_all() when its probes are done: a child that said its status is signalled,
+    not waited for. Here the signal is held back, so a wait would last kill_all's whole 2 s."""
+    import signal
+
+    from gpudoctor.probes import child
+    from gpudoctor.probes.child import kill_all
+
+    result = run_json_lines(py("""
+        import json, os, time
+        print(json.dumps({"section": "pid", "data": os.getpid()}))
+        print(json.dumps({"section": "exit", "data": 0}), flush=True)
+        os.close(1); os.close(2)
+        time.sleep(60)  # an exit that takes long in the driver
+    """), timeout_s=30)
+    monkeypatch.setattr(child, "_signal_group", lambda proc: None)
+    begun = time.monotonic()
+    assert kill_all() == 1
+    waited = time.monotonic() - begun
+    os.kill(result.section("pid"), signal.SIGKILL)
+    assert waited < 1.0
+    assert children_left() == []

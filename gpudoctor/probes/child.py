@@ -28,6 +28,7 @@ from gpudoctor.trace import mark
 STDERR_TAIL_BYTES = 4000
 _live: set[subprocess.Popen] = set()
 _stopped: set[subprocess.Popen] = set()  # killed by kill_all() while running
+_exiting: set[subprocess.Popen] = set()  # said their exit status, not gone yet (_reap drops them)
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
 _lock_dir: Optional[str] = None
@@ -154,6 +155,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         with _live_lock:
             if result.timed_out or proc.returncode is not None or not said.done():
                 _live.discard(proc)  # gone, or abandoned in the kernel; else _reap drops it once it is gone
+            else:
+                _exiting.add(proc)
             # killed by kill_all() (a signal, not its own exit): the run's deadline passed, or it was interrupted
             result.timed_out = result.timed_out or (proc in _stopped and (proc.returncode or 0) < 0)
             _stopped.discard(proc)
@@ -204,17 +207,20 @@ def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
 
 
 def kill_all() -> int:
-    """Kill every child still running (a deadline passed, or the user pressed Ctrl-C), and start no
-    new one until reopen(); returns how many were killed."""
+    """Kill every child still running (a deadline passed, the user pressed Ctrl-C, or a run ended), and
+    start no new one until reopen(); returns how many were killed. Waits (2 s at most) for them to be
+    gone, except for those that said their exit status (ending.end_child): their exit is already under
+    way, and waiting for it (the driver freeing GPU contexts) is what saying it saves."""
     global _closed
     with _live_lock:
         _closed = True
         procs = [p for p in _live if p not in _stopped]  # a second call does not wait on the same ones again
         _stopped.update(procs)
+        exiting = _exiting & set(procs)
     for proc in procs:  # signal every group first, then wait for them all within one short budget
         _signal_group(proc)
     end = time.monotonic() + 2.0
-    for proc in procs:
+    for proc in (p for p in procs if p not in exiting):  # not for an exit under way: the end of every run calls this
         try:
             proc.wait(timeout=max(0.0, end - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -256,6 +262,9 @@ def _reap(proc: subprocess.Popen, ended: threading.Event) -> None:
     proc.wait()
     with _live_lock:
         _live.discard(proc)
+        if proc in _exiting:  # its run_json_lines has returned: nothing reads _stopped for it any more
+            _exiting.discard(proc)
+            _stopped.discard(proc)
     ended.set()
 
 
