@@ -266,6 +266,7 @@ def test_real_4_gpu_check_with_contexts_made_early_and_no_autotuning():
     # the code as it is now, 17:17 UTC (bound-1717.txt: every GPU 5.62 - 6.36 s, GPU 0 alone 4.74 - 6.25 s)
     ("h200x4-20261121/workload-report-1717.json", "0123", []),
     ("h200x4-20261121/workload-report-1717-gpu0.json", "0", ["VIS004"]),
+    ("h100x1-20261121/workload-report-1721.json", "0", []),  # the same code, 17:20 UTC (bound-1721.txt: 5.96 - 7.29 s)
     ("h100x1-20261121/workload-report-1711.json", "0", []),
     ("h200x2-20261121/workload-report-1712.json", "01", []),
 ])
