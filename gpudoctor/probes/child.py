@@ -163,8 +163,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
     for reader in readers:
         reader.join(timeout=1.0)
     # the reaper sets returncode once the child is gone; until then, the status it said it exits with
-    result.returncode = proc.returncode if proc.returncode is not None or not said.done() else said.result()
-    mark(f"reaped {what} {proc.pid}: {result.returncode}")
+    result.returncode = proc.returncode if proc.returncode is not None else said.result() if said.done() else None
+    mark(f"ended {what} {proc.pid}: {result.returncode}")
     result.stderr_tail = result.stderr_so_far()
     result.duration_s = time.monotonic() - start
     return result
@@ -278,15 +278,15 @@ def _said_and_closed(readers: Sequence[threading.Thread], said: Future, ended: t
         ended.set()
 
 
-def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]] = None,
-                said: Optional[Future] = None) -> None:
+def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]],
+                said: Future) -> None:
     """Keep the child's JSON lines; its exit status (ending.end_child), if it says it, goes to ``said``."""
     for raw in iter(stream.readline, b""):
         try:
             item = json.loads(raw)
         except ValueError:
             continue  # a library printed to stdout; only our JSON lines count
-        if isinstance(item, dict) and item.get("section") == EXIT_SECTION and said is not None:
+        if isinstance(item, dict) and item.get("section") == EXIT_SECTION:
             if isinstance(item.get("data"), int) and not said.done():
                 said.set_result(item["data"])
         elif isinstance(item, dict):

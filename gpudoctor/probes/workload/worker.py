@@ -379,9 +379,12 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     size = min(PINNED_BYTES[deep], budget // 2)
     host = torch.empty(size, dtype=torch.uint8).pin_memory()
     devbuf = torch.empty(size, dtype=torch.uint8, device=dev)
+    def h2d() -> Any:
+        return devbuf.copy_(host, non_blocking=True)
+
     with _lock("host_copies"):
-        _busy_for(torch, lambda: devbuf.copy_(host, non_blocking=True), LINK_WARMUP_S)
-        out["h2d_gbs"] = size / _events_median(torch, lambda: devbuf.copy_(host, non_blocking=True), 2, repeats) / 1e9
+        _busy_for(torch, h2d, LINK_WARMUP_S)
+        out["h2d_gbs"] = size / _events_median(torch, h2d, 2, repeats) / 1e9
         out["d2h_gbs"] = size / _events_median(torch, lambda: host.copy_(devbuf, non_blocking=True), 2, repeats) / 1e9
     out["pinned_bytes"] = size
     out["ok"] = True
@@ -520,7 +523,7 @@ def _jax_run(jax: Any, fn: Callable[..., Any], dev: Any, device: str, *host: Any
     import numpy as np
 
     on_dev = jax.sharding.SingleDeviceSharding(dev)
-    with contextlib.nullcontext() if not xla_autotunes() else gpu_lock(device, shared=True):
+    with xla_compile_lock(device):
         compiled = jax.jit(fn).lower(*(jax.ShapeDtypeStruct(h.shape, h.dtype, sharding=on_dev) for h in host)).compile()
     with gpu_lock(device, shared=True):
         return np.asarray(compiled(*(jax.device_put(h, dev) for h in host)))
@@ -563,7 +566,7 @@ def _jax_training(jax: Any, jnp: Any, np: Any, dev: Any, device: str) -> dict[st
 
     before = [np.asarray(w).copy() for w in params]
     begun = time.perf_counter()
-    with contextlib.nullcontext() if not xla_autotunes() else gpu_lock(device, shared=True):
+    with xla_compile_lock(device):
         compiled = step.lower(params).compile()
     compile_s = time.perf_counter() - begun
     losses: list[float] = []
@@ -589,6 +592,11 @@ def xla_autotunes() -> bool:
     the same GPU need not wait the 0.8 s that compiling the training step takes."""
     levels = autotune_levels(os.environ.get("XLA_FLAGS", ""))
     return not levels or levels[-1] != NO_AUTOTUNE
+
+
+def xla_compile_lock(device: str) -> Any:
+    """What an XLA compile holds: the GPU's lock shared while XLA autotunes on the GPU, else nothing."""
+    return gpu_lock(device, shared=True) if xla_autotunes() else contextlib.nullcontext()
 
 
 def run_cupy(device: str, deep: bool) -> dict[str, Any]:
