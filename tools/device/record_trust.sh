@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Issue 13 on a real GPU: the stock stack in every mode, and each fault the issue names, as reports.
+# Usage (through the device tool, from the repo root): bash tools/device/record_trust.sh KIND
+# Writes $OUT/trust-KIND.tar.gz; reads only; never changes a GPU setting.
+set -u
+kind=${1:?kind}
+d=$(mktemp -d)
+chk() {  # NAME [VAR=VALUE ...] -- [check options]
+  local name=$1; shift
+  local envs=()
+  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local t0=$EPOCHREALTIME
+  env "${envs[@]}" python3 -m gpudoctor check --format json -o "$d/$name.json" "$@" 2> "$d/$name.err"
+  local rc=$?
+  echo "$name rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
+  python3 -m gpudoctor analyze "$d/$name.json" --format text 2>/dev/null | grep -E '^\s+[✗!i] ' | sed "s/^/  $name: /" | tee -a "$d/summary.txt"
+}
+nvidia-smi -q > "$d/nvidia-smi-q.txt" 2>&1
+date -u +%FT%TZ > "$d/when.txt"
+python3 -m pip show -f torch 2>/dev/null | grep -E "^(Name|Version|Requires)|libtorch_cuda|libcudart" > "$d/torch-show.txt"
+python3 - > "$d/metadata.txt" 2>&1 <<'PY'
+from importlib import metadata
+for n in ("torch", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "cupy-cuda13x", "cuda-toolkit"):
+    try:
+        d = metadata.distribution(n)
+    except Exception as e:
+        print(n, "missing", e); continue
+    print("==", n, d.version)
+    for r in d.requires or []:
+        print("  Requires-Dist:", r)
+    files = [str(f) for f in d.files or [] if "cuda" in str(f) and str(f).endswith((".so", ".so.13", ".so.12")) ]
+    print("  files:", files[:12])
+PY
+python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_arch_list(), torch.backends.cudnn.version())" > "$d/torch-facts.txt" 2>&1
+PYTORCH_CUDA_ALLOC_CONF=bogus_option:1 python3 -c "import torch; print(torch.cuda.is_available()); torch.ones(1, device='cuda')" > "$d/bogus-direct.txt" 2>&1; echo "rc=$?" >> "$d/bogus-direct.txt"
+PYTORCH_CUDA_ALLOC_CONF=bogus_option:1 python3 -m gpudoctor.probes.frameworks.worker torch > "$d/bogus-worker.txt" 2>&1; echo "rc=$?" >> "$d/bogus-worker.txt"
+chk full --
+chk quick -- --quick
+chk deep -- --deep
+chk bogus_alloc PYTORCH_CUDA_ALLOC_CONF=bogus_option:1 --
+chk jax_cpu JAX_PLATFORMS=cpu --
+chk launch_blocking CUDA_LAUNCH_BLOCKING=1 --
+# a second process loading the GPU for the whole check
+python3 - > "$d/load.txt" 2>&1 <<'PY' &
+import time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
+end = time.time() + 40
+print("load starts", flush=True)
+while time.time() < end:
+    for _ in range(20): a @ b
+    torch.cuda.synchronize()
+print("load ends", flush=True)
+PY
+loader=$!
+sleep 6
+chk shared_gpu --
+nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv > "$d/apps-during-load.txt" 2>&1
+kill $loader 2>/dev/null; wait $loader 2>/dev/null
+tar czf "$OUT/trust-$kind.tar.gz" -C "$d" .
+cat "$d/summary.txt"; cat "$d/torch-show.txt" "$d/torch-facts.txt" "$d/bogus-direct.txt"; tail -5 "$d/bogus-worker.txt"
