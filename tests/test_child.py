@@ -208,7 +208,7 @@ def test_run_module_uses_the_package_and_the_env(tmp_path):
         import json, os, gpudoctor
         print(json.dumps({"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR")}))
     """))
-    env = child_env({"PYTHONPATH": os.pathsep.join([child_env()["PYTHONPATH"], str(tmp_path)]), "EXTRA_VAR": "yes"})
+    env = child_env({"PYTHONPATH": str(tmp_path), "EXTRA_VAR": "yes"})
     result = run_module("probe_mod", timeout_s=10, env=env)
     import gpudoctor
 
@@ -216,11 +216,15 @@ def test_run_module_uses_the_package_and_the_env(tmp_path):
     assert result.returncode == 0
 
 
-def test_child_env_puts_package_first_and_keeps_pythonpath(monkeypatch, tmp_path):
-    from gpudoctor.probes.child import PACKAGE_ROOT
+def test_child_env_keeps_pythonpath_as_it_is_and_marks_the_run(monkeypatch, tmp_path):
+    """PYTHONPATH decides which framework the user's import gets: children keep it untouched (they find
+    gpudoctor through their start, childpath.BOOT) and carry the run's token (workload/sharing.py)."""
+    from gpudoctor.probes.child import RUN_ENV, RUN_TOKEN
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    assert child_env()["PYTHONPATH"].split(os.pathsep) == [PACKAGE_ROOT, str(tmp_path)]
+    env = child_env()
+    assert env["PYTHONPATH"] == str(tmp_path)
+    assert env[RUN_ENV] == RUN_TOKEN
 
 
 @pytest.mark.skipif(bool(probe_driver_files()["nvml_library_files"]), reason="this machine has an NVIDIA driver")

@@ -318,11 +318,12 @@ def _probe_with_fake_torch(monkeypatch, tmp_path: Path, mode: str = "ok") -> dic
     count = facts["smoke"]["count"]
     real_run = multigpu.run_module
 
-    def run(module: str, args: Any = (), timeout_s: float = 10.0, env: Optional[dict[str, str]] = None) -> ChildResult:
+    def run(module: str, args: Any = (), timeout_s: float = 10.0, env: Optional[dict[str, str]] = None,
+            python: Optional[str] = None) -> ChildResult:
         if module == multigpu.SMOKE:
             return ChildResult(lines=[{"section": "count", "data": copy.deepcopy(count)}], returncode=0)
         assert all(env[k] == v for k, v in multigpu.SAFE_ENV.items())
-        return real_run(module, args, timeout_s=timeout_s, env=env)
+        return real_run(module, args, timeout_s=timeout_s, env=env, python=python)
 
     monkeypatch.setattr(multigpu, "installed", lambda name: True)
     monkeypatch.setattr(multigpu, "run_module", run)

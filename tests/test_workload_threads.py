@@ -248,7 +248,7 @@ def _scripted(monkeypatch, tmp_path, script):
 
     path = tmp_path / "child.py"
     path.write_text(textwrap.dedent(script))
-    monkeypatch.setattr(workload, "run_module", lambda module, args, **kw: run_json_lines([sys.executable, str(path)], **kw))
+    monkeypatch.setattr(workload, "run_module", lambda module, args, python=None, **kw: run_json_lines([sys.executable, str(path)], **kw))
     counted = child_module.ChildResult(lines=[{"section": "count", "data": {"devices": [
         {"ordinal": 0, "name": "NVIDIA H200", "uuid": UUIDS["0"]}, {"ordinal": 1, "name": "NVIDIA H200", "uuid": UUIDS["1"]}]}}])
     monkeypatch.setattr(workload, "count_gpus", lambda: counted)

@@ -142,10 +142,15 @@ def _run_subject(facts: Facts, run: dict[str, Any]) -> Subject:
 
 def check_workload(facts: Facts) -> Iterator[Finding]:
     workload = _workload(facts)
-    imported = {n: (fw or {}).get("status") for n, fw in (facts.get("frameworks") or {}).items()}
+    frameworks = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict)}
+    imported = {n: fw.get("status") for n, fw in frameworks.items()}
+    blind = {n for n, fw in frameworks.items() if fw.get("status") == "ok"
+             and isinstance(fw.get("info"), dict) and fw["info"].get("devices") == []}
     for run in workload["runs"]:
         if imported.get(run.get("framework")) not in (None, "ok"):
             continue  # its import failure is FWK004/FWK005 already
+        if run.get("framework") in blind and run.get("device") != "cpu" and run.get("error"):
+            continue  # it sees no GPU: FWK002 names why, once, not once more per GPU
         subject, label = _run_subject(facts, run), _label(run)
         if run.get("error"):
             yield finding("RUN016", f"the {label} workload did not complete: {run['error']}", subject=subject,
@@ -188,12 +193,22 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
     workload = _workload(facts)
     from gpudoctor import compat, matrix
 
+    measured = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r["throughput"].get("ok") and r.get("name")]
+    if not measured:  # a pass here would say throughput is fine when none was measured (a gate reads that)
+        raise NotApplicable("no throughput was measured on a GPU")
     limits = matrix.load_topic("performance").get("thresholds", {})
-    for run in workload["runs"]:
-        figures = run.get("throughput")
-        if not isinstance(figures, dict) or not figures.get("ok") or not run.get("name"):
-            continue
+    for run in measured:
+        figures = run["throughput"]
         subject, label = _run_subject(facts, run), _label(run)
+        shared = (figures.get("sharing") or {}) if isinstance(figures.get("sharing"), dict) else {}
+        if shared.get("shared"):
+            yield finding("RUN019", f"{label}: throughput not judged, another process used this GPU while it was measured "
+                                    f"({_processes(shared.get('others'))})", subject=subject,
+                          detail=_figures(figures),
+                          text="A shared GPU measures slower than an idle one. Run gpudoctor again when the GPU is idle "
+                               "to judge its speed.",
+                          commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"])
+            continue
         gpu = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
         slow = []
         entry = compat.gpu_entry(run["name"], "performance")
@@ -213,9 +228,32 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
         if link and figures.get("h2d_gbs") and figures["h2d_gbs"] < limits.get("pcie_theoretical_share", 0.6) * link:
             slow.append(f"host-to-device {figures['h2d_gbs']:.1f} GB/s vs {link:.1f} GB/s for the PCIe link")
         if slow:
+            unsure = f" Whether another process used the GPU meanwhile is unknown: {shared['why']}." \
+                if shared.get("shared") is None and shared.get("why") else ""
             yield finding("RUN014", f"{label} is slower than this GPU should be: " + "; ".join(slow), subject=subject,
-                          detail=_likely_causes(gpu), text="Look at the likely causes above; run gpudoctor again on an idle GPU.",
+                          detail=_likely_causes(gpu) + unsure, text="Look at the likely causes above; run gpudoctor again on an idle GPU.",
                           commands=[f"nvidia-smi -q -d PERFORMANCE,POWER,PCIE -i {gpu.get('index', 0)}"])
+
+
+def _processes(others: Any) -> str:
+    """'pid 4218 (python3, 1002 MiB)' for each other process NVML listed on the GPU."""
+    parts = []
+    for o in others if isinstance(others, list) else []:
+        if isinstance(o, dict):
+            extra = ", ".join(x for x in (str(o.get("name") or ""), _mib(o.get("used_memory_bytes"))) if x)
+            parts.append(f"pid {o.get('pid')}" + (f" ({extra})" if extra else ""))
+    return "; ".join(parts) or "a process NVML listed"
+
+
+def _mib(value: Any) -> str:
+    return f"{value / 2**20:.0f} MiB" if isinstance(value, (int, float)) and value > 0 else ""
+
+
+def _figures(figures: dict[str, Any]) -> str:
+    got = [f"{label} {figures[key]:.0f} {unit}" for key, label, unit in (
+        ("matmul_bf16_tflops", "bf16 matmul", "TFLOP/s"), ("device_copy_gbs", "device copy", "GB/s"),
+        ("h2d_gbs", "host-to-device", "GB/s")) if isinstance(figures.get(key), (int, float))]
+    return "Measured on the shared GPU: " + ", ".join(got) + "." if got else ""
 
 
 def _pcie_rate(gpu: dict[str, Any]) -> float:
@@ -246,7 +284,7 @@ CHECKS = CHECKS + (
     Check("acceleration.workload", "acceleration", "each framework computes correctly and trains on every GPU",
           ("RUN011", "RUN012", "RUN013", "RUN015", "RUN016", "RUN017"), check_workload, ("workload",)),
     Check("acceleration.throughput", "acceleration", "throughput is what this GPU model should reach",
-          ("RUN014", "RUN018"), check_throughput, ("workload", "nvml")),
+          ("RUN014", "RUN018", "RUN019"), check_throughput, ("workload", "nvml")),
 )
 
 

@@ -17,11 +17,13 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.probes.childpath import BOOT
 from gpudoctor.probes.ending import EXIT_SECTION
 from gpudoctor.trace import mark
 
@@ -34,6 +36,8 @@ _closed = False  # set by kill_all(): a probe thread still running past the dead
 _lock_dir: Optional[str] = None
 _shared: dict[str, Future] = {}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: In every child's environment: the GPU processes of this run are told from others' by it (workload/sharing.py).
+RUN_ENV, RUN_TOKEN = "GPUDOCTOR_RUN", uuid.uuid4().hex
 
 
 @dataclass
@@ -80,13 +84,29 @@ class ChildResult:
 
 
 def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-    """The parent's environment, plus this package on the path so ``-m gpudoctor...`` resolves."""
+    """The parent's environment as it is (``PYTHONPATH`` included: it decides which framework the user's
+    import gets), plus ``extra``. The child finds gpudoctor itself through its start (childpath.BOOT)."""
     env = dict(os.environ)
-    paths = [PACKAGE_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault(RUN_ENV, RUN_TOKEN)
     env.update(extra or {})
     return env
+
+
+def command(module: str, args: Sequence[str] = (), python: Optional[str] = None) -> list[str]:
+    """The command line of a child running ``module``: under ``python`` (the diagnosed interpreter, for
+    children that import a framework; gpudoctor's own when None, which also gets gpudoctor's own search
+    path for its dependencies), isolated from the working directory and PYTHON* variables (childpath)."""
+    config: dict[str, Any] = {"root": PACKAGE_ROOT, "cwd": _cwd()}
+    if python is None:
+        config["append"] = [p for p in sys.path if p and os.path.abspath(p) != config["cwd"]]
+    return [python or sys.executable, "-I", "-u", "-c", BOOT, json.dumps(config), module, *args]
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the working directory was removed
+        return "/"
 
 
 def gpu_lock_dir() -> str:
@@ -104,8 +124,9 @@ def gpu_lock_dir() -> str:
 def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,
                env: Optional[dict[str, str]] = None, feed: Optional[Callable[[], str]] = None,
                on_line: Optional[Callable[[dict[str, Any]], None]] = None,
-               result: Optional[ChildResult] = None) -> ChildResult:
-    return run_json_lines([sys.executable, "-m", module, *args], timeout_s, env or child_env(), feed, on_line, result)
+               result: Optional[ChildResult] = None, python: Optional[str] = None) -> ChildResult:
+    """Run ``python -m module args`` as a child (see command), keeping its JSON lines."""
+    return run_json_lines(command(module, args, python), timeout_s, env or child_env(), feed, on_line, result)
 
 
 def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None,
@@ -125,13 +146,13 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         try:
             proc = subprocess.Popen(
                 list(cmd), stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, start_new_session=True,
+                env=env, start_new_session=True, cwd="/",
             )
         except OSError as exc:
             result.start_error = f"{type(exc).__name__}: {exc}"
             return result
         _live.add(proc)
-    what = " ".join(map(str, cmd[2:4])) if cmd[1:2] == ["-m"] else os.path.basename(str(cmd[0]))
+    what = " ".join(map(str, cmd[6:8])) if cmd[3:4] == ["-c"] else os.path.basename(str(cmd[0]))
     mark(f"spawned {what} as {proc.pid}")
     ended, said = threading.Event(), Future()
     readers = [

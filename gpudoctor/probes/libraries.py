@@ -15,11 +15,11 @@ import os
 import re
 import site
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
+from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
 
@@ -72,11 +72,15 @@ def search_dirs(toolkit_roots: list[str]) -> list[tuple[str, str]]:
 
 
 def _site_dirs() -> list[str]:
-    found = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    try:
-        found += site.getsitepackages() + [site.getusersitepackages()]
-    except AttributeError:  # virtualenv's old site.py
-        pass
+    """The site-packages folders of the diagnosed interpreter (interpreter.py), whose wheels' libraries
+    its frameworks load; gpudoctor's own when that is the one diagnosed."""
+    path = interpreter.target_path()
+    found = [p for p in path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
+    if interpreter.current().own:
+        try:
+            found += site.getsitepackages() + [site.getusersitepackages()]
+        except AttributeError:  # virtualenv's old site.py
+            pass
     return [p for p in dict.fromkeys(found) if os.path.isdir(p)]
 
 
@@ -109,7 +113,7 @@ def _ldconfig_paths() -> list[str]:
 def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
     """Name the pip distribution that installed each copy under site-packages, with its version."""
     owners: dict[str, tuple[str, str]] = {}
-    for dist in metadata.distributions():
+    for dist in metadata.distributions(path=_site_dirs()):
         name = (dist.metadata["Name"] or "").lower()
         if not (name.startswith("nvidia-") or name == "torch"):
             continue

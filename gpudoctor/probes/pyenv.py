@@ -1,36 +1,46 @@
-"""The Python environment gpudoctor runs in: interpreter, virtualenv or conda, and the installed
-distributions that decide what a framework loads (nvidia-*, torch*, tensorflow*, jax*, cupy*,
-and the NVML bindings). Read from package metadata, never by importing the packages."""
+"""The Python environment diagnosed (interpreter.py): interpreter, virtualenv or conda, the installed
+distributions that decide what a framework loads (nvidia-*, torch*, tensorflow*, jax*, cupy*, and
+the NVML bindings), and the other environments in view. Read from package metadata on the diagnosed
+interpreter's own search path, never by importing the packages."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import platform
 import sys
 from importlib import metadata
 from typing import Any
 
-RELEVANT_PREFIXES = ("nvidia-", "torch", "tensorflow", "tf-", "tf_", "jax", "cupy", "keras", "triton")
+from gpudoctor.probes import interpreter
+
+RELEVANT_PREFIXES = ("nvidia-", "torch", "tensorflow", "tf-", "tf_", "jax", "cupy", "keras", "triton", "cuda-")
 RELEVANT_NAMES = {"pynvml", "nvidia-ml-py", "nvidia-ml-py3", "numba", "onnxruntime-gpu", "onnxruntime"}
 
 
 def probe_python() -> dict[str, Any]:
+    target = interpreter.current()
+    facts = interpreter.target_facts()
+    diagnosed = {"executable": target.executable, "own": target.own, "reason": target.reason,
+                 "gpudoctor_executable": sys.executable}
+    base: dict[str, Any] = {"diagnosed": diagnosed, "environments": interpreter.environments(),
+                            "pynvml_module": _origin("pynvml")}
+    if "unavailable" in facts:
+        return {**base, "unavailable": facts["unavailable"], "error": facts.get("error"), "executable": target.executable}
     return {
-        "version": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "executable": sys.executable,
-        "prefix": sys.prefix,
-        "virtualenv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "version": facts.get("version"),
+        "implementation": facts.get("implementation"),
+        "executable": facts.get("executable") or target.executable,
+        "prefix": facts.get("prefix"),
+        "virtualenv": bool(facts.get("virtualenv")),
         "conda_prefix": os.environ.get("CONDA_PREFIX"),
-        "distributions": _distributions(),
-        "pynvml_module": _origin("pynvml"),
+        "distributions": _distributions(list(facts.get("path") or [])),
+        **base,
     }
 
 
-def _distributions() -> list[dict[str, str]]:
+def _distributions(path: list[str]) -> list[dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
-    for dist in metadata.distributions():
+    for dist in metadata.distributions(path=path):
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
         if name in RELEVANT_NAMES or name.startswith(RELEVANT_PREFIXES):
             key = f"{name}@{dist.version}"
@@ -39,6 +49,7 @@ def _distributions() -> list[dict[str, str]]:
 
 
 def _origin(module: str) -> Any:
+    """Where gpudoctor's own process finds ``module`` (the NVML bindings it reads the driver with)."""
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):

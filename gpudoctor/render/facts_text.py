@@ -90,9 +90,7 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
     if area == "libraries":
         return libraries_line(facts)
     if area == "python":
-        py = facts.get("python") or {}
-        env = "virtualenv" if py.get("virtualenv") else "conda" if py.get("conda_prefix") else "system"
-        return f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
+        return python_line(facts)
     if area == "frameworks":
         return frameworks_line(facts)
     if area == "acceleration":
@@ -108,6 +106,19 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
     return "probes and checks"
+
+
+def python_line(facts: dict[str, Any]) -> str:
+    """The interpreter diagnosed, and plainly so when it is not the one gpudoctor runs in."""
+    py = facts.get("python") or {}
+    diagnosed = py.get("diagnosed") or {}
+    if "unavailable" in py:
+        return f"{py.get('executable', '?')} could not be read: {py.get('error') or py['unavailable']}"
+    env = "virtualenv" if py.get("virtualenv") else "conda" if py.get("conda_prefix") else "system"
+    line = f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
+    if diagnosed and not diagnosed.get("own", True):
+        line = f"diagnosing {diagnosed.get('executable')}, not gpudoctor's own: {diagnosed.get('reason')}; {line}"
+    return line
 
 
 def multigpu_phrases(facts: dict[str, Any]) -> list[str]:
@@ -171,6 +182,17 @@ def libraries_line(facts: dict[str, Any]) -> str:
                      for fam, vs in sorted(seen.items()))
 
 
+def _metadata_build(info: dict[str, Any]) -> str:
+    """A build as its package metadata says it (probes/frameworks/metadata.py): null is unknown."""
+    if info.get("cpu_only_build") is True:
+        return "CPU-only"
+    if info.get("cuda_build") is True or ("cuda_build" not in info and info.get("built_cuda")):
+        return f"CUDA {info.get('built_cuda') or info.get('cuda_major') or '?'}"
+    if info.get("backend") in ("rocm", "xpu"):
+        return {"rocm": "ROCm", "xpu": "XPU"}[info["backend"]]
+    return "build unknown"
+
+
 def frameworks_line(facts: dict[str, Any]) -> str:
     parts = []
     for name, fw in (facts.get("frameworks") or {}).items():
@@ -178,7 +200,7 @@ def frameworks_line(facts: dict[str, Any]) -> str:
             continue
         info = fw.get("info") or {}
         if fw.get("status") == "metadata":
-            build = "CPU-only" if info.get("cpu_only_build") else f"CUDA {info.get('built_cuda') or '?'}"
+            build = _metadata_build(info)
             parts.append(f"{name} {info.get('version')} ({build}, from package metadata)")
             continue
         if fw.get("status") != "ok":

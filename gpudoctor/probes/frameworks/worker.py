@@ -33,10 +33,27 @@ def _uuid(value: Any) -> str:
     return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
 
 
+_stage = "import"
+
+
+def stage(name: str) -> None:
+    """Say which step comes next (STAGES), so that a child that dies in it (a segfault inside a driver
+    call, the OOM killer) is reported as having died there, not as a failed import."""
+    global _stage
+    _stage = name
+    sys.stdout.write(json.dumps({"section": "stage", "data": name}) + "\n")
+    sys.stdout.flush()
+
+
+#: The steps a framework child goes through, in order, as ``stage`` names them.
+STAGES = ("import", "cuda_init", "devices", "first_kernel", "libraries")
+
+
 def probe_torch() -> dict[str, Any]:
     import torch
 
     mark("torch facts: imported")
+    stage("cuda_init")
     info: dict[str, Any] = {"version": torch.__version__, "built_cuda": torch.version.cuda,
                             "built_hip": getattr(torch.version, "hip", None)}
     info["cpu_only_build"] = not torch.version.cuda and not info["built_hip"]
@@ -52,13 +69,17 @@ def probe_torch() -> dict[str, Any]:
         info["init_error"] = f"{type(exc).__name__}: {exc}"[:800]
     mark("torch facts: CUDA started")
     devices = []
-    if info["cuda_available"]:
+    # After a failed start (a bad PYTORCH_CUDA_ALLOC_CONF, say) asking for a GPU's properties crashed
+    # PyTorch 2.11 with SIGSEGV on an H100: its own error is the fact, and no GPU is usable.
+    if info["cuda_available"] and "init_error" not in info:
+        stage("devices")
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
             devices.append({"index": i, "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
                             "uuid": _uuid(getattr(props, "uuid", ""))})
         info["runtime_cudnn"] = _try(lambda: _cudnn_text(torch.backends.cudnn.version()))
         info["runtime_nccl"] = _try(lambda: ".".join(map(str, torch.cuda.nccl.version())))
+        stage("first_kernel")
         info["smoke"] = _try(lambda: float((torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")).sum()))
     info["devices"] = devices
     return info
@@ -81,6 +102,7 @@ def probe_tensorflow() -> dict[str, Any]:
         "arch_list": build.get("cuda_compute_capabilities") or [],
         "cpu_only_build": not build.get("is_cuda_build") and not build.get("is_rocm_build"),
     }
+    stage("devices")
     gpus = _try(lambda: tf.config.list_physical_devices("GPU"))
     devices = []
     if isinstance(gpus, list):
@@ -90,6 +112,7 @@ def probe_tensorflow() -> dict[str, Any]:
             devices.append({"index": i, "name": details.get("device_name") if isinstance(details, dict) else gpu.name,
                             "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None})
         if devices:
+            stage("first_kernel")
             with tf.device("/GPU:0"):
                 info["smoke"] = _try(lambda: float(tf.reduce_sum(tf.matmul(tf.ones((2, 2)), tf.ones((2, 2))))))
     else:
@@ -104,6 +127,7 @@ def probe_jax() -> dict[str, Any]:
     import jaxlib
 
     info: dict[str, Any] = {"version": jax.__version__, "jaxlib_version": getattr(jaxlib, "__version__", None)}
+    stage("devices")
     try:
         gpus = jax.devices("gpu")
     except Exception as exc:  # noqa: BLE001 - "Unknown backend: 'gpu'" is how a CPU-only jax answers
@@ -122,6 +146,7 @@ def probe_jax() -> dict[str, Any]:
     if gpus:
         import jax.numpy as jnp
 
+        stage("first_kernel")
         info["smoke"] = _try(lambda: float((jnp.ones((2, 2)) @ jnp.ones((2, 2))).sum()))
     return info
 
@@ -145,6 +170,7 @@ def probe_cupy() -> dict[str, Any]:
     info["runtime_cuda"] = _try(lambda: _cuda_text(rt.runtimeGetVersion()))
     info["driver_cuda"] = _try(lambda: _cuda_text(rt.driverGetVersion()))
     devices = []
+    stage("devices")
     try:
         count = rt.getDeviceCount()
     except Exception as exc:  # noqa: BLE001
@@ -160,6 +186,7 @@ def probe_cupy() -> dict[str, Any]:
     if devices:
         info["runtime_cudnn"] = _try(lambda: _cudnn_text(__import__("cupy.cuda.cudnn", fromlist=["getVersion"]).getVersion()))
         info["runtime_nccl"] = _try(lambda: _nccl_text(__import__("cupy.cuda.nccl", fromlist=["get_version"]).get_version()))
+        stage("first_kernel")
         info["smoke"] = _try(lambda: float((cupy.ones((2, 2)) @ cupy.ones((2, 2))).sum()))
     return info
 
@@ -175,7 +202,8 @@ PROBES = {"torch": probe_torch, "tensorflow": probe_tensorflow, "jax": probe_jax
 
 def import_failure(exc: BaseException) -> dict[str, Any]:
     """The facts of a framework whose import (or the asking after it) raised ``exc``: called in its handler."""
-    return {"import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:]}
+    return {"import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:],
+            "stage": _stage}
 
 
 def report(name: str) -> dict[str, Any]:
@@ -186,11 +214,13 @@ def report(name: str) -> dict[str, Any]:
     mark(f"{name} facts: begin")
     sys.stdout.write(json.dumps({"section": "started", "data": name}) + "\n")
     sys.stdout.flush()
+    stage("import")
     try:
         info = PROBES[name]()
     except BaseException as exc:  # noqa: BLE001 - an import that raises is the finding
         info = import_failure(exc)
     info["import_and_probe_s"] = round(time.monotonic() - start, 3)
+    stage("libraries")
     info["loaded_libraries"] = _loaded()
     sys.stdout.write(json.dumps({"section": "framework", "data": info}, default=str) + "\n")
     sys.stdout.flush()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudoctor.probes.child import child_env, gpu_lock_dir, run_module
-from gpudoctor.probes.frameworks import installed
+from gpudoctor.probes.frameworks import installed, python
 
 #: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,
 #: never unset. A program that uses multicast can put a shared host's GPUs out of service.
@@ -38,14 +38,14 @@ def probe_multigpu() -> dict[str, Any]:
     if len(out["devices"]) < 2:
         out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
         return {"multigpu": out}
-    child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env)
+    child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env, python=python())
     p2p = child.section("p2p") or child.failure("the P2P test", P2P_TIMEOUT_S)
     if p2p.get("skipped"):
         out["skipped"] = p2p["skipped"]
         return {"multigpu": out}
     out["p2p"] = p2p
     world = p2p.get("device_count") or len(out["devices"])
-    child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env)
+    child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env, python=python())
     out["allreduce"] = child.section("allreduce") or child.failure("the all-reduce", ALLREDUCE_TIMEOUT_S)
     return {"multigpu": out}
 

@@ -36,6 +36,7 @@ import time
 import traceback
 from typing import Any, Iterator
 
+from gpudoctor.probes.child import command
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.workload.worker import BUSY_USED_SHARE, _lock
 
@@ -153,8 +154,8 @@ def run_allreduce(world: int, budget_s: float) -> dict[str, Any]:
                 # append mode: the rank's writes never land where the launcher last read
                 with open(outs[rank], "ab") as stdout, open(f"{outs[rank]}.err", "ab") as stderr:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "gpudoctor.probes.multigpu.worker", "rank", f"{pg_timeout:.0f}"],
-                        stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env))
+                        command("gpudoctor.probes.multigpu.worker", ["rank", f"{pg_timeout:.0f}"], python=sys.executable),
+                        stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env, cwd="/"))
             timed_out = _wait(procs, outs, deadline)
         finally:
             for rank, proc in enumerate(procs):  # whatever happened, no rank outlives the launcher

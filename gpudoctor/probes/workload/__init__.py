@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
 from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
-from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
+from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed, python
 from gpudoctor.probes.smoke import count_gpus, pin_uuids
 
 WORKER = "gpudoctor.probes.workload.worker"
@@ -94,6 +94,7 @@ class FrameworkChild:
     def _run(self, args: list[str]) -> None:
         try:
             run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(), on_line=self._line, result=self.result,
+                       python=python(),
                        feed=lambda: devices_line(self.framework, gpus(count_gpus())[0]))
         except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
             self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
@@ -112,7 +113,7 @@ class FrameworkChild:
         within ``timeout_s`` (the child goes on, bounded by its own limit, for the workloads)."""
         self._facts_printed.wait(timeout_s)
         if self.facts_at is not None:
-            lines = [line for line in list(self.result.lines) if line.get("section") in ("started", "framework")]
+            lines = [line for line in list(self.result.lines) if line.get("section") in ("started", "stage", "framework")]
             return ChildResult(lines=lines, returncode=0, stderr_tail=self.result.stderr_so_far(),
                                duration_s=self.facts_at - self.began)
         if self._done.done():
@@ -157,7 +158,7 @@ def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         children = list(pool.map(lambda job: threaded[job.framework].wait() if job.framework in threaded else
                                  run_module(WORKER, [job.framework, ",".join(job.devices), *args],
-                                            timeout_s=timeout_s, env=pinned(env, job.uuid)), jobs))
+                                            timeout_s=timeout_s, env=pinned(env, job.uuid), python=python()), jobs))
     runs = [run for job, child in zip(jobs, children) for run in _runs(job, child, timeout_s)]
     return {"workload": {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs,
                          "count_s": round(counted.duration_s, 3)}}

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
-from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED, autotune_levels
+from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED, autotune_levels, sharing
 from gpudoctor.trace import mark
 
 MEMORY_SHARE = 0.25  # never take more than this share of the GPU's free memory
@@ -96,6 +96,16 @@ def reference(key: str, compute: Callable[[], Any]) -> Any:
         return entry[1]
 
 
+_uuids: dict[str, Optional[str]] = {}
+
+
+def _uuid(device: str) -> Optional[str]:
+    """The UUID of the GPU ``device`` names, asked of CUDA once the framework has started it."""
+    if _uuids.get(device) is None:
+        _uuids[device] = sharing.cuda_uuid(cuda_index(device))
+    return _uuids[device]
+
+
 def gpu_lock(device: str, shared: bool = False) -> Any:
     """The GPU's lock (see _lock); the CPU has none."""
     return _lock(f"gpu{device}", shared) if device != "cpu" else contextlib.nullcontext()
@@ -108,14 +118,19 @@ def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], 
     start = time.monotonic()
     device = results.get("device", "cpu")
     what = f"{results.get('framework')} {device} {name}"
+    timed = lock != "shared" and device != "cpu"
+    before: dict[str, Any] = {}
     try:
         mark(f"{what}: asks for the GPU ({lock})")
         with gpu_lock(device, shared=lock == "shared") if lock != "own" else contextlib.nullcontext():
             mark(f"{what}: has it")
+            before = sharing.sample(_uuid(device)) if timed else {}
             results[name] = fn()
     except Exception as exc:  # noqa: BLE001 - a failing step is the finding, the others still run
         results[name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
                          "traceback_tail": traceback.format_exc()[-800:]}
+    if timed and isinstance(results[name], dict):  # who else was on the GPU: a shared GPU is not a slow one
+        results[name]["sharing"] = sharing.judged(before, sharing.sample(_uuid(device)))
     results[name]["duration_s"] = round(time.monotonic() - start, 3)  # waiting for locks included
     mark(f"{what}: done")
 
