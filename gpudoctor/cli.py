@@ -107,14 +107,20 @@ def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
               help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
 @click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
-              help="Fewer usable GPUs than N is an error (VIS005).")
+              help="Fewer usable GPUs than N, or none confirmed, is an error (VIS005, INT005); checked whatever "
+                   "--only and --skip say.")
 @click.option("--only", multiple=True, callback=_names, metavar="AREA|CHECK",
-              help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them).")
+              help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them). "
+                   "One whose checks could all not run here is an error (INT005).")
 @click.option("--skip", multiple=True, callback=_names, metavar="AREA|CHECK", help="Leave out these areas or checks.")
+@click.option("--python", "python", metavar="PATH",
+              help="Diagnose this Python (an interpreter, or a venv/conda folder): its frameworks, libraries and "
+                   "packages. Default: gpudoctor's own if it holds a framework, else the active environment "
+                   "($VIRTUAL_ENV, $CONDA_PREFIX, then python3 on PATH).")
 @NO_REDACT_OPTION
 def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
           timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
-          no_redact: bool) -> None:
+          python: Optional[str], no_redact: bool) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
@@ -123,6 +129,12 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     try:
         pipeline.select_checks(only, skip)
     except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    from gpudoctor.probes import interpreter
+
+    try:
+        interpreter.use(interpreter.choose(python))
+    except interpreter.BadPython as exc:
         raise BadInput(str(exc)) from None
     deadline = time.monotonic() + timeout_s if timeout_s else None
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
@@ -145,7 +157,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         report = node_check()
     else:
         report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
-    _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet)
+    _emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
@@ -189,7 +201,7 @@ def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, 
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
-    _emit(report, fmt, output, verbose, redact=not no_redact)
+    _emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
     from gpudoctor.redact import redact_report
 
     before, after = (saved, report) if no_redact else (redact_report(saved), redact_report(report))
@@ -369,7 +381,7 @@ def _load_report(path: Path) -> dict[str, Any]:
 
 
 def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool, redact: bool = True,
-          quiet: bool = False) -> None:
+          quiet: bool = False, fail_on: str = "error") -> None:
     """Redact (secrets always; host names, UUIDs, serials and home directories unless ``redact`` is
     false), then render and print or write. Every report leaves through here."""
     from gpudoctor.redact import redact_report
@@ -381,7 +393,7 @@ def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: boo
         text = render_quiet(report)
         _write(output, text) if output else click.echo(text, nl=False)
         return
-    text = _render(report, fmt, verbose, to_terminal=output is None)
+    text = _render(report, fmt, verbose, to_terminal=output is None, fail_on=fail_on)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -389,13 +401,13 @@ def _emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: boo
     click.echo(f"gpudoctor: report written to {output}", err=True)
 
 
-def _render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool) -> str:
+def _render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool, fail_on: str = "error") -> str:
     if fmt == "json":
         return rep.to_json(report)
     if fmt == "junit":
         from gpudoctor.render.junit import render_junit
 
-        return render_junit(report)
+        return render_junit(report, fail_on)
     if fmt == "markdown":
         from gpudoctor import pipeline
         from gpudoctor.render.markdown import render_markdown

@@ -100,6 +100,16 @@ def _torch(status: str = "ok", **info: Any) -> dict[str, Any]:
     return {"torch": record}
 
 
+def _jax(**info: Any) -> dict[str, Any]:
+    """The ``frameworks`` section with JAX alone, as the framework probe records it (``info`` reduced)."""
+    return {"jax": {"installed": True, "status": "ok", "info": {"version": "0.11.2", "jaxlib_version": "0.11.2",
+                                                                "cpu_only_build": False, **info}}}
+
+
+_JAX_NO_GPU = ("RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+               "Platforms present are: cpu")
+
+
 def _lib(family: str, path: str, **extra: Any) -> dict[str, Any]:
     """A library file as the probes describe it: a copy on disk or one a framework mapped."""
     return {"family": family, "path": path, "real_path": path, "stub": "/stubs/" in path, **extra}
@@ -492,6 +502,54 @@ EXAMPLES: dict[str, Facts] = {
                                     "error": "AcceleratorError: CUDA error: no kernel image is available for execution "
                                              "on the device"}),
     },
+    # --- frameworks: environment variables that steer them (values and messages measured on 1 x H100, JAX 0.11.2,
+    # PyTorch 2.11.0+cu130: tests/fixtures/real/h100x1-20261123/env-faults) ------------------------------------
+    "FWK101": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"JAX_PLATFORMS": "cpu"}},
+        "frameworks": _jax(devices=[], default_backend="cpu", init_error=_JAX_NO_GPU),
+    },
+    "FWK102": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"JAX_PLATFORM_NAME": "cpu"}},
+        "frameworks": _jax(devices=[{"index": 0, "name": _H100, "compute_capability": "9.0"}], default_backend="cpu"),
+    },
+    "FWK103": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"}},
+        "frameworks": _torch(cuda_available=True,
+                             devices=[{"index": 0, "name": _H100, "compute_capability": "9.0", "uuid": _UUID[0]}],
+                             smoke={"unavailable": "unknown", "error": "ValueError: Expected 'True' or 'False' at index 2 "
+                                                                       "in ConfigTokenizer but got 'true'"}),
+    },
+    "FWK104": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"XLA_PYTHON_CLIENT_MEM_FRACTION": "75%"}},
+        "frameworks": _jax(devices=[], default_backend="cpu", init_error=_JAX_NO_GPU),
+    },
+    "FWK105": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"TF_GPU_ALLOCATOR": "cuda_malloc_asnyc"}},
+    },
+    "FWK106": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"CUDA_LAUNCH_BLOCKING": "1"}},
+    },
+    "FWK107": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100)],
+        "host": {"framework_env": {"XLA_FLAGS": "--xla_gpu_autotune_level=0 --xla_gpu_bogus_flag=true"}},
+        "frameworks": {"jax": {"installed": True, "status": "crashed",
+                               "error": "its process ended (exit status 1) while listing its GPUs",
+                               "stderr_tail": "F1123 15:14:58.739388    6620 parse_flags_from_env.cc:234] Unknown flag in "
+                                              "XLA_FLAGS: --xla_gpu_bogus_flag=true\n"}},
+    },
     # --- compat -------------------------------------------------------------------------------
     "CMP001": {
         "nvml": _nvml(driver_version="570.172.08", cuda_driver_version=12080),
@@ -609,6 +667,17 @@ EXAMPLES: dict[str, Facts] = {
             "throughput": {"ok": True, "matmul_bf16_tflops": 402.0, "matmul_tf32_tflops": 210.0,
                            "device_copy_gbs": 2950.0, "h2d_gbs": 54.0, "d2h_gbs": 55.0}}]},
     },
+    "RUN019": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, uuid=_DEVICE0["uuid"], processes=[])],
+        "smoke": {"count": {"driver_cuda": 13000, "devices": [_DEVICE0]}, "runs": []},
+        "workload": {"gpu": True, "devices": ["0"], "runs": [{
+            "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
+            "throughput": {"ok": True, "matmul_bf16_tflops": 306.0, "matmul_tf32_tflops": 150.0,
+                           "device_copy_gbs": 2100.0, "h2d_gbs": 54.0, "d2h_gbs": 55.0,
+                           "sharing": {"shared": True, "others": [
+                               {"pid": 4218, "name": "python3", "used_memory_bytes": 1050673152}]}}}]},
+    },
     "RUN015": {
         "workload": {"gpu": True, "devices": ["0"], "runs": [{
             "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",
@@ -678,6 +747,19 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(),
         "gpus": [_gpu(0, name=_L4, temperature={"current_c": 41, "slowdown_c": {"unavailable": "not_supported"},
                                                  "shutdown_c": {"unavailable": "not_supported"}})],
+    },
+    "INT004": {
+        # gpudoctor check --timeout 5, on a machine whose CUDA libraries take long to read (a slow network file system)
+        "probes": {
+            "cuda_stack": {"status": "timeout", "duration_s": 5.0, "title": "the CUDA toolkit and libraries",
+                           "error": "unfinished when the --timeout deadline passed"},
+        },
+    },
+    "INT005": {
+        # gpudoctor check --quick --only acceleration: --quick runs no work on the GPUs
+        "options": {"only": ["acceleration"]},
+        "nvml": _nvml(),
+        "gpus": [_gpu(0)],
     },
 }
 

@@ -6,14 +6,15 @@ from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor import report as rep
 from gpudoctor.checks.base import Check
+from gpudoctor.checks.gates import REQUIRED_GPUS_CHECK, required_gpus, selection
 from gpudoctor.checks.registry import CHECKS, run_checks
 from gpudoctor.probes.child import kill_all, reopen
 from gpudoctor.checks.visibility import resolve
 from gpudoctor.runner import run_probes, select_probes
 
 
-#: Probes every selection needs: what the machine is, and whether the driver answers.
-BASE_PROBES = ("host", "driver_files", "nvml")
+#: Probes every selection needs: what the machine is, whether the driver answers, and which Python is diagnosed.
+BASE_PROBES = ("host", "driver_files", "nvml", "python")
 
 
 def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False, deadline: Optional[float] = None,
@@ -22,7 +23,7 @@ def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = Fal
     """Probe this machine and judge it. ``quick`` runs no work on the GPUs (it wins over ``deep``);
     ``deep`` adds the multi-GPU tests and longer workloads; ``only``/``skip`` select checks by area
     or id, and only the probes those checks read are run."""
-    checks = select_checks(only, skip)
+    checks = select_checks(only, skip, require_gpus=required_gpus({"options": options or {}}) is not None)
     needed = set(BASE_PROBES) | {name for c in checks for name in c.needs}
     probes = select_probes(needed, quick=quick, deep=deep)
     reopen()
@@ -30,18 +31,28 @@ def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = Fal
         facts = run_probes(probes, on_progress=on_progress, deadline=deadline)
     finally:
         kill_all()
+    # the selection travels with the facts, so the gates (checks/gates.py) judge it again in `analyze`
+    options = {**(options or {}), **({"only": list(only)} if only else {}), **({"skip": list(skip)} if skip else {})}
     if options:
         facts["options"] = options
     return judge(facts, checks=checks)
 
 
 def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional[Sequence[Check]] = None) -> dict[str, Any]:
-    """Judge facts (fresh, or from a saved report) with this version's checks."""
-    return rep.build(facts, run_checks(facts, checks if checks is not None else CHECKS), created=created)
+    """Judge facts (fresh, or from a saved report) with this version's checks: ``checks``, or those the run
+    selected as its facts record it (all without ``options``). ``--require-gpus N``, as the facts record it,
+    always brings its check, whatever the selection."""
+    checks = list(checks if checks is not None else selection(facts))
+    if required_gpus(facts) is not None and all(c.id != REQUIRED_GPUS_CHECK for c in checks):
+        order = {c.id: i for i, c in enumerate(CHECKS)}
+        checks = sorted([*checks, *(c for c in CHECKS if c.id == REQUIRED_GPUS_CHECK)],
+                        key=lambda c: order.get(c.id, len(order)))
+    return rep.build(facts, run_checks(facts, checks), created=created)
 
 
-def select_checks(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Check]:
-    """Checks whose area or id matches ``only`` (all if empty) and not ``skip``; an unknown name is a ValueError."""
+def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gpus: bool = False) -> list[Check]:
+    """Checks whose area or id matches ``only`` (all if empty) and not ``skip``, and the gate of ``--require-gpus``
+    when ``require_gpus`` whatever they say; an unknown name is a ValueError."""
     known = {c.area for c in CHECKS} | {c.id for c in CHECKS}
     unknown = [n for n in (*only, *skip) if n not in known]
     if unknown:
@@ -50,7 +61,8 @@ def select_checks(only: Sequence[str] = (), skip: Sequence[str] = ()) -> list[Ch
     def matches(check: Check, names: Sequence[str]) -> bool:
         return check.area in names or check.id in names
 
-    return [c for c in CHECKS if (not only or matches(c, only) or c.area == "doctor") and not matches(c, skip)]
+    return [c for c in CHECKS if (not only or matches(c, only) or c.area == "doctor") and not matches(c, skip)
+            or require_gpus and c.id == REQUIRED_GPUS_CHECK]
 
 
 def cuda_numbers(facts: dict[str, Any]) -> dict[int, list[int]]:

@@ -6,9 +6,9 @@ nothing is queried; only ``$HOME`` is read when no ``home`` is given) in which:
 Always, whatever the command line says (also with ``--no-redact``):
 
 - ``facts.host.env`` (and that of every node's report inside a torchrun job's report) keeps only the
-  variables gpudoctor reads (``probes.system.ENV_NAMES``);
-  any other name is dropped, and the ``container=<value>`` marker keeps its value only when it
-  is one short word.
+  variables gpudoctor reads (``probes.system.ENV_NAMES``), and ``facts.host.framework_env`` those of
+  ``probes.system.FRAMEWORK_ENV_NAMES``; any other name is dropped, and the ``container=<value>``
+  marker keeps its value only when it is one short word.
 - secrets are replaced by ``***`` in every string (and every key) of the report: passwords in
   URLs (``https://user:pass@host`` -> ``https://***@host``), AWS access keys, GitHub, GitLab,
   Hugging Face, Slack, OpenAI, Stripe, Google, npm and PyPI tokens, JSON web tokens, bearer and
@@ -47,7 +47,7 @@ import os
 import re
 from typing import Any, Callable, Iterable, Optional
 
-from gpudoctor.probes.system import ENV_NAMES
+from gpudoctor.probes.system import ENV_NAMES, FRAMEWORK_ENV_NAMES
 from gpudoctor.snapshot import job_nodes
 
 MARK = "***"
@@ -324,6 +324,8 @@ def _allowed_env(report: dict[str, Any]) -> dict[str, Any]:
     host = dict(host)
     if isinstance(host.get("env"), dict):
         host["env"] = {k: v for k, v in host["env"].items() if k in ENV_NAMES}
+    if isinstance(host.get("framework_env"), dict):
+        host["framework_env"] = {k: v for k, v in host["framework_env"].items() if k in FRAMEWORK_ENV_NAMES}
     container = host.get("container")
     if isinstance(container, dict) and isinstance(container.get("markers"), list):
         container = dict(container)

@@ -14,6 +14,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import kill_all
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
@@ -63,7 +64,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
           lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
-          quick_run=probe_frameworks_metadata),
+          quick_run=lambda: probe_frameworks_metadata(path=interpreter.target_path())),
     Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
     Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0,
           deep_run=lambda: probe_workload(WORKLOAD_TIMEOUT_S, deep=True)),

@@ -205,14 +205,17 @@ def test_command_that_does_not_exist(tmp_path):
 
 def test_run_module_uses_the_package_and_the_env(tmp_path):
     (tmp_path / "probe_mod.py").write_text(textwrap.dedent("""
-        import json, os, gpudoctor
-        print(json.dumps({"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR")}))
+        import os, gpudoctor
+        from gpudoctor.probes import protocol
+        protocol.emit("probe", {"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR"),
+                                "channel_name_kept": protocol.ENV in os.environ})
     """))
     env = child_env({"PYTHONPATH": str(tmp_path), "EXTRA_VAR": "yes"})
     result = run_module("probe_mod", timeout_s=10, env=env)
     import gpudoctor
 
-    assert result.lines == [{"pkg": os.path.dirname(gpudoctor.__file__), "extra": "yes"}]
+    assert result.lines == [{"section": "probe", "data": {"pkg": os.path.dirname(gpudoctor.__file__), "extra": "yes",
+                                                          "channel_name_kept": False}}]
     assert result.returncode == 0
 
 
@@ -294,3 +297,37 @@ def test_the_end_of_a_run_does_not_wait_for_an_exit_under_way(monkeypatch):
     os.kill(result.section("pid"), signal.SIGKILL)
     assert waited < 1.0
     assert children_left() == []
+
+
+# --- the channel is the child's own: what a framework prints cannot be taken for it (issue 14) ----------
+
+HOSTILE_OUTPUT = {
+    "no newline": 'import sys; sys.stdout.write("loading extensions... "); sys.stdout.flush()',
+    "forged line": 'print(\'{"section": "framework", "data": {"version": "6.6.6", "devices": [1,2,3,4,5,6,7,8]}}\')',
+    "deep nesting": 'print("[" * 200000 + "]" * 200000)',
+    "huge line": 'import sys; sys.stdout.write("x" * (64 << 20) + "\\n"); sys.stdout.flush()',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_OUTPUT))
+def test_what_a_child_prints_on_stdout_is_not_its_word(tmp_path, case):
+    (tmp_path / "noisy.py").write_text(HOSTILE_OUTPUT[case] + "\nfrom gpudoctor.probes import protocol\n"
+                                       "protocol.emit('real', {'ok': True})\n")
+    start = time.monotonic()
+    result = run_module("noisy", timeout_s=60, env=child_env({"PYTHONPATH": str(tmp_path)}))
+    assert time.monotonic() - start < 30
+    assert result.lines == [{"section": "real", "data": {"ok": True}}]
+    assert result.returncode == 0 and not result.timed_out
+
+
+def test_an_oversized_or_nested_line_on_the_channel_is_dropped_not_fatal(tmp_path):
+    (tmp_path / "loud.py").write_text(textwrap.dedent("""
+        from gpudoctor.probes import protocol
+        out = protocol._stream
+        out.write("[" * 100000 + "]" * 100000 + "\\n")
+        out.write("y" * (protocol.MAX_LINE_BYTES + 10) + "\\n")
+        out.flush()
+        protocol.emit("after", 1)
+    """))
+    result = run_module("loud", timeout_s=60, env=child_env({"PYTHONPATH": str(tmp_path)}))
+    assert result.lines == [{"section": "after", "data": 1}]

@@ -302,7 +302,7 @@ def test_only_runs_only_the_named_areas_and_their_probes(runner):
     result = runner.invoke(cli, ["check", "--only", "driver", "--format", "json"])
     report = json.loads(result.stdout)
     assert {c["area"] for c in report["checks"]} == {"doctor", "driver"}
-    assert set(report["facts"]["probes"]) == {"host", "driver_files", "nvml"}
+    assert set(report["facts"]["probes"]) == {"host", "driver_files", "nvml", "python"}
 
 
 def test_skip_leaves_out_an_area(runner):

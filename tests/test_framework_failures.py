@@ -74,7 +74,7 @@ def test_an_allocator_config_torch_refuses_is_its_own_error_not_a_crash(tmp_path
     assert record["info"]["init_error"] == BOGUS and record["info"]["devices"] == []
     facts = copy.deepcopy(h200x2)
     facts["frameworks"]["torch"] = record
-    facts.setdefault("host", {}).setdefault("env", {})["PYTORCH_CUDA_ALLOC_CONF"] = "bogus_option:1"
+    facts.setdefault("host", {}).setdefault("framework_env", {})["PYTORCH_CUDA_ALLOC_CONF"] = "bogus_option:1"
     findings = pipeline.judge(facts)["findings"]
     sees_none = _fwk(findings, "FWK002")
     assert BOGUS in sees_none["detail"]

@@ -58,8 +58,15 @@ def test_metadata_builds_still_get_the_driver_verdict():
 
 
 def test_plain_pypi_torch_metadata_reads_the_cuda_runtime_it_requires():
-    from gpudoctor.probes.frameworks import _runtime_version
+    """The CUDA a requirement implies: (major, exact major.minor where the pin says it). The old reader
+    knew only nvidia-cuda-runtime pins, so torch 2.11.0 from PyPI (cuda-toolkit==13.0.2, nvidia-*-cu13)
+    was taken for CPU-only (issue 13); tests/test_framework_metadata.py covers whole packages."""
+    from gpudoctor.probes.frameworks.metadata import _cuda_requirement
 
-    assert _runtime_version('nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"') == "12.4"
-    assert _runtime_version("nvidia-cuda-runtime==13.0.96; extra == 'x'") == "13.0"
-    assert _runtime_version(None) is None
+    assert _cuda_requirement('nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"') == ("12", "12.4")
+    assert _cuda_requirement("nvidia-cuda-runtime==13.0.96; extra == 'x'") == ("13", "13.0")
+    assert _cuda_requirement('cuda-toolkit[cublas,cudart]==13.0.2; platform_system == "Linux"') == ("13", "13.0")
+    assert _cuda_requirement("cuda-toolkit[cublas]==12.*") == ("12", None)
+    assert _cuda_requirement("nvidia-cudnn-cu13==9.19.0.56") == ("13", None)
+    assert _cuda_requirement("nvidia-cublas==13.1.0.3") is None  # cuBLAS has its own version numbers
+    assert _cuda_requirement("filelock") is None

@@ -203,7 +203,7 @@ def test_the_progress_display_shows_on_a_terminal_only(tmp_path):
     proc.wait(timeout=60)
     os.close(leader)
     shown = b"".join(chunks).decode()
-    assert "gpudoctor: " in shown and "/3 done, " in shown and "; running: the " in shown
+    assert "gpudoctor: " in shown and "/4 done, " in shown and "; running: the " in shown
     assert "\r\x1b[2Kgpudoctor: report written to " in shown  # the live line is cleared first
     piped = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert piped.stderr == f"gpudoctor: report written to {tmp_path / 'r.txt'}\n"

@@ -175,12 +175,14 @@ def stack_from_facts(facts: Facts) -> Stack:
 
 def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts) -> Optional[Build]:
     info = fw.get("info") or {}
-    if fw.get("status") not in ("ok", "metadata") or info.get("cpu_only_build"):
+    if fw.get("status") not in ("ok", "metadata") or info.get("cpu_only_build") is True:
         return None
     label = f"{NAMES.get(name, name)} {info.get('version')}"
+    # package metadata may name only the CUDA major it targets (a cu13 requirement): judged as a major
+    cuda = info.get("built_cuda") or (info.get("cuda_major") if info.get("cuda_build") is True else None)
     if name in ("torch", "tensorflow"):
-        return Build(label, name, info.get("built_cuda"), list(info.get("arch_list") or []), _python_spec(name, info))
-    major = _package_cuda_major(name, facts)
+        return Build(label, name, cuda, list(info.get("arch_list") or []), _python_spec(name, info))
+    major = cuda or _package_cuda_major(name, facts)
     return Build(label, name, major) if major else None
 
 

@@ -50,16 +50,71 @@ def check_imports(facts: Facts) -> Iterator[Finding]:
         status, label = fw.get("status"), NAMES.get(name, name)
         tail = (fw.get("stderr_tail") or "").strip()[-1200:]
         if status in ("import_error", "crashed"):
-            yield finding("FWK004", f"{label} fails to import: {fw.get('error')}",
-                          detail=f"Last lines it printed:\n{tail}" if tail else "",
-                          text=f"Reinstall {label} in this environment; if the error names a CUDA library "
-                               "(libnvJitLink, libcudnn, libcusparse), an older copy earlier on LD_LIBRARY_PATH is the usual cause.",
-                          commands=[f"{_python(facts)} -c 'import {name}'", "echo $LD_LIBRARY_PATH"])
+            yield _failure(facts, name, fw, tail)
         elif status == "timeout":
             yield finding("FWK005", f"importing {label} did not finish: {fw.get('error')}",
                           detail=f"Last lines it printed:\n{tail}" if tail else "",
                           text="An import that hangs usually waits on a driver call, a network file system, or a lock.",
                           commands=[f"{_python(facts)} -X importtime -c 'import {name}'"])
+
+
+#: Where a framework failed (probes/frameworks/worker.STAGES), as the finding's title says it.
+FAILED_AT = {"import": "fails to import", "cuda_init": "fails to start CUDA", "devices": "fails while listing its GPUs",
+             "first_kernel": "fails at its first computation on a GPU",
+             "libraries": "fails while listing the libraries it loaded"}
+#: Errors of an import that point at the installation itself (missing files, a library that will not load).
+INSTALL_ERRORS = ("ImportError", "ModuleNotFoundError", "OSError", "AttributeError")
+
+
+def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
+    """FWK004 with the step the framework failed at, its own last error line, and advice that follows the
+    evidence: the variable that caused it, a broken installation, or a crash in the driver's calls."""
+    label, error = NAMES.get(name, name), str(fw.get("error") or "")
+    stage = fw.get("stage") or ("import" if fw.get("status") == "import_error" and "stage" not in fw else None)
+    last = str(fw.get("last_error") or "")
+    parts = [f"Its last error line: {last}"] if last and last not in error else []
+    parts += [f"Last lines it printed:\n{tail}"] if tail else []
+    title = f"{label} {FAILED_AT.get(stage or '', 'fails')}: {error}"
+    cause = _steering(facts, name)
+    if cause:
+        variable, value, fix = cause
+        return finding("FWK004", title, detail="\n".join(parts),
+                       text=f"The environment variable {variable}={value!r} makes {label} fail here; the installation "
+                            "is not at fault.", commands=[fix])
+    if stage == "import" and error.split(":")[0].strip() in INSTALL_ERRORS:
+        return finding("FWK004", title, detail="\n".join(parts),
+                       text=f"Reinstall {label} in this environment; if the error names a CUDA library "
+                            "(libnvJitLink, libcudnn, libcusparse), an older copy earlier on LD_LIBRARY_PATH is the usual cause.",
+                       commands=[f"{_python(facts)} -c 'import {name}'", "echo $LD_LIBRARY_PATH"])
+    if fw.get("signal"):
+        return finding("FWK004", title, detail="\n".join(parts),
+                       text=f"The process died inside {label} or the driver ({fw['signal']}), "
+                            f"{'after' if stage not in (None, 'import') else 'during'} the import: nothing points at the "
+                            f"installation. Run {label}'s own step alone to see its message, and look at the driver's log.",
+                       commands=[_own_step(facts, name, stage), "sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20"])
+    return finding("FWK004", title, detail="\n".join(parts),
+                   text=f"That is {label}'s own error; it names the cause. Run the same step alone to see it in full.",
+                   commands=[_own_step(facts, name, stage)])
+
+
+def _own_step(facts: Facts, name: str, stage: Optional[str]) -> str:
+    """A one-line program that does what the framework child did up to ``stage``."""
+    py = _python(facts)
+    if stage in (None, "import"):
+        return f"{py} -c 'import {name}'"
+    return {"torch": f"{py} -c 'import torch; torch.ones(1, device=\"cuda\")'",
+            "tensorflow": f"{py} -c 'import tensorflow as tf; print(tf.config.list_physical_devices(\"GPU\"))'",
+            "jax": f"{py} -c 'import jax; print(jax.devices(\"gpu\"))'",
+            "cupy": f"{py} -c 'import cupy; print(cupy.ones(1))'"}.get(name, f"{py} -c 'import {name}'")
+
+
+def _steering(facts: Facts, name: str) -> Optional[tuple[str, str, str]]:
+    """The environment variable that makes framework ``name`` fail here, with its fix (checks/environment.py)."""
+    try:
+        from gpudoctor.checks.environment import steering_cause
+    except ImportError:
+        return None
+    return steering_cause(facts, name)
 
 
 def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
@@ -72,9 +127,9 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if fw.get("status") not in ("ok", "metadata"):
             continue
         label = NAMES.get(name, name)
-        if info.get("cpu_only_build"):
+        if info.get("cpu_only_build") is True:  # proven; null (the package metadata cannot tell) is no verdict
             yield finding("FWK001", f"{label} {info.get('version')} is a CPU-only build, on a machine with {expected} GPU(s)",
-                          detail=_why_cpu(name, info),
+                          detail=_why_cpu(name, fw),
                           text=f"Install a CUDA build of {label} for this driver.",
                           commands=_gpu_build_commands(name, facts, str(info.get("version") or "")))
             continue
@@ -99,13 +154,21 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
                           text="The framework cannot run work on the GPU. The error names the cause.")
 
 
-def _why_cpu(name: str, info: dict[str, Any]) -> str:
+def _why_cpu(name: str, fw: dict[str, Any]) -> str:
+    """What was observed, and only that: the imported framework's own answers (an error only where its
+    child recorded one), or for `check --quick` the package evidence the verdict rests on."""
+    info = fw.get("info") or {}
+    error = info.get("init_error")
+    if fw.get("status") == "metadata":
+        evidence = [str(e) for e in info.get("evidence") or []]
+        return "Read from package metadata (nothing was imported): " + ("; ".join(evidence) or "no detail") + "."
     if name == "torch":
-        return f"torch.version.cuda is None ({info.get('init_error', 'Torch not compiled with CUDA enabled')})."
+        return f"torch.version.cuda is None ({error})." if error else "torch.version.cuda is None."
     if name == "tensorflow":
-        return "tf.sysconfig.get_build_info() says is_cuda_build=False (tensorflow-cpu, or a macOS/Windows build)."
+        return "tf.sysconfig.get_build_info() does not say is_cuda_build=True or is_rocm_build=True."
     if name == "jax":
-        return f"No CUDA plugin is installed ({info.get('init_error', 'no GPU backend')})."
+        return (f"No jax-cuda plugin is installed, and jax.devices('gpu') raised {error}." if error
+                else "No jax-cuda plugin is installed.")
     return ""
 
 

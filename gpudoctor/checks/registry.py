@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from gpudoctor.checks import acceleration, cluster, compat, container, driver, frameworks, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
+from gpudoctor.checks import acceleration, cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
 from gpudoctor.checks.base import Check, NotApplicable, finding
 from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
 
@@ -26,9 +26,11 @@ CHECKS: tuple[Check, ...] = (
     *libraries.CHECKS,
     *pyenv.CHECKS,
     *frameworks.CHECKS,
+    *environment.CHECKS,  # the variables that steer a framework, named as the cause
     *compat.CHECKS,
     *acceleration.CHECKS,
     *cluster.CHECKS,
+    *gates.CHECKS,  # last: it judges whether the checks before it could run
 )
 
 

@@ -157,6 +157,14 @@ def check_required(facts: Facts) -> Iterator[Finding]:
     wanted = (get(facts, "options") or {}).get("require_gpus")
     if not isinstance(wanted, int):
         raise NotApplicable("no --require-gpus given")
+    init = get(facts, "nvml.init") or {}
+    if wanted > 0 and not init.get("ok"):  # nothing says a GPU is usable: the gate fails, it cannot pass unchecked
+        why = init.get("reason") or init.get("message")
+        yield finding("VIS005", f"could not confirm {wanted} usable GPU(s): NVML is not available" + (f" ({why})" if why else ""),
+                      detail="GPUs are counted through NVML, the driver's management library; without it no GPU is "
+                             "known to be usable. The driver findings say why it is not available.",
+                      text="Give the job a machine or allocation with working GPUs and driver; fix the driver findings first.")
+        return
     usable = _usable(facts)
     if len(usable) < wanted:
         yield finding("VIS005", f"{len(usable)} usable GPU(s), {wanted} required",

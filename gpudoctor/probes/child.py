@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor.probes.childpath import BOOT
 from gpudoctor.probes.ending import EXIT_SECTION
+from gpudoctor.probes.protocol import ENV, MAX_LINE_BYTES
 from gpudoctor.trace import mark
 
 STDERR_TAIL_BYTES = 4000
@@ -50,6 +51,8 @@ class ChildResult:
     start_error: str = ""
     #: What the child has written to stderr so far (the last few KB), while it runs; stderr_tail when done.
     stderr_chunks: list[bytes] = field(default_factory=list, repr=False, compare=False)
+    #: The same of its stdout, for a child that talks to gpudoctor on its own channel (run_module).
+    stdout_chunks: list[bytes] = field(default_factory=list, repr=False, compare=False)
 
     def stderr_so_far(self) -> str:
         return b"".join(list(self.stderr_chunks))[-STDERR_TAIL_BYTES:].decode(errors="replace")
@@ -125,14 +128,17 @@ def run_module(module: str, args: Sequence[str] = (), timeout_s: float = 10.0,
                env: Optional[dict[str, str]] = None, feed: Optional[Callable[[], str]] = None,
                on_line: Optional[Callable[[dict[str, Any]], None]] = None,
                result: Optional[ChildResult] = None, python: Optional[str] = None) -> ChildResult:
-    """Run ``python -m module args`` as a child (see command), keeping its JSON lines."""
-    return run_json_lines(command(module, args, python), timeout_s, env or child_env(), feed, on_line, result)
+    """Run ``python -m module args`` as a child (see command), keeping the lines it writes to its channel
+    (protocol.py): what it prints on stdout is its output, not what it says to gpudoctor."""
+    return run_json_lines(command(module, args, python), timeout_s, env or child_env(), feed, on_line, result,
+                          channel=True)
 
 
 def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str, str]] = None,
                    feed: Optional[Callable[[], str]] = None, on_line: Optional[Callable[[dict[str, Any]], None]] = None,
-                   result: Optional[ChildResult] = None) -> ChildResult:
-    """Run ``cmd`` and keep the JSON lines it prints. ``feed``: the child's stdin, a call that may block
+                   result: Optional[ChildResult] = None, channel: bool = False) -> ChildResult:
+    """Run ``cmd`` and keep the JSON lines it prints: on a pipe of its own with ``channel`` (protocol.py),
+    else on stdout. ``feed``: the child's stdin, a call that may block
     until what the child needs is known (the child starts at once and can import meanwhile); it runs
     in a thread of its own, and if it fails the child reads end-of-file. Without it stdin is empty.
     ``on_line`` is called with each line as it arrives, and ``result`` (filled as the child runs, where
@@ -143,22 +149,33 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         if _closed:
             result.start_error = "not started: the run's deadline passed or it was interrupted"
             return result
+        said_on, written = os.pipe() if channel else (None, None)
         try:
             proc = subprocess.Popen(
                 list(cmd), stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, start_new_session=True, cwd="/",
+                env={**(env if env is not None else os.environ), **({ENV: str(written)} if channel else {})},
+                start_new_session=True, cwd="/", pass_fds=(written,) if channel else (),
             )
         except OSError as exc:
             result.start_error = f"{type(exc).__name__}: {exc}"
+            for fd in (said_on, written):
+                if fd is not None:
+                    os.close(fd)
             return result
+        finally:
+            if written is not None:
+                os.close(written)  # the child holds the write end now: end-of-file once it and its own are done
         _live.add(proc)
     what = " ".join(map(str, cmd[6:8])) if cmd[3:4] == ["-c"] else os.path.basename(str(cmd[0]))
     mark(f"spawned {what} as {proc.pid}")
     ended, said = threading.Event(), Future()
+    lines = os.fdopen(said_on, "rb") if said_on is not None else proc.stdout
     readers = [
-        threading.Thread(target=_read_lines, args=(proc.stdout, result.lines, on_line, said), daemon=True),
+        threading.Thread(target=_read_lines, args=(lines, result.lines, on_line, said), daemon=True),
         threading.Thread(target=_read_tail, args=(proc.stderr, result.stderr_chunks), daemon=True),
     ]
+    if said_on is not None:  # the child's own stdout: kept like stderr, a tail of it
+        readers.append(threading.Thread(target=_read_tail, args=(proc.stdout, result.stdout_chunks), daemon=True))
     for reader in readers:
         reader.start()
     if feed:  # not joined: it may still wait for what to write when the child is gone; it then writes nothing
@@ -183,6 +200,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             _stopped.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
+    if said_on is not None and not readers[0].is_alive():
+        lines.close()
     # the reaper sets returncode once the child is gone; until then, the status it said it exits with
     result.returncode = proc.returncode if proc.returncode is not None else said.result() if said.done() else None
     mark(f"ended {what} {proc.pid}: {result.returncode}")
@@ -302,11 +321,11 @@ def _said_and_closed(readers: Sequence[threading.Thread], said: Future, ended: t
 def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callable[[dict[str, Any]], None]],
                 said: Future) -> None:
     """Keep the child's JSON lines; its exit status (ending.end_child), if it says it, goes to ``said``."""
-    for raw in iter(stream.readline, b""):
+    for raw in _bounded_lines(stream):
         try:
             item = json.loads(raw)
-        except ValueError:
-            continue  # a library printed to stdout; only our JSON lines count
+        except (ValueError, RecursionError):
+            continue  # not a line of ours (on stdout, a library's), or one nested past reason
         if isinstance(item, dict) and item.get("section") == EXIT_SECTION:
             if isinstance(item.get("data"), int) and not said.done():
                 said.set_result(item["data"])
@@ -317,6 +336,20 @@ def _read_lines(stream: Any, out: list[dict[str, Any]], on_line: Optional[Callab
                     on_line(item)
                 except Exception:  # noqa: BLE001 - the caller's hook must not stop the reading
                     pass
+
+
+def _bounded_lines(stream: Any) -> Any:
+    """The lines of ``stream``, each at most protocol.MAX_LINE_BYTES: a longer one is dropped whole,
+    read a bounded piece at a time, so one huge line cannot take the parent's memory."""
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(MAX_LINE_BYTES)
+            continue
+        yield raw
 
 
 def _read_tail(stream: Any, chunks: list[bytes]) -> None:

@@ -42,6 +42,9 @@ def start(config: dict[str, Any], module: str, args: list[str]) -> None:
     children that need its dependencies such as NVML's bindings) and run ``module`` as ``__main__``."""
     import faulthandler
 
+    from gpudoctor.probes import protocol
+
+    protocol.take()  # before anything can start a process that would inherit the channel's name
     faulthandler.enable()  # a crash inside a framework or the driver prints the Python stack it happened in
     sys.path[:] = list(dict.fromkeys(user_path(config.get("cwd") or "/") + list(config.get("append") or [])))
     sys.argv = [module, *args]

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import NoReturn
 
+from gpudoctor.probes import protocol
+
 #: The section of the last line a child prints through end_child: its exit status, said before it exits.
 EXIT_SECTION = "exit"
 
@@ -21,8 +23,9 @@ def end_child(code: int) -> NoReturn:
     line on a laptop CPU, none of it needed, since the kernel and the driver free everything at exit."""
     try:
         sys.stderr.flush()
-        sys.stdout.write(json.dumps({"section": EXIT_SECTION, "data": code}) + "\n")
         sys.stdout.flush()
+        protocol.emit(EXIT_SECTION, code)
+        protocol.close()
         os.close(1)
         os.close(2)
     except (OSError, ValueError):

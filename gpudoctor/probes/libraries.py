@@ -145,9 +145,9 @@ def _read_one(family: str, real_path: str, timeout_s: float) -> Any:
     own = os.path.dirname(real_path)
     env = child_env({"LD_LIBRARY_PATH": ":".join([own] + _ld_library_path())})
     child = run_module(VERSION_WORKER, [json.dumps([[family, real_path]])], timeout_s=timeout_s, env=env)
-    for line in child.lines:
-        if line.get("path") == real_path:
-            return line["version"]
+    for line in child.sections("library"):
+        if isinstance(line, dict) and line.get("path") == real_path:
+            return line.get("version")
     if child.timed_out:
         return {"unavailable": "timeout"}
     return {"unavailable": "unknown", "error": f"loading it crashed ({child.signal_name or child.returncode})"}

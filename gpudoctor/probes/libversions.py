@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import sys
 
+from gpudoctor.probes import protocol
 from gpudoctor.probes.libnames import version_from_library
 
 
 def main(argv: list[str]) -> int:
     for family, path in json.loads(argv[0]):
-        print(json.dumps({"path": path, "version": version_from_library(family, path)}), flush=True)
+        protocol.emit("library", {"path": path, "version": version_from_library(family, path)})
     return 0
 
 

@@ -1,5 +1,6 @@
 """Host facts that need no driver: the kernel module, NVIDIA devices on the PCI bus, device
-nodes, container markers and the environment variables that decide what CUDA sees.
+nodes, container markers, the environment variables that decide what CUDA sees and those that
+steer a framework on the GPU.
 
 These are read from /proc, /sys and /dev directly, so they still answer when NVML cannot load:
 that is what lets a check tell "no NVIDIA GPU here" from "a GPU with no driver bound".
@@ -31,6 +32,36 @@ ENV_NAMES = (
     "CUDA_HOME",
     "CUDA_PATH",
 )
+#: Environment variables that change what a framework does on the GPU: hide it (JAX_PLATFORMS), configure
+#: the framework's memory allocator (a value it refuses makes its first CUDA call fail), slow work down for
+#: debugging (CUDA_LAUNCH_BLOCKING), or steer NCCL. ``host.framework_env`` records the ones that are set;
+#: checks/environment.py judges them. None of them is in ENV_NAMES: nothing is recorded twice.
+FRAMEWORK_ENV_NAMES = (
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "JAX_PLATFORMS",
+    "JAX_PLATFORM_NAME",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_CLIENT_MEM_FRACTION",  # the newer name jaxlib reads (jaxlib/xla_client.py)
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "XLA_FLAGS",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "TF_GPU_ALLOCATOR",
+    "TF_CUDA_PATHS",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_DEBUG",
+)
+#: A value longer than this is cut (XLA_FLAGS can be long); the checks read only the start of any value.
+FRAMEWORK_ENV_MAX_CHARS = 1000
 NVML_LIBRARY_DIRS = (
     "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/lib/aarch64-linux-gnu",
     "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib", "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
@@ -49,7 +80,14 @@ def probe_host() -> dict[str, Any]:
         "wsl": "microsoft" in release.lower() or os.path.exists("/usr/lib/wsl/lib"),
         "container": probe_container(),
         "env": {name: os.environ.get(name) for name in ENV_NAMES},
+        "framework_env": probe_framework_env(),
     }
+
+
+def probe_framework_env() -> dict[str, str]:
+    """The variables of FRAMEWORK_ENV_NAMES that are set (an empty value counts: it is set), each value as
+    the environment has it, cut at FRAMEWORK_ENV_MAX_CHARS. An unset variable is absent."""
+    return {name: os.environ[name][:FRAMEWORK_ENV_MAX_CHARS] for name in FRAMEWORK_ENV_NAMES if name in os.environ}
 
 
 def probe_driver_files() -> dict[str, Any]:

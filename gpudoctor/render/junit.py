@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from gpudoctor.findings import ERROR
+from gpudoctor.report import FAIL_ON
 
-def render_junit(report: dict[str, Any]) -> str:
+
+def render_junit(report: dict[str, Any], fail_on: str = "error") -> str:
+    """A check is a <failure> when it failed (an error) or reported a finding at or above ``fail_on``, so
+    that the test results agree with the exit code; a check that timed out is an <error>."""
+    failing = FAIL_ON.get(fail_on, (ERROR,))
     findings: dict[str, list[dict[str, Any]]] = {}
     for f in report.get("findings") or []:
         findings.setdefault(f.get("check", ""), []).append(f)
@@ -21,8 +27,10 @@ def render_junit(report: dict[str, Any]) -> str:
                              time=f"{check.get('duration_s', 0):.6f}")
         text = "\n".join(_finding_text(f) for f in findings.get(check["id"], []))
         status = check.get("status")
-        if status == "fail":
-            ET.SubElement(case, "failure", message=_first_title(findings, check, "error")).text = text
+        worst = [f for f in findings.get(check["id"], []) if f.get("severity") in failing]
+        if status == "fail" or worst:
+            message = _first_title(findings, check, "error") if status == "fail" else worst[0]["title"]
+            ET.SubElement(case, "failure", message=message).text = text
         elif status == "timeout":
             ET.SubElement(case, "error", message=f"timed out: {check.get('reason', '')}")
         elif status == "skip":

@@ -57,5 +57,16 @@ sleep 6
 chk shared_gpu --
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv > "$d/apps-during-load.txt" 2>&1
 kill $loader 2>/dev/null; wait $loader 2>/dev/null
+# installed apart from the project, as pipx does: a venv with gpudoctor's dependencies and no framework
+repo=$(pwd)
+python3 -m venv --without-pip /tmp/tool && mkdir -p /tmp/tooldeps
+site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for n in click pynvml.py packaging psutil; do ln -sf "$site/$n" /tmp/tooldeps/; done
+ln -sf "$repo/gpudoctor" "$repo/compat_matrix" /tmp/tooldeps/
+echo /tmp/tooldeps > "$(ls -d /tmp/tool/lib/python3*/site-packages)/deps.pth"
+(cd /tmp && VIRTUAL_ENV="$(python3 -c 'import sys; print(sys.prefix)')" /tmp/tool/bin/python -m gpudoctor check --format json -o "$d/tool_venv.json" 2> "$d/tool_venv.err"; echo "tool_venv rc=$?" | tee -a "$d/summary.txt")
+(cd /tmp && /tmp/tool/bin/python -m gpudoctor check --quick --python "$(python3 -c 'import sys; print(sys.executable)')" --format json -o "$d/tool_venv_quick.json" 2>> "$d/tool_venv.err"; echo "tool_venv_quick rc=$?" | tee -a "$d/summary.txt")
+python3 -m gpudoctor check 2>&1 | tail -25 > "$d/full-text.txt"
+PYTHONUNBUFFERED=1 python3 -m pytest -q -m gpu tests/test_gpu_live.py -p no:cacheprovider > "$d/pytest-gpu.txt" 2>&1; tail -2 "$d/pytest-gpu.txt" | tee -a "$d/summary.txt"
 tar czf "$OUT/trust-$kind.tar.gz" -C "$d" .
-cat "$d/summary.txt"; cat "$d/torch-show.txt" "$d/torch-facts.txt" "$d/bogus-direct.txt"; tail -5 "$d/bogus-worker.txt"
+cat "$d/summary.txt" "$d/full-text.txt"; tail -5 "$d/bogus-worker.txt"

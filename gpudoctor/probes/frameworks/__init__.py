@@ -5,9 +5,11 @@ framework that hangs, segfaults or floods stderr costs only its own facts."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import threading
 from typing import Any, Callable, Optional
 
+from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import ChildResult, child_env, run_module
 
 WORKER = "gpudoctor.probes.frameworks.worker"
@@ -17,10 +19,13 @@ CHILD_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWT
 
 
 def installed(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
+    """``import name`` would find the framework in the diagnosed interpreter (interpreter.py)."""
+    return interpreter.installed(name)
+
+
+def python() -> str:
+    """The interpreter framework children run under: the diagnosed one."""
+    return interpreter.current().executable
 
 
 #: Where a framework's facts come from instead of this probe's own child: (framework, seconds to wait)
@@ -46,73 +51,72 @@ def probe_frameworks(timeout_s: float = 90.0, facts_from: Optional[FactsFrom] = 
 def _run(name: str, timeout_s: float, results: dict[str, Any], facts_from: Optional[FactsFrom] = None) -> None:
     child = facts_from(name, timeout_s) if facts_from else None
     if child is None:
-        child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV))
+        child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV), python=python())
     results[name] = summarise(child, timeout_s)
 
 
+#: Where a framework child was when it failed (worker.STAGES), as a sentence ends.
+STAGE_WORDS = {"import": "while importing it", "cuda_init": "while starting CUDA", "devices": "while listing its GPUs",
+               "first_kernel": "at its first computation on a GPU", "libraries": "while listing the libraries it loaded"}
+
+
 def summarise(child: ChildResult, timeout_s: float) -> dict[str, Any]:
+    """The framework's record: its facts, or how its child failed and at which step (``stage``), with
+    the last error line it printed itself (``last_error``), never a cause it did not show."""
     data = child.section("framework")
+    stages = child.sections("stage")
+    reached = stages[-1] if stages and isinstance(stages[-1], str) else None
     out: dict[str, Any] = {"installed": True, "duration_s": round(child.duration_s, 3)}
     if child.timed_out:
-        out.update(status="timeout", error=f"no answer within {timeout_s:g} s")
+        out.update(status="timeout", error=f"no answer within {timeout_s:g} s", stage=reached)
     elif data is None:
-        how = child.signal_name or f"exit status {child.returncode}"
-        out.update(status="crashed", error=child.start_error or f"the import crashed ({how})")
+        how = f"killed by {child.signal_name}" if child.signal_name else f"exit status {child.returncode}"
+        where = STAGE_WORDS.get(reached or "", "before it said anything")
+        out.update(status="crashed", stage=reached, signal=child.signal_name or None,
+                   error=child.start_error or f"its process ended ({how}) {where}")
     elif data.get("import_error"):
-        out.update(status="import_error", error=data["import_error"])
+        out.update(status="import_error", error=data["import_error"], stage=data.get("stage") or reached or "import")
     else:
         out["status"] = "ok"
     if data is not None:
         out["info"] = data
     if out["status"] != "ok" or child.stderr_tail.strip():
         out["stderr_tail"] = child.stderr_tail[-2000:]
+    last = last_error_line(child.stderr_tail) or last_error_line(str((data or {}).get("traceback_tail") or ""))
+    if out["status"] != "ok" and last:
+        out["last_error"] = last
     return out
 
 
-def probe_frameworks_metadata() -> dict[str, Any]:
-    """`check --quick`: what each installed framework is, read from its package metadata, importing
-    nothing. It cannot say what the framework sees or loads (status "metadata"); the CPU-only-build
-    and driver verdicts still apply."""
-    from importlib import metadata
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)\b.*"
+                         r"|what\(\):\s+.+|[EF]\d{4} [\d:.]+\s+\d+ \S+\] .+|CUDA error: .+)$")
 
-    dists: dict[str, Any] = {}
-    for dist in metadata.distributions():
-        dists.setdefault((dist.metadata["Name"] or "").lower().replace("_", "-"), dist)
+
+def last_error_line(text: str) -> str:
+    """The last line of ``text`` that states an error as the framework printed it: a Python exception
+    line, a C++ exception's ``what():``, an absl ``E``/``F`` log line. Not faulthandler's "Fatal Python
+    error: Segmentation fault": the signal is reported as such, and the line before it says more."""
+    for line in reversed(text.splitlines()):
+        if _ERROR_LINE.match(line):
+            return line.strip()[:500]
+    return ""
+
+
+def probe_frameworks_metadata(path: Optional[list[str]] = None) -> dict[str, Any]:
+    """`check --quick`: what each installed framework is, read from its package (metadata.py), importing
+    nothing. ``path`` is the diagnosed interpreter's sys.path (None: this process's). It cannot say what
+    the framework sees or loads (status "metadata"). ``info`` holds what the package says:
+    ``cuda_build`` and ``cpu_only_build`` true, false or null (null: the package does not say, and no
+    verdict rests on it), ``cuda_major``, ``built_cuda`` (only where it says the major.minor exactly),
+    and the ``evidence`` each rests on."""
+    from gpudoctor.probes.frameworks.metadata import read_builds
+
+    builds = read_builds(path)
     out: dict[str, Any] = {}
     for name in FRAMEWORKS:
-        if not installed(name):
+        build = dict(builds.get(name) or {})
+        if not build.pop("installed", False):
             out[name] = {"installed": False}
             continue
-        info = _metadata_info(name, dists)
-        info["source"] = "package metadata (check --quick imports no framework)"
-        out[name] = {"installed": True, "status": "metadata", "info": info}
+        out[name] = {"installed": True, "status": "metadata", "info": build}
     return {"frameworks": out}
-
-
-def _metadata_info(name: str, dists: dict[str, Any]) -> dict[str, Any]:
-    import re
-
-    if name == "torch" and "torch" in dists:
-        version = dists["torch"].version
-        local = version.partition("+")[2]
-        runtime = next((r for r in dists["torch"].requires or [] if r.startswith("nvidia-cuda-runtime")), None)
-        cuda = re.match(r"cu(\d+?)(\d)$", local) if local.startswith("cu") else None
-        built = f"{cuda.group(1)}.{cuda.group(2)}" if cuda else _runtime_version(runtime)
-        return {"version": version, "built_cuda": built, "cpu_only_build": local == "cpu" or (not local and runtime is None)}
-    if name == "tensorflow":
-        cpu = "tensorflow-cpu" in dists
-        dist = dists.get("tensorflow-cpu") or dists.get("tensorflow")
-        return {"version": dist.version if dist else None, "built_cuda": None, "cpu_only_build": cpu}
-    if name == "jax":
-        plugins = sorted(n for n in dists if n.startswith("jax-cuda") and n.endswith("plugin"))
-        return {"version": dists["jax"].version if "jax" in dists else None, "plugins": plugins, "cpu_only_build": not plugins}
-    cupy = next((d for n, d in dists.items() if n.startswith("cupy-cuda") or n == "cupy"), None)
-    return {"version": cupy.version if cupy else None, "cpu_only_build": False}
-
-
-def _runtime_version(requirement: Any) -> Any:
-    """'nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"' -> '12.4'."""
-    import re
-
-    match = re.search(r"==\s*(\d+)\.(\d+)", requirement or "")
-    return f"{match.group(1)}.{match.group(2)}" if match else None

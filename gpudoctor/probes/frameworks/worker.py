@@ -16,6 +16,7 @@ import traceback
 import warnings
 from typing import Any, Callable
 
+from gpudoctor.probes import protocol
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.libnames import describe, mapped_libraries
 from gpudoctor.trace import mark
@@ -41,8 +42,7 @@ def stage(name: str) -> None:
     call, the OOM killer) is reported as having died there, not as a failed import."""
     global _stage
     _stage = name
-    sys.stdout.write(json.dumps({"section": "stage", "data": name}) + "\n")
-    sys.stdout.flush()
+    protocol.emit("stage", name)
 
 
 #: The steps a framework child goes through, in order, as ``stage`` names them.
@@ -95,12 +95,13 @@ def probe_tensorflow() -> dict[str, Any]:
     import tensorflow as tf
 
     build = dict(_try(tf.sysconfig.get_build_info) or {})
+    known_build = "is_cuda_build" in build or "is_rocm_build" in build  # else unknown, not CPU-only
     info: dict[str, Any] = {
         "version": tf.__version__,
         "built_cuda": build.get("cuda_version"),
         "built_cudnn": build.get("cudnn_version"),
         "arch_list": build.get("cuda_compute_capabilities") or [],
-        "cpu_only_build": not build.get("is_cuda_build") and not build.get("is_rocm_build"),
+        "cpu_only_build": (not build.get("is_cuda_build") and not build.get("is_rocm_build")) if known_build else None,
     }
     stage("devices")
     gpus = _try(lambda: tf.config.list_physical_devices("GPU"))
@@ -155,7 +156,7 @@ def _jax_plugins() -> list[str]:
     from importlib import metadata
 
     names = {(d.metadata["Name"] or "").lower() for d in metadata.distributions()}
-    return sorted(n for n in names if n.startswith(("jax-cuda", "jax_cuda")))
+    return sorted(n for n in names if n.startswith(("jax-cuda", "jax_cuda", "jax-rocm", "jax_rocm")))
 
 
 def _cuda_text(v: Any) -> Any:
@@ -212,8 +213,7 @@ def report(name: str) -> dict[str, Any]:
     (workload.FrameworkChild), so a framework is imported once per check."""
     start = time.monotonic()
     mark(f"{name} facts: begin")
-    sys.stdout.write(json.dumps({"section": "started", "data": name}) + "\n")
-    sys.stdout.flush()
+    protocol.emit("started", name)
     stage("import")
     try:
         info = PROBES[name]()
@@ -222,8 +222,7 @@ def report(name: str) -> dict[str, Any]:
     info["import_and_probe_s"] = round(time.monotonic() - start, 3)
     stage("libraries")
     info["loaded_libraries"] = _loaded()
-    sys.stdout.write(json.dumps({"section": "framework", "data": info}, default=str) + "\n")
-    sys.stdout.flush()
+    protocol.emit("framework", info, default=str)
     mark(f"{name} facts: printed")
     return info
 

@@ -36,6 +36,7 @@ import time
 import traceback
 from typing import Any, Iterator
 
+from gpudoctor.probes import protocol
 from gpudoctor.probes.child import command
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.workload.worker import BUSY_USED_SHARE, _lock
@@ -49,8 +50,8 @@ MIN_FREE_BYTES = 4 << 30
 
 
 def emit(section: str, data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"section": section, "data": data}, default=float) + "\n")
-    sys.stdout.flush()
+    """To gpudoctor's channel in the launcher; to stdout (its file) in a rank, which has no channel."""
+    protocol.emit(section, data, default=float)
 
 
 def _error(exc: BaseException) -> dict[str, Any]:

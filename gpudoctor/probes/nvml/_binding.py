@@ -13,6 +13,8 @@ from typing import Any, Callable
 GETTERS = frozenset(
     {
         "nvmlInit",
+        "nvmlInit_v2",
+        "nvmlDeviceGetHandleByUUID",
         "nvmlShutdown",
         "nvmlErrorString",
         "nvmlSystemGetDriverVersion",

@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from gpudoctor.probes import protocol
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.snapshot import is_unavailable, unavailable
 
@@ -45,8 +46,7 @@ MAX_NVLINKS = 36  # NVML_NVLINK_MAX_LINKS in nvml.h 13.x
 
 
 def emit(section: str, data: Any) -> None:
-    sys.stdout.write(json.dumps({"section": section, "data": data}) + "\n")
-    sys.stdout.flush()
+    protocol.emit(section, data)
 
 
 def main() -> int:

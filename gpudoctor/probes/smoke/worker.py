@@ -19,6 +19,7 @@ import time
 from array import array
 from typing import Any
 
+from gpudoctor.probes import protocol
 from gpudoctor.trace import mark
 
 N = 1 << 18  # 1 MiB per buffer: enough varied data to catch a wrong result, fast on any GPU
@@ -80,8 +81,7 @@ class CudaFailure(Exception):
 
 
 def emit(section: str, data: Any) -> None:
-    sys.stdout.write(json.dumps({"section": section, "data": data}) + "\n")
-    sys.stdout.flush()
+    protocol.emit(section, data)
 
 
 def load() -> Any:

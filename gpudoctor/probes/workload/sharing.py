@@ -29,7 +29,7 @@ _nvml_error = ""
 
 
 class _ProcessInfo(ctypes.Structure):
-    """nvmlProcessInfo_t as the _v2/_v3 getters fill it (nvml.h)."""
+    """The process-info record of nvml.h as the _v2/_v3 getters fill it."""
 
     _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong),
                 ("gpuInstanceId", ctypes.c_uint), ("computeInstanceId", ctypes.c_uint)]

@@ -30,6 +30,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterator, Optional
 
+from gpudoctor.probes import protocol
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.workload import NO_AUTOTUNE, THREADED, autotune_levels, sharing
@@ -44,7 +45,7 @@ _GLOBAL_STATE = threading.Lock()
 #: interpreter, and two GPUs' timed loops interleaved would each be timed too slow. It does not keep the
 #: other threads' untimed work off the interpreter: a warm step can still read somewhat slow.
 _HOST_TIMED = threading.Lock()
-_emit_lock = threading.Lock()
+
 _references: dict[str, list[Any]] = {}
 _references_lock = threading.Lock()
 
@@ -636,10 +637,7 @@ RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cu
 
 
 def emit(section: str, data: dict[str, Any]) -> None:
-    line = json.dumps({"section": section, "data": data}, default=float) + "\n"
-    with _emit_lock:  # one whole line at a time: the parent keeps complete lines only
-        sys.stdout.write(line)
-        sys.stdout.flush()
+    protocol.emit(section, data, default=float)
 
 
 def run_device(framework: str, device: str, deep: bool, started: float, import_s: Optional[float]) -> None:

@@ -1,0 +1,148 @@
+"""Gates that cannot pass by checking nothing: what the run was asked to check was really checked.
+
+A container entrypoint or a node health gate reads only the exit code, so a run must never pass
+because the thing it asked for was not checked. This check judges the verdicts of the other checks
+the run selected, as the facts record the selection (``facts["options"]``: ``only``, ``skip``,
+``require_gpus``, written by ``check``). Checks are pure functions of the facts, so it re-derives
+those verdicts from the facts: a saved report re-judged by ``analyze`` keeps its verdict.
+
+- INT004: a selected check timed out: a probe it needs did not finish (the ``--timeout`` deadline
+  passed, or the probe overran its own time limit). What it judges was not checked.
+- INT005: something asked for by name was not checked: an area or check named with ``--only`` whose
+  checks were all skipped (nothing they judge here), timed out, or only noted that they measured
+  nothing on a GPU (``NOTHING_MEASURED``); or ``--require-gpus N`` whose check could not run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional, Sequence
+
+from gpudoctor.checks.base import Check, Facts, finding
+from gpudoctor.findings import PASS, SKIP, TIMEOUT, CheckResult, Finding
+
+GATE_ID = "doctor.gates"
+REQUIRED_GPUS_CHECK = "visibility.required_gpus"
+#: Notes with which a check that ran says it measured nothing on a GPU; a check that reported only these
+#: counts, for INT005, as not run.
+NOTHING_MEASURED = {
+    "RUN017": "the framework workloads ran on the CPU only (no GPU is visible)",
+    "RUN035": "the all-reduce across the torchrun job was not measured",
+}
+#: How many reasons an INT005 title quotes; the detail lists every check with its reason.
+TITLE_REASONS = 3
+
+
+def selection(facts: Facts) -> list[Check]:
+    """The checks the run that gathered these facts selected (all, without ``options``): what ``analyze``
+    judges a saved report with."""
+    from gpudoctor.checks.registry import CHECKS
+    from gpudoctor.pipeline import select_checks
+
+    options = _options(facts)
+    known = {c.area for c in CHECKS} | {c.id for c in CHECKS}
+    only, skip = (tuple(n for n in _names(options.get(key)) if n in known) for key in ("only", "skip"))
+    if _names(options.get("only")) and not only:  # every --only name unknown here: nothing of it is selected
+        return [c for c in CHECKS if c.area == "doctor"]
+    return select_checks(only, skip, require_gpus=required_gpus(facts) is not None)
+
+
+def selected_checks(facts: Facts) -> list[Check]:
+    """The selection, less this check."""
+    return [c for c in selection(facts) if c.id != GATE_ID]
+
+
+def check_gates(facts: Facts) -> Iterator[Finding]:
+    from gpudoctor.checks.registry import run_check
+
+    checks = selected_checks(facts)
+    results = {c.id: run_check(c, facts) for c in checks}
+    timed_out = [c for c in checks if results[c.id].status == TIMEOUT]
+    if timed_out:
+        yield _timed_out(facts, timed_out)
+    for name in _names(_options(facts).get("only")):
+        if name == GATE_ID:
+            continue
+        chosen = [results[c.id] for c in checks if name in (c.area, c.id)]
+        if not chosen:
+            why = ["every check it names was left out by --skip"] if _is_known(name) else \
+                  ["this gpudoctor has no area or check of that name"]
+            yield _not_checked(f"--only {name} checked nothing", why, [])
+        elif all(_not_run(r) for r in chosen):
+            yield _not_checked(f"--only {name} checked nothing", [_why(r) for r in chosen], chosen)
+    wanted = required_gpus(facts)
+    required = results.get(REQUIRED_GPUS_CHECK)
+    if wanted and required is not None and required.status in (SKIP, TIMEOUT):
+        yield _not_checked(f"could not confirm {wanted} usable GPU(s) (--require-gpus {wanted})", [_why(required)],
+                           [required])
+
+
+def _not_run(result: CheckResult) -> bool:
+    """Skipped, timed out, or ran and only noted that it measured nothing on a GPU."""
+    if result.status in (SKIP, TIMEOUT):
+        return True
+    return result.status == PASS and bool(result.findings) and all(f.code in NOTHING_MEASURED for f in result.findings)
+
+
+def _why(result: CheckResult) -> str:
+    if result.status in (SKIP, TIMEOUT):
+        return result.reason or ("timed out" if result.status == TIMEOUT else "skipped")
+    return "; ".join(dict.fromkeys(NOTHING_MEASURED[f.code] for f in result.findings))
+
+
+def _not_checked(title: str, reasons: Sequence[str], results: Sequence[CheckResult]) -> Finding:
+    unique = list(dict.fromkeys(reasons))
+    shown = "; ".join(unique[:TITLE_REASONS]) + (f"; and {len(unique) - TITLE_REASONS} more" if len(unique) > TITLE_REASONS else "")
+    detail = " ".join(f"{r.id}: {r.status}, {_why(r)}." for r in results)
+    return finding("INT005", f"{title}: {shown}", detail=detail,
+                   text="What was asked for was not checked, so this run cannot pass. Run where it can be checked "
+                        "(a machine with the GPUs and the driver; without --quick for GPU work; with a longer "
+                        "--timeout), or stop asking for it.")
+
+
+def _timed_out(facts: Facts, checks: Sequence[Check]) -> Finding:
+    probes = facts.get("probes") if isinstance(facts.get("probes"), dict) else {}
+    by_probe: dict[str, list[str]] = {}
+    for check in checks:
+        probe = next((n for n in check.needs if _record(probes, n).get("status") == TIMEOUT), "?")
+        by_probe.setdefault(probe, []).append(check.id)
+    errors = {name: str(_record(probes, name).get("error", "timed out")) for name in by_probe}
+    deadline = all("--timeout deadline" in e for e in errors.values())
+    title = (f"{len(checks)} check(s) did not finish before the --timeout deadline" if deadline else
+             f"{len(checks)} check(s) did not finish: a probe they need did not answer in time")
+    detail = " ".join(f"Probe {name} ({errors[name]}): {', '.join(ids)}." for name, ids in by_probe.items())
+    return finding("INT004", title, detail=detail,
+                   text="What these checks judge was not checked, so this run cannot pass. Run again with a longer "
+                        "--timeout, or none; a probe that overran its own limit has its own finding (INT002, or "
+                        "DRV009 for NVML) naming what hangs.")
+
+
+def _record(probes: dict[str, Any], name: str) -> dict[str, Any]:
+    record = probes.get(name)
+    return record if isinstance(record, dict) else {}
+
+
+def _names(value: Any) -> list[str]:
+    return [str(n) for n in value] if isinstance(value, (list, tuple)) else []
+
+
+def _is_known(name: str) -> bool:
+    from gpudoctor.checks.registry import CHECKS
+
+    return any(name in (c.area, c.id) for c in CHECKS)
+
+
+def _options(facts: Facts) -> dict[str, Any]:
+    options = facts.get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def required_gpus(facts: Facts) -> Optional[int]:
+    """N of ``check --require-gpus N`` as the facts record it; None when not given (or 0: nothing to confirm)."""
+    wanted = _options(facts).get("require_gpus")
+    return wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else None
+
+
+CHECKS = (
+    Check(GATE_ID, "doctor", "what the run was asked to check was checked, before any deadline", ("INT004", "INT005"),
+          check_gates),
+)

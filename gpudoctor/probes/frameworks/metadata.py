@@ -1,0 +1,561 @@
+"""What each installed framework's own package says about its build, read without importing it.
+
+``check --quick`` imports no framework, so whether PyTorch, TensorFlow, JAX or CuPy is a CUDA build is
+read here from what the installed package holds: its distribution's name, version (a local tag such as
+``+cpu`` or ``+cu128``), ``Requires-Dist`` lines, ``RECORD`` file list and ``WHEEL`` tag, and the two
+build-info files the frameworks themselves answer from (``torch/version.py``, which is
+``torch.version.cuda``, and TensorFlow's ``build_info.py``, which is ``tf.sysconfig.get_build_info()``),
+read as text, never executed. Each conclusion comes with the evidence it rests on. Where nothing
+decides, the answer is None: unknown, never a guess.
+
+Stdlib only, Python 3.9+, and no gpudoctor import: it may be run under the diagnosed interpreter
+rather than gpudoctor's own, and reads another environment's packages through ``path`` (that
+interpreter's ``sys.path``) as well as this process's.
+
+``read_builds(path)`` returns, per framework::
+
+    {"installed": bool,          # ``import <name>`` would find it on ``path``
+     "version": str | None,      # the module's own __version__ where its file says it, else the distribution's
+     "distribution": str | None, # the distribution read ("torch", "tensorflow-cpu", "cupy-cuda12x")
+     "backend": "cuda" | "rocm" | "xpu" | "cpu" | None,   # None: the metadata cannot tell
+     "cuda_build": bool | None,  # backend == "cuda"; None when unknown
+     "cpu_only_build": bool | None,  # True only when proven to have no GPU backend
+     "cuda_major": str | None,   # "13", where the metadata names the CUDA major it targets
+     "built_cuda": str | None,   # "12.8", only where the metadata says the major.minor exactly
+     "evidence": [str, ...],     # where each conclusion came from
+     "source": str}              # what was read
+
+plus ``cuda_packages_installed`` for plain ``tensorflow`` on Linux (are the ``and-cuda`` extra's nvidia
+packages installed, or must the CUDA libraries come from the system), and ``plugins`` and
+``jaxlib_version`` for jax. CuPy, which has no CPU-only build, is ``cpu_only_build`` False even where
+its CUDA is unknown (a ``cupy`` built from source).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import sys
+from importlib import metadata
+from typing import Any, Dict, List, Optional, Tuple
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+#: The distributions that install each framework's module, most usual first.
+CANDIDATES = {
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm", "tensorflow-intel",
+                   "tensorflow-macos", "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow"),
+    "jax": ("jax",),
+}
+MAX_FILE = 64 * 1024  # the build-info files are a few hundred bytes
+
+
+def read_builds(path: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Per framework, what its installed package says about its build (module docstring). ``path`` is
+    the diagnosed interpreter's ``sys.path``; None reads this process's own."""
+    index = _Index(path)
+    return {name: _read(name, index) for name in FRAMEWORKS}
+
+
+# --- the environment ---------------------------------------------------------------------------------
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name or "").lower()
+
+
+class _Index:
+    """The distributions on ``path``, by normalised name, in path order."""
+
+    def __init__(self, path: Optional[List[str]]) -> None:
+        self.path = path
+        self.search = [p for p in (sys.path if path is None else path) if isinstance(p, str)]
+        self.dists: Dict[str, List[Any]] = {}
+        try:
+            found = list(metadata.distributions(path=self.search))
+        except Exception:  # noqa: BLE001 - an unreadable path entry must not lose the others
+            found = []
+        for dist in found:
+            try:
+                name = _norm(dist.metadata["Name"] or "")
+            except Exception:  # noqa: BLE001 - a broken METADATA file
+                continue
+            if name:
+                self.dists.setdefault(name, []).append(dist)
+
+    def has(self, name: str) -> bool:
+        return _norm(name) in self.dists
+
+    def first(self, name: str) -> Optional[Any]:
+        found = self.dists.get(_norm(name))
+        return found[0] if found else None
+
+    def names(self) -> List[str]:
+        return sorted(self.dists)
+
+    def find_spec(self, module: str) -> Optional[Any]:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(module, self.search)
+            if spec is None and self.path is None:
+                spec = importlib.util.find_spec(module)  # an editable install's import hook, in this process
+        except (ImportError, ValueError, OSError):
+            return None
+        return spec
+
+
+def _module_dir(spec: Any) -> Optional[str]:
+    """The folder ``import <module>`` loads the package from."""
+    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    if locations:
+        return os.path.realpath(locations[0])
+    if getattr(spec, "origin", None) and os.path.isabs(spec.origin):
+        return os.path.realpath(os.path.dirname(spec.origin))
+    return None
+
+
+def _site(dist: Any) -> Optional[str]:
+    try:
+        return os.path.realpath(str(dist.locate_file("")))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _owners(module: str, mod_dir: Optional[str], names: Tuple[str, ...], index: _Index) -> List[Any]:
+    """The distributions whose files are the module ``import`` finds: installed beside it, or an
+    editable install of the tree it is in. A distribution of that name elsewhere on the path (another
+    copy, shadowed) is not its metadata."""
+    if mod_dir is None:
+        return []
+    owners = []
+    for name in names:
+        for dist in index.dists.get(_norm(name), []):
+            if _site(dist) == os.path.dirname(mod_dir) or _editable_root_holds(dist, mod_dir):
+                owners.append(dist)  # two of one name in one folder (a leftover dist-info): both are read
+    return owners
+
+
+def _editable_root_holds(dist: Any, mod_dir: str) -> bool:
+    try:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+    except (ValueError, OSError):
+        return False
+    url = str(info.get("url") or "")
+    if not (info.get("dir_info") or {}).get("editable") or not url.startswith("file://"):
+        return False
+    root = os.path.realpath(url[len("file://"):])
+    return mod_dir == root or mod_dir.startswith(root + os.sep)
+
+
+def _text(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(MAX_FILE)
+    except OSError:
+        return None
+
+
+def _record(dist: Any) -> Optional[List[str]]:
+    """The paths a wheel's RECORD lists (None: no RECORD, as for an egg-info or conda install)."""
+    try:
+        text = dist.read_text("RECORD")
+    except Exception:  # noqa: BLE001
+        return None
+    if text is None:
+        return None
+    return [line.split(",", 1)[0].strip().replace("\\", "/") for line in text.splitlines() if line.strip()]
+
+
+def _wheel_tags(dist: Any) -> List[str]:
+    try:
+        text = dist.read_text("WHEEL") or ""
+    except Exception:  # noqa: BLE001
+        return []
+    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("tag:")]
+
+
+def _requires(dist: Any) -> List[str]:
+    try:
+        return [str(r) for r in (dist.requires or [])]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _req_name(req: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    return _norm(match.group(1)) if match else ""
+
+
+def _req_extra(req: str) -> Optional[str]:
+    match = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", req.partition(";")[2])
+    return _norm(match.group(1)) if match else None
+
+
+def _req_text(req: str) -> str:
+    """The requirement without its environment marker, as pip would print it."""
+    return re.sub(r"\s+", "", req.partition(";")[0]).replace("(", "").replace(")", "")
+
+
+def _pin(req: str) -> Optional[Tuple[str, str]]:
+    """'==12.4.127' -> ('12', '4'); a range or a wildcard major ('==13.*') pins no minor."""
+    match = re.search(r"===?\s*\(?\s*(\d+)\.(\d+)(?:\.|\s*[,;)]|\s*$)", req.partition(";")[0])
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _major_pin(req: str) -> Optional[str]:
+    match = re.search(r"===?\s*\(?\s*(\d+)\.", req.partition(";")[0])
+    return match.group(1) if match else None
+
+
+# --- claims and the conclusion ---------------------------------------------------------------------
+
+class _Claims:
+    """What each piece of evidence says. ``file`` claims come from the framework's own build-info file,
+    which is what an import of it answers; they decide where present."""
+
+    def __init__(self) -> None:
+        self.items: List[Dict[str, Any]] = []
+        self.notes: List[str] = []
+
+    def add(self, backend: str, why: str, major: Optional[str] = None, built: Optional[str] = None,
+            file: bool = False) -> None:
+        self.items.append({"backend": backend, "why": why, "major": major, "built": built, "file": file})
+
+    def note(self, why: str) -> None:
+        self.notes.append(why)
+
+    def conclude(self) -> Dict[str, Any]:
+        from_file = [c for c in self.items if c["file"]]
+        deciding = from_file or self.items
+        evidence = [c["why"] for c in self.items] + self.notes
+        backends = sorted({c["backend"] for c in deciding})
+        out: Dict[str, Any] = {"backend": None, "cuda_build": None, "cpu_only_build": None,
+                               "cuda_major": None, "built_cuda": None}
+        if from_file and {c["backend"] for c in self.items if not c["file"]} - set(backends):
+            evidence.append(f"the package metadata disagrees with {from_file[0]['why'].split(' says')[0]}, "
+                            "which is what an import of it reads: that file decides")
+        if len(backends) > 1:
+            evidence.append("the evidence disagrees (" + " vs ".join(backends) + "): the build is unknown")
+            return {**out, "evidence": evidence}
+        if not backends:
+            return {**out, "evidence": evidence}
+        backend = backends[0]
+        out.update(backend=backend, cuda_build=backend == "cuda", cpu_only_build=backend == "cpu")
+        if backend == "cuda":
+            # the versions the deciding evidence names; if it names none (a file without a version), the rest's
+            named = [c for c in deciding if c["major"] or c["built"]] or \
+                [c for c in self.items if c["backend"] == "cuda" and (c["major"] or c["built"])]
+            majors = {c["major"] for c in named if c["major"]}
+            builts = {c["built"] for c in named if c["built"]}
+            if len(majors) > 1 or len(builts) > 1:
+                evidence.append("the CUDA versions named disagree (" + ", ".join(sorted(majors | builts)) + ")")
+            else:
+                built = next(iter(builts), None)
+                major = next(iter(majors), None) or (built.split(".")[0] if built else None)
+                if built and built.split(".")[0] != major:
+                    evidence.append(f"CUDA {built} and CUDA major {major} disagree")
+                    built = None
+                out.update(cuda_major=major, built_cuda=built)
+        return {**out, "evidence": evidence}
+
+
+def _cu_tag(text: str) -> Optional[str]:
+    """'cu121' -> '12.1', 'cu92' -> '9.2', 'cu130' -> '13.0'."""
+    match = re.fullmatch(r"cu(\d+)(\d)", text)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def _local_tag(version: str, claims: _Claims) -> None:
+    local = version.partition("+")[2].lower()
+    if not local:
+        return
+    why = f"local version tag +{local}"
+    if local == "cpu" or local.startswith("cpu."):
+        claims.add("cpu", why)
+    elif _cu_tag(local.split(".")[0]):
+        built = _cu_tag(local.split(".")[0])
+        claims.add("cuda", why, built.split(".")[0], built)
+    elif local.startswith("rocm"):
+        claims.add("rocm", why)
+    elif local.startswith("xpu"):
+        claims.add("xpu", why)
+
+
+CUDA_SUFFIXED = re.compile(r"^nvidia-[a-z0-9-]+-cu(\d+)$")
+#: Unsuffixed NVIDIA packages whose version is the CUDA version (cuBLAS, cuFFT... have their own).
+CUDA_VERSIONED = ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti", "nvidia-nvjitlink",
+                  "nvidia-nvtx", "nvidia-cuda-nvcc")
+
+
+RUNTIMES = ("cuda-toolkit", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12",
+            "nvidia-cuda-runtime-cu13")
+
+
+def _cuda_requirement(req: str) -> Optional[Tuple[Optional[str], Optional[str]]]:
+    """(CUDA major, exact major.minor) a requirement on a CUDA package implies; None if it is not one."""
+    name = _req_name(req)
+    suffixed = CUDA_SUFFIXED.match(name)
+    if suffixed:
+        pin = _pin(req) if name.startswith(("nvidia-cuda-runtime-", "nvidia-cuda-nvrtc-")) else None
+        if pin and pin[0] != suffixed.group(1):
+            pin = None
+        return suffixed.group(1), f"{pin[0]}.{pin[1]}" if pin else None
+    if name in CUDA_VERSIONED:
+        pin = _pin(req)
+        return (pin[0] if pin else _major_pin(req)), (f"{pin[0]}.{pin[1]}" if pin else None)
+    return None
+
+
+def _cuda_requirements(dist: Any, claims: _Claims) -> None:
+    """Requirements on CUDA packages that are not behind an extra: the wheel was built to run with them."""
+    found = [(r, _cuda_requirement(r)) for r in _requires(dist) if _req_extra(r) is None]
+    found = [(r, implied) for r, implied in found if implied is not None]
+    if not found:
+        return
+    best = sorted(found, key=lambda f: (f[1][1] is None, _req_name(f[0]) not in RUNTIMES, f[1][0] is None))[0]
+    majors = {implied[0] for _, implied in found if implied[0]}
+    built = best[1][1]
+    others = len(found) - 1
+    why = f"Requires-Dist {_req_text(best[0])}" + (f" (and {others} more CUDA package requirement(s))" if others else "")
+    if len(majors) > 1:
+        claims.add("cuda", why)
+        claims.note("its CUDA requirements name several majors (" + ", ".join(sorted(majors)) + ")")
+        return
+    claims.add("cuda", why, next(iter(majors), None), built)
+
+
+def _installed_note(dist: Any, extra: str, index: _Index) -> Tuple[Optional[bool], Optional[str], str]:
+    """Are the CUDA packages an extra names really installed? (all installed, the CUDA major, the sentence)."""
+    wanted = [(r, _cuda_requirement(r)) for r in _requires(dist) if _req_extra(r) == extra]
+    wanted = [(r, implied) for r, implied in wanted if implied is not None]
+    if not wanted:
+        return None, None, ""
+    majors = {implied[0] for _, implied in wanted if implied[0]}
+    major = next(iter(majors)) if len(majors) == 1 else None
+    names = sorted({_req_name(r) for r, _ in wanted})
+    missing = [n for n in names if not index.has(n)]
+    if not missing:
+        return True, major, f"the {len(names)} CUDA packages of extra {extra} are installed ({', '.join(names[:3])}...)"
+    if len(missing) == len(names):
+        return False, major, (f"extra {extra} names {len(names)} CUDA packages ({', '.join(names[:3])}...) and none is "
+                              "installed: the CUDA libraries must come from the system")
+    return False, major, (f"extra {extra}: {len(missing)} of its {len(names)} CUDA packages are not installed "
+                          f"({', '.join(missing)})")
+
+
+# --- per framework -----------------------------------------------------------------------------------
+
+def _read(name: str, index: _Index) -> Dict[str, Any]:
+    spec = index.find_spec(name)
+    if spec is None:
+        return {"installed": False}
+    mod_dir = _module_dir(spec)
+    claims = _Claims()
+    out: Dict[str, Any] = {"installed": True}
+    if name == "cupy":
+        names = tuple(n for n in index.names() if n == "cupy" or n.startswith(("cupy-cuda", "cupy-rocm")))
+    else:
+        names = CANDIDATES[name]
+    owners = _owners(name, mod_dir, names, index)
+    version = _versions(owners)
+    if len(owners) > 1:
+        claims.note("several distributions install " + name + " here: " +
+                    ", ".join(f"{d.metadata['Name']} {d.version}" for d in owners))
+    reader = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[name]
+    module_version = reader(owners, mod_dir, index, claims, out)
+    result = claims.conclude()
+    if name == "cupy" and result["cpu_only_build"] is None and owners:
+        result["cpu_only_build"] = False  # CuPy has no CPU-only build: it is built for CUDA or ROCm
+        result["evidence"].append("CuPy has no CPU-only build")
+    out["version"] = module_version or version
+    out["distribution"] = ", ".join(_norm(d.metadata["Name"]) for d in owners) or None
+    out.update(result)
+    if owners:
+        where = ", ".join(sorted({str(_site(d)) for d in owners}))
+        out["source"] = f"package metadata in {where} (read as text; nothing imported)"
+    else:
+        out["source"] = f"no distribution metadata for the {name} module at {mod_dir or '?'}"
+        out["evidence"].insert(0, f"no distribution metadata installs the {name} found at {mod_dir or '?'}")
+    return out
+
+
+def _versions(owners: List[Any]) -> Optional[str]:
+    found = {str(d.version) for d in owners}
+    return found.pop() if len(found) == 1 else None
+
+
+def _torch(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
+    module_version = None
+    text = _text(os.path.join(mod_dir, "version.py")) if mod_dir else None
+    if text:
+        module_version = _py_str(text, "__version__")
+        cuda, hip, rocm, xpu = (_py_value(text, k) for k in ("cuda", "hip", "rocm", "xpu"))
+        if cuda not in (None, "None"):
+            built = re.match(r"(\d+)\.(\d+)", cuda.strip("'\""))
+            claims.add("cuda", f"torch/version.py says cuda = {cuda}", built.group(1) if built else None,
+                       f"{built.group(1)}.{built.group(2)}" if built else None, file=True)
+        elif any(v not in (None, "None") for v in (hip, rocm)):
+            claims.add("rocm", f"torch/version.py says cuda = None, hip = {hip}", file=True)
+        elif xpu not in (None, "None"):
+            claims.add("xpu", f"torch/version.py says cuda = None, xpu = {xpu}", file=True)
+        elif cuda == "None":
+            claims.add("cpu", "torch/version.py says cuda = None" + (", hip = None" if hip == "None" else ""), file=True)
+    for dist in owners:
+        _local_tag(str(dist.version), claims)
+        _cuda_requirements(dist, claims)
+        _torch_record(dist, claims)
+    return module_version
+
+
+def _torch_record(dist: Any, claims: _Claims) -> None:
+    files = _record(dist)
+    if files is None:
+        return
+    libs = [f for f in files if f.startswith("torch/lib/")]
+    gpu = {"cuda": r"torch/lib/(lib)?(torch_cuda|c10_cuda)\.(so|dll|dylib)$",
+           "rocm": r"torch/lib/(lib)?(torch_hip|c10_hip)\.(so|dll)$",
+           "xpu": r"torch/lib/(lib)?(torch_xpu|c10_xpu)\.(so|dll)$"}
+    for backend, pattern in gpu.items():
+        hit = min((f for f in libs if re.match(pattern, f)), key=lambda f: "c10_" in f, default=None)
+        if hit:
+            major = None
+            cudart = next((f for f in libs if re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", f)), None)
+            if backend == "cuda" and cudart:
+                major = re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", cudart).group(1)
+            claims.add(backend, f"RECORD lists {hit}" + (f" and {cudart}" if major else ""), major)
+            return
+    cpu_lib = next((f for f in libs if re.match(r"torch/lib/(lib)?torch_cpu\.(so|dll|dylib)$", f)), None)
+    if cpu_lib:  # the CPU/CUDA library split (PyTorch 1.5+): a CUDA build always has libtorch_cuda too
+        claims.add("cpu", f"RECORD lists {cpu_lib} but no torch/lib/libtorch_cuda.so")
+
+
+def _py_value(text: str, key: str) -> Optional[str]:
+    """The right-hand side of ``key = ...`` / ``key: Optional[str] = ...`` in a generated file, as written."""
+    match = re.search(rf"^{key}\s*(?::[^=\n]*)?=\s*(None|'[^'\n]*'|\"[^\"\n]*\")\s*$", text, re.M)
+    return match.group(1) if match else None
+
+
+def _py_str(text: str, key: str) -> Optional[str]:
+    value = _py_value(text, key)
+    return value.strip("'\"") if value and value != "None" else None
+
+
+def _tensorflow(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
+    text = _text(os.path.join(mod_dir, "python", "platform", "build_info.py")) if mod_dir else None
+    if text:
+        cuda = re.search(r"""['"]?is_cuda_build['"]?\s*[,:=]\s*(True|False)""", text)
+        rocm = re.search(r"""['"]?is_rocm_build['"]?\s*[,:=]\s*(True|False)""", text)
+        version = re.search(r"""['"]?cuda_version['"]?\s*[,:=]\s*['"](\d+)\.(\d+)""", text)
+        where = "tensorflow/python/platform/build_info.py says"
+        if cuda and cuda.group(1) == "True":
+            built = f"{version.group(1)}.{version.group(2)}" if version else None
+            claims.add("cuda", f"{where} is_cuda_build = True" + (f", cuda_version {built}" if built else ""),
+                       version.group(1) if version else None, built, file=True)
+        elif rocm and rocm.group(1) == "True":
+            claims.add("rocm", f"{where} is_rocm_build = True", file=True)
+        elif cuda:
+            claims.add("cpu", f"{where} is_cuda_build = False" + (", is_rocm_build = False" if rocm else ""), file=True)
+    for dist in owners:
+        name = _norm(dist.metadata["Name"])
+        if name in ("tensorflow-cpu", "tensorflow-cpu-aws"):
+            claims.add("cpu", f"distribution name {name}")
+        elif name == "tensorflow-gpu":
+            claims.add("cuda", "distribution name tensorflow-gpu", _installed_note(dist, "and-cuda", index)[1])
+        elif name == "tensorflow-rocm":
+            claims.add("rocm", "distribution name tensorflow-rocm")
+        elif name == "tensorflow":
+            _plain_tensorflow(dist, index, claims, out)
+
+
+def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: Dict[str, Any]) -> None:
+    """Since 2.1 the ``tensorflow`` wheel for Linux x86_64 is a CUDA build (``tensorflow-gpu`` before),
+    which loads the CUDA libraries from the ``and-cuda`` extra's nvidia-* packages if installed, else
+    from the system. On other platforms the name says nothing certain."""
+    version = str(dist.version)
+    release = re.match(r"(\d+)\.(\d+)", version)
+    tags = _wheel_tags(dist)
+    linux_x86 = [t for t in tags if "manylinux" in t and t.endswith("x86_64")]
+    complete, major, sentence = _installed_note(dist, "and-cuda", index)
+    if release and (int(release.group(1)), int(release.group(2))) < (2, 1):
+        claims.add("cpu", f"distribution name tensorflow {version} (before 2.1 the GPU build was tensorflow-gpu)")
+    elif linux_x86:
+        claims.add("cuda", f"distribution name tensorflow {version}, a {linux_x86[0].split('-')[-1]} wheel "
+                           "(the Linux x86_64 tensorflow wheel is a CUDA build since 2.1)", major)
+        if sentence:
+            out["cuda_packages_installed"] = complete
+            claims.note(sentence)
+    elif tags:
+        claims.note(f"distribution tensorflow {version}, a {tags[0].split('-')[-1]} wheel: whether it is a CUDA build "
+                    "depends on the platform, and its name does not say")
+
+
+def _jax(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
+    plugins = [n for n in index.names() if re.match(r"^jax-(cuda|rocm)\d*-(plugin|pjrt)$", n)]
+    out["plugins"] = plugins
+    jaxlib = index.first("jaxlib")
+    out["jaxlib_version"] = str(jaxlib.version) if jaxlib else None
+    for plugin in plugins:
+        kind = re.match(r"^jax-(cuda|rocm)(\d*)-", plugin)
+        dist = index.first(plugin)
+        claims.add("cuda" if kind.group(1) == "cuda" else "rocm",
+                   f"distribution {plugin} {dist.version if dist else ''} installed".replace("  ", " "),
+                   kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
+    if jaxlib is not None:
+        local = str(jaxlib.version).partition("+")[2].lower()
+        tagged = re.match(r"cuda(\d+)", local)
+        if tagged:
+            claims.add("cuda", f"jaxlib local version tag +{local}", tagged.group(1))
+        elif local.startswith("rocm"):
+            claims.add("rocm", f"jaxlib local version tag +{local}")
+    namespace = _jax_plugin_modules(index)
+    for module in namespace:
+        kind = re.match(r"xla_(cuda|rocm)(\d*)", module)
+        if kind and not any(kind.group(1) in p for p in plugins):
+            claims.add("cuda" if kind.group(1) == "cuda" else "rocm", f"module jax_plugins.{module} on the path",
+                       kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
+    if claims.items or jaxlib is None:
+        return None
+    files = _record(jaxlib)
+    if files is None:
+        claims.note(f"jaxlib {jaxlib.version} has no RECORD: whether it carries CUDA kernels is unknown")
+        return None
+    gpu = next((f for f in files if re.match(r"jaxlib/(cuda|rocm|gpu)/[^/]+\.(so|pyd)$", f)), None)
+    if gpu:
+        claims.add("cuda" if "/rocm/" not in gpu else "rocm", f"jaxlib's RECORD lists {gpu}")
+        return None
+    claims.add("cpu", f"jaxlib {jaxlib.version} has no +cuda tag and no GPU kernels in its RECORD, and no "
+                      "jax-cuda*-plugin or jax-cuda*-pjrt distribution or jax_plugins.xla_cuda* module is installed")
+    return None
+
+
+def _jax_plugin_modules(index: _Index) -> List[str]:
+    """What the ``jax_plugins`` namespace holds on the path (a plugin installed without metadata)."""
+    found = []
+    for entry in index.search:
+        folder = os.path.join(entry, "jax_plugins")
+        try:
+            found += [n for n in os.listdir(folder) if n.startswith(("xla_cuda", "xla_rocm"))]
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+def _cupy(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
+    for dist in owners:
+        name = _norm(dist.metadata["Name"])
+        wide = re.fullmatch(r"cupy-cuda(\d+)x", name)
+        exact = re.fullmatch(r"cupy-cuda(\d+)(\d)", name)
+        if wide:
+            claims.add("cuda", f"distribution name {name}", wide.group(1))
+        elif exact:
+            claims.add("cuda", f"distribution name {name}", exact.group(1), f"{exact.group(1)}.{exact.group(2)}")
+        elif name.startswith("cupy-rocm"):
+            claims.add("rocm", f"distribution name {name}")
+        elif name == "cupy":
+            claims.note("distribution name cupy: built from source, for whichever CUDA (or ROCm) it found")
+    return None
+
+
+if __name__ == "__main__":  # python metadata.py ['["/a/site-packages", ...]']: under the diagnosed interpreter
+    print(json.dumps(read_builds(json.loads(sys.argv[1]) if len(sys.argv) > 1 else None)))
