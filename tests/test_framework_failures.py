@@ -21,9 +21,8 @@ from test_framework_faults import GENEROUS_S, install_fake, probe
 
 BOGUS = "ValueError: Unrecognized key 'bogus_option' in CUDA allocator config."
 
-#: PyTorch 2.11 as it behaved on the H100 with the bad allocator config: init raises, and a GPU's
-#: properties asked after that crash the process.
-TORCH_BAD_ALLOC_CONF = f"""
+#: What every fake torch below starts with: a CUDA 13.0 build of 2.11.
+TORCH_HEAD = """
     import os, signal
     __version__ = "2.11.0+cu130"
     class version:
@@ -32,6 +31,11 @@ TORCH_BAD_ALLOC_CONF = f"""
     class _cuda:
         @staticmethod
         def get_arch_list(): return ["sm_90"]
+"""
+
+#: PyTorch 2.11 as it behaved on the H100 with the bad allocator config: init raises, and a GPU's
+#: properties asked after that crash the process.
+TORCH_BAD_ALLOC_CONF = TORCH_HEAD + """
         @staticmethod
         def is_available(): return True
         @staticmethod
@@ -43,15 +47,7 @@ TORCH_BAD_ALLOC_CONF = f"""
     cuda = _cuda
 """
 
-TORCH_CRASHES_IN_CUDA_INIT = """
-    import os, signal
-    __version__ = "2.11.0+cu130"
-    class version:
-        cuda = "13.0"
-        hip = None
-    class _cuda:
-        @staticmethod
-        def get_arch_list(): return ["sm_90"]
+TORCH_CRASHES_IN_CUDA_INIT = TORCH_HEAD + """
         @staticmethod
         def is_available():
             import sys

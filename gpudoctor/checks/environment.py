@@ -57,11 +57,13 @@ LAZY_LOADING_DOCS = "https://docs.nvidia.com/cuda/cuda-programming-guide/04-spec
 
 TORCH_ALLOC_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")  # the order PyTorch 2.11 reads them in
 #: Every key of PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF that some PyTorch release accepts: a key is called
-#: unknown only when no release knows it. From pytorch/pytorch: c10/core/AllocatorConfig.h
-#: (AcceleratorAllocatorConfig::getMutableKeys), c10/cuda/CUDAAllocatorConfig.h (CUDAAllocatorConfig::getKeys, the
-#: main branch of 2026), and the parseArgs of c10/core/AllocatorConfig.cpp and c10/cuda/CUDAAllocatorConfig.cpp in
-#: earlier releases. roundup_bypass_threshold_mb is from the 1.13 / 2.0 parser; 2.11 refuses it (measured), which a
-#: report shows through PyTorch's own error. The hip spellings are the ROCm build's.
+#: unknown only when no release knows it. From pytorch/pytorch: c10/core/AllocatorConfig.h @b42fb116
+#: (AcceleratorAllocatorConfig::getMutableKeys), c10/cuda/CUDAAllocatorConfig.cpp @01f9ef32 (parseArgs, which raises
+#: "Unrecognized key '...' in CUDA allocator config." for any key outside the registered ones),
+#: CUDAAllocatorConfig::getKeys in c10/cuda/CUDAAllocatorConfig.h (the newest copies found add pinned_free_catch_all,
+#: throw_on_cudamalloc_oom and the expandable_segments_reserve keys), c10/core/AllocatorConfig.cpp @0ac71663 and
+#: @065861fb, and the 1.13 / 2.0 parser in c10/cuda/CUDACachingAllocator.cpp (roundup_bypass_threshold_mb, which 2.11
+#: refuses: measured, and a report shows it through PyTorch's own error). The hip spellings are the ROCm build's.
 TORCH_ALLOC_KEYS = frozenset({
     "backend", "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold",
     "roundup_power2_divisions", "roundup_bypass_threshold_mb", "expandable_segments", "large_segment_size_mb",
@@ -308,9 +310,9 @@ def _alloc_conf(facts: Facts) -> list[tuple[Cause, list[str], str]]:
     torch = _framework(facts, "torch")
     if not present or _absent(facts, "torch"):
         return []
-    said = _first_line(_said(torch), _ALLOC_REFUSAL)
-    if _gpu_worked(torch) and not said:
+    if _gpu_worked(torch):
         return []  # this PyTorch ran on the GPU with these settings: it accepted them
+    said = _first_line(_said(torch), _ALLOC_REFUSAL)
     quoted = re.findall(r"'([^']+)'", said)
     judged = {var: alloc_conf_problems(env[var]) for var in present}
     blamed = {var for var in present if said and (len(present) == 1 or judged[var][0]
@@ -469,8 +471,8 @@ def _slowing(facts: Facts, gpus: int) -> Iterator[tuple[str, str, str, str]]:
                CUDA_ENV_DOCS)
     if env.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "").strip().lower() in _TRUE and not _absent(facts, "torch"):
         yield ("PYTORCH_NO_CUDA_MEMORY_CACHING", "PyTorch bypasses its caching allocator",
-               "Every tensor is a cudaMalloc and a cudaFree, which synchronise the GPU: a setting for debugging memory "
-               "errors, much slower.", TORCH_ALLOC_DOCS)
+               "Every allocation is a cudaMalloc and every free a cudaFree, which waits for the GPU: a setting for "
+               "debugging memory errors, much slower.", TORCH_ALLOC_DOCS)
     if env.get("CUDA_MODULE_LOADING", "").strip().upper() == "EAGER":
         yield ("CUDA_MODULE_LOADING", "CUDA loads every kernel at start-up",
                "Lazy loading (the default since CUDA 12.2) loads a kernel when it is first used; eager loading starts "
@@ -514,12 +516,16 @@ def steering_cause(facts: Facts, framework: str) -> Optional[Cause]:
     - jax, tensorflow: XLA_FLAGS, when the framework's own error says "Unknown flag in XLA_FLAGS" (FWK107: XLA
       stops the process on a flag it does not know, and only XLA knows its flags).
 
-    Settings that only slow work or change JAX's default device are never a cause. Pure: reads
-    ``host.framework_env`` and ``frameworks.<framework>`` only, and returns None when the report has no
-    ``host.framework_env`` (written before gpudoctor recorded it), when the framework is not installed, or when
-    no such variable is set. Meant for a check that has already found the symptom (a framework that sees no GPU,
-    fails to import, or fails its smoke product): name the variable as the cause and give ``fix`` instead of
-    advising a reinstall.
+    Settings that only slow work or change JAX's default device are never a cause. Where the framework's facts
+    show it ran its product on the GPU with the setting, the setting was accepted and is no cause; where the
+    report has no facts of the framework (``check --quick``, a failed probe), the parsers' rules alone decide.
+
+    Pure: reads ``host.framework_env`` and ``frameworks.<framework>`` only, not the GPUs (the caller has already
+    established that the framework should see one). Returns None when the report has no ``host.framework_env``
+    (written before gpudoctor recorded it), when the framework is not installed, or when no such variable is set.
+    Meant for a check that has found the symptom (a framework that sees no GPU, fails to import, or fails its
+    smoke product): name the variable as the cause and give ``fix`` instead of advising a reinstall; the FWK1xx
+    finding of this module reports the variable itself in any case.
     """
     env = _env(facts)
     if not env or _absent(facts, framework):

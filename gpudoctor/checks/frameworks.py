@@ -136,7 +136,14 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if fw.get("status") != "ok":
             continue  # metadata only (check --quick): what it sees is unknown
         seen = len(info.get("devices") or [])
-        if seen == 0:
+        cause = _steering(facts, name) if seen == 0 else None
+        if cause:
+            variable, value, fix = cause
+            yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",
+                          detail=" ".join(x for x in (_message(info), f"{variable}={value!r} is set.") if x),
+                          text=f"The environment variable {variable} is the cause: {label} itself is fine.",
+                          commands=[fix])
+        elif seen == 0:
             yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",
                           detail=_message(info) or "It gave no reason.",
                           text="The framework's own message above names the cause: a driver older than its CUDA build, "
