@@ -13,7 +13,6 @@ from typing import Any, Callable
 GETTERS = frozenset(
     {
         "nvmlInit",
-        "nvmlInit_v2",
         "nvmlDeviceGetHandleByUUID",
         "nvmlShutdown",
         "nvmlErrorString",
