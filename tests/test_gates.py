@@ -23,7 +23,6 @@ from gpudoctor.cli import cli
 from gpudoctor.probes.system import probe_driver_files
 from gpudoctor.snapshot import with_fact
 from helpers_children import children_left
-from helpers_faults import HOST_ENV
 
 _driver = probe_driver_files()
 NO_DRIVER = not _driver["nvml_library_files"] and not any(n["exists"] for n in _driver["device_nodes"].values())
@@ -39,16 +38,7 @@ CASES = {
 CHECK_AREAS = {c.id: c.area for c in CHECKS}
 
 
-@pytest.fixture(autouse=True)
-def plain_env(monkeypatch):
-    """No CUDA/NVIDIA variables from the caller's shell, and the real pynvml."""
-    for name in HOST_ENV + ("PYTHONPATH", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def runner() -> CliRunner:
-    return CliRunner()
+from test_cli import plain_env, runner  # noqa: E402,F401 - the same clean environment and runner (autouse there)
 
 
 def _check(runner: CliRunner, *args: str) -> Any:
