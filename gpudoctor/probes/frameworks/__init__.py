@@ -4,7 +4,6 @@ framework that hangs, segfaults or floods stderr costs only its own facts."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import threading
 from typing import Any, Callable, Optional
