@@ -1,0 +1,30 @@
+"""`gpudoctor checks` and `gpudoctor explain`: the catalogue of checks and finding codes."""
+
+from __future__ import annotations
+
+import click
+
+from gpudoctor.cli.base import BadInput, cli
+
+
+@cli.command("checks")
+def list_checks() -> None:
+    """List every check, its area and the finding codes it may report."""
+    from gpudoctor.checks.registry import CHECKS
+
+    for c in CHECKS:
+        click.echo(f"{c.id:<36} {c.area:<11} {', '.join(c.codes)}")
+        click.echo(f"{'':<36} {c.title}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Explain a finding code: what it means, why it matters, how to fix it."""
+    from gpudoctor.codes import CATALOGUE
+
+    entry = CATALOGUE.get(code.upper())
+    if entry is None:
+        raise BadInput(f"unknown finding code {code!r}; `gpudoctor checks` lists them")
+    click.echo(f"{entry.code} {entry.slug} ({entry.severity})\n\nWhat it means: {entry.means}\n\n"
+               f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}")

@@ -1,0 +1,109 @@
+"""`gpudoctor check`: this machine (and, under torchrun with --deep, the whole job)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import click
+
+from gpudoctor import report as rep
+from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, BadInput, _names, cli, report_options
+from gpudoctor.cli.output import clear_progress, emit, progress_printer
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@report_options
+@click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel and the framework workloads). "
+                                            "Wins over --deep: with both, no GPU work runs at all.")
+@click.option("--deep", is_flag=True,
+              help="Also test the GPUs together: P2P access and copy bandwidth between every pair, and an NCCL "
+                   "all-reduce across all of them (PyTorch, two or more GPUs); framework workloads repeat longer. "
+                   "Takes a minute or more. Ignored with --quick. Under torchrun (one rank per GPU, any number of "
+                   "nodes), each node checks itself, then all ranks run one NCCL all-reduce across the job, and rank 0 "
+                   "writes the combined report.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only problems, one line each (for logs); nothing when healthy.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
+              help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
+@click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
+              help="Fewer usable GPUs than N, or none confirmed, is an error (VIS005, INT005); checked whatever "
+                   "--only and --skip say.")
+@click.option("--only", multiple=True, callback=_names, metavar="AREA|CHECK",
+              help="Run only these areas or checks (repeat or comma-separate; `gpudoctor checks` lists them). "
+                   "One whose checks could all not run here is an error (INT005).")
+@click.option("--skip", multiple=True, callback=_names, metavar="AREA|CHECK", help="Leave out these areas or checks.")
+@click.option("--python", "python", metavar="PATH",
+              help="Diagnose this Python (an interpreter, or a venv/conda folder): its frameworks, libraries and "
+                   "packages. Default: gpudoctor's own if it holds a framework, else the active environment "
+                   "($VIRTUAL_ENV, $CONDA_PREFIX, then python3 on PATH).")
+@NO_REDACT_OPTION
+def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
+          timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
+          python: Optional[str], no_redact: bool) -> None:
+    """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
+    import time
+
+    from gpudoctor import pipeline
+
+    try:
+        pipeline.select_checks(only, skip)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    from gpudoctor.probes import interpreter
+
+    try:
+        interpreter.use(interpreter.choose(python))
+    except interpreter.BadPython as exc:
+        raise BadInput(str(exc)) from None
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    options = {"require_gpus": require_gpus} if require_gpus is not None else None
+
+    def node_check(until: Optional[float] = deadline) -> dict[str, Any]:
+        try:
+            return pipeline.check(on_progress=None if quiet else progress_printer(), quick=quick, deep=deep,
+                                  deadline=until, only=only, skip=skip, options=options)
+        finally:
+            clear_progress()  # also before "interrupted" or an internal error
+
+    launch = _launch()
+    if launch is not None and not (deep and not quick) and launch.local_rank != 0:
+        # one check per node: ranks checking the same GPUs at once would slow each other's measurements
+        # said even with --quiet: a launcher's variables inherited by a plain check would otherwise pass silently
+        click.echo(f"gpudoctor: rank {launch.rank} of {launch.world_size}: local rank 0 checks this node "
+                   "(add --deep to test the GPUs of every node together)", err=True)
+        sys.exit(rep.EXIT_OK)
+    if launch is None or not deep or quick:
+        report = node_check()
+    else:
+        report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
+    emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on)
+    sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+def _launch() -> Any:
+    """This process's rank in a torchrun job, or None; a launcher variable that makes no sense is bad input."""
+    from gpudoctor.distributed import launch_from_env
+
+    try:
+        return launch_from_env()
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadline: Optional[float],
+                   only: tuple[str, ...], skip: tuple[str, ...], quiet: bool, redact: bool = True) -> dict[str, Any]:
+    """``check --deep`` as one rank of a torchrun job (gpudoctor/distributed.py): rank 0 gets the combined
+    report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish."""
+    from gpudoctor import distributed, pipeline
+
+    report, data = distributed.run_rank(launch, node_check, deadline, redact=redact)
+    if launch.rank != 0:
+        if not quiet or (data.get("rank") or {}).get("error"):
+            click.echo(distributed.describe_rank(launch, data, report), err=True)
+        sys.exit(rep.EXIT_OK)
+    facts = {**(report or {}).get("facts", {}), "cluster": distributed.cluster_facts(launch, data)}
+    if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
+        facts["probes"] = {**facts.get("probes", {}), "node_check": {
+            "status": "error", "title": "this node's own check", "error": report["error"], "duration_s": 0.0}}
+    return pipeline.judge(facts, checks=pipeline.select_checks(only, skip))
