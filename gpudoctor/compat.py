@@ -18,6 +18,7 @@ Rules and their sources (the data's own sources are in compat_matrix/*.json):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
@@ -37,8 +38,14 @@ class Verdict:
 
 
 def version(text: Any) -> Optional[Version]:
+    return _parsed(str(text).strip()) if text not in (None, "") else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Optional[Version]:
+    """Parsing is most of a fleet merge's judging time; a Version is immutable, so one parse per string."""
     try:
-        return Version(str(text).strip()) if text not in (None, "") else None
+        return Version(text)
     except InvalidVersion:
         return None
 
@@ -134,26 +141,59 @@ def parse_arch(flag: str) -> Optional[tuple[str, Version, str]]:
 
 
 def arch_runs(cc: str, arch_list: Iterable[str]) -> Verdict:
+    """A mixed list as a build reports it (torch.cuda.get_arch_list(), TensorFlow's
+    cuda_compute_capabilities): sm_XY flags are its machine code, compute_XY its PTX, both known."""
+    flags = [a for a in arch_list if isinstance(a, str)]
+    if not flags:
+        return Verdict(UNKNOWN, "the build lists no GPU architectures")
+    sass = [a for a in flags if a.strip().lower().startswith("sm_")]
+    ptx = [a for a in flags if a.strip().lower().startswith("compute_")]
+    return build_runs_on(cc, sass, ptx)
+
+
+def build_runs_on(cc: str, sass: Optional[Iterable[str]], ptx: Optional[Iterable[str]]) -> Verdict:
+    """Does a build run on a GPU of compute capability ``cc``? ``sass`` is its machine code (sm_XY),
+    ``ptx`` its PTX (compute_XY); None means that list is not known (never taken for empty).
+
+    SASS sm_XY runs on X.Z with Z >= Y (same major only); arch-specific sm_XYa only on exactly X.Y;
+    family-specific sm_XYf on X.Z, Z >= Y. PTX compute_XY is JIT-compiled on any compute capability
+    >= X.Y (compute_XYa only on X.Y, compute_XYf within the family)."""
     gpu = version(cc)
     if gpu is None:
         return Verdict(UNKNOWN, f"compute capability {cc!r} cannot be read")
-    flags = [p for p in (parse_arch(a) for a in arch_list) if p]
-    if not flags:
-        return Verdict(UNKNOWN, "the build lists no GPU architectures")
-    for kind, target, suffix in flags:
-        if kind != "sass":
-            continue
-        if suffix == "a" and target == gpu:
-            return Verdict(OK, f"it has machine code for sm_{_flag(target)}a")
-        if suffix in ("", "f") and target.major == gpu.major and target.minor <= gpu.minor:
-            return Verdict(OK, f"it has machine code for sm_{_flag(target)}{suffix}, which runs on compute capability {gpu}")
-    ptx = sorted(t for kind, t, _ in flags if kind == "ptx" and t <= gpu)
-    if ptx:
-        return Verdict(LIMITED, f"it has no machine code for compute capability {gpu}, only PTX for compute_{_flag(ptx[-1])}, "
+    if sass is None:
+        return Verdict(UNKNOWN, "the GPU architectures this build was compiled for are not known to gpudoctor's matrix")
+    sass, ptx_known = list(sass), ptx is not None
+    for flag in sass:
+        parsed = parse_arch(flag)
+        if parsed and parsed[0] == "sass" and _covers(parsed[1], parsed[2], gpu, jit=False):
+            kind = {"a": "arch-specific ", "f": "family-specific "}.get(parsed[2], "")
+            return Verdict(OK, f"it has {kind}machine code for {flag.strip().lower()}, which runs on compute capability {gpu}")
+    jit = sorted((p[1] for p in (parse_arch(a) for a in (ptx or [])) if p and _covers(p[1], p[2], gpu, jit=True)))
+    if jit:
+        return Verdict(LIMITED, f"it has no machine code for compute capability {gpu}, only PTX for compute_{_flag(jit[-1])}, "
                                 "which the driver JIT-compiles at first use (slow start; needs a driver at least as new as the build's CUDA)")
-    listed = ", ".join(sorted({a for a in arch_list}))
-    return Verdict(FAIL, f"it has no code for compute capability {gpu} (it lists {listed}): CUDA calls fail with "
-                         "'no kernel image is available for execution on the device'")
+    listed = ", ".join(sorted(set(sass) | set(ptx or []), key=_arch_order)) or "nothing"
+    if not ptx_known:
+        return Verdict(UNKNOWN, f"it has no machine code for compute capability {gpu} (it lists {listed}), and whether it "
+                                "carries PTX the driver could JIT-compile for it is not known to gpudoctor's matrix")
+    return Verdict(FAIL, f"it has no code for compute capability {gpu}: its machine code is {', '.join(sorted(set(sass), key=_arch_order)) or 'none'} "
+                         f"and its PTX {', '.join(sorted(set(ptx or []), key=_arch_order)) or 'none'}, neither of which runs there; "
+                         f"CUDA calls fail with 'no kernel image is available for execution on the device' "
+                         f"(PyTorch: 'sm_{_flag(gpu)} is not compatible with the current PyTorch installation')")
+
+
+def _covers(target: Version, suffix: str, gpu: Version, jit: bool) -> bool:
+    if suffix == "a":
+        return target == gpu
+    if suffix == "f" or not jit:
+        return target.major == gpu.major and target.minor <= gpu.minor
+    return target <= gpu
+
+
+def _arch_order(flag: str) -> tuple[int, str]:
+    parsed = parse_arch(flag)
+    return (parsed[1].major * 10 + parsed[1].minor, flag) if parsed else (0, flag)
 
 
 def _flag(v: Version) -> str:
@@ -209,6 +249,65 @@ def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[
 def tensorflow_release(tf_version: str) -> Optional[dict[str, Any]]:
     want = major_minor(tf_version)
     return next((r for r in matrix.load_topic("tensorflow")["entries"] if major_minor(r.get("version")) == want), None)
+
+
+def cudnn_satisfies(have: str, built: str) -> Optional[bool]:
+    """TensorFlow and JAX refuse a cuDNN whose major differs from the one they were built with, or whose
+    minor is lower ("CuDNN library needs to have matching major version and equal or higher minor
+    version"). None when either cannot be read."""
+    h, b = version(have), version(built)
+    if h is None or b is None:
+        return None
+    return h.major == b.major and h.minor >= b.minor
+
+
+def parse_driver_cuda(text: Any) -> Optional[str]:
+    """The CUDA version a driver supports, as nvidia-smi prints it ("12.2") or as the CUDA API returns it
+    (cudaDriverGetVersion: 1000 * major + 10 * minor, so 11040 is 11.4, as in PyTorch's "found version
+    11040"). None when it is neither."""
+    raw = str(text).strip()
+    if raw.isdigit() and len(raw) >= 4:
+        number = int(raw)
+        return f"{number // 1000}.{(number % 1000) // 10}" if number >= 1000 else None
+    v = version(raw)
+    if v is None or len(v.release) > 3 or v.major == 0 or v.major > 99 or v.pre or v.post or v.dev or v.local:
+        return None
+    return f"{v.major}.{v.minor}"
+
+
+def driver_cuda_of(driver: str, os_name: str = "linux") -> Optional[str]:
+    """The newest CUDA whose toolkit minimum driver (Table 3) this driver meets, for Linux or Windows
+    (WSL runs the Windows driver)."""
+    have = version(driver)
+    column = "min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux"
+    best = None
+    for row in matrix.load_topic("cuda_toolkits")["entries"]:
+        need, cuda = version(row.get(column)), major_minor(row.get("version"))
+        if have and need and cuda and have >= need and (best is None or cuda > best):
+            best = cuda
+    return str(best) if best else None
+
+
+def jax_release(jax_version: str) -> Optional[dict[str, Any]]:
+    """jax.json's entries are change points (the release where a requirement changed). The facts in force
+    for ``jax_version`` are those of every entry at or below it, later ones winning; None when the
+    version is older than the first entry or newer than the matrix's newest minor release line."""
+    want = version(jax_version)
+    if want is None:
+        return None
+    rows = sorted((r for r in matrix.load_topic("jax")["entries"] if version(r.get("version"))),
+                  key=lambda r: version(r["version"]))
+    if not rows or want < version(rows[0]["version"]):
+        return None
+    newest = version(rows[-1]["version"])
+    if (want.major, want.minor) > (newest.major, newest.minor):
+        return None
+    merged: dict[str, Any] = {"version": jax_version}
+    for row in rows:
+        if version(row["version"]) <= want:
+            merged.update({k: v for k, v in row.items() if k != "version"})
+            merged["matrix_version"] = row["version"]
+    return merged
 
 
 def python_in(spec: Optional[str], python: str) -> Optional[bool]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Optional
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
@@ -130,10 +130,9 @@ def _compare(have: Version, op: str, want: Version) -> bool:
 
 
 def _version(text: Any) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text is not None else None
-    except InvalidVersion:
-        return None
+    from gpudoctor.compat import version
+
+    return version(text) if text is not None else None
 
 
 SHM_MINIMUM_BYTES = 1 << 30  # Docker's default is 64 MiB; NCCL's docs ask for far more (--shm-size=1g and up)

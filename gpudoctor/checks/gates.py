@@ -52,10 +52,10 @@ def selected_checks(facts: Facts) -> list[Check]:
 
 
 def check_gates(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.checks.registry import run_check
+    from gpudoctor.checks.registry import result_of
 
     checks = selected_checks(facts)
-    results = {c.id: run_check(c, facts) for c in checks}
+    results = {c.id: result_of(c, facts) for c in checks}
     timed_out = [c for c in checks if results[c.id].status == TIMEOUT]
     if timed_out:
         yield _timed_out(facts, timed_out)

@@ -68,8 +68,9 @@ def _soname(path: str) -> str:
 
 
 def _copy(copies: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
-    real = os.path.realpath(path)
-    return next((c for c in copies if c.get("path") == path or c.get("real_path") == real), None)
+    """The copy a process mapped. Judged from the facts alone (a saved report is judged on another machine,
+    so nothing here resolves a path on this one): a process's maps name the file's real path."""
+    return next((c for c in copies if path in (c.get("path"), c.get("real_path"))), None)
 
 
 def _ver(lib: dict[str, Any]) -> str:

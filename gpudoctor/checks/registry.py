@@ -6,8 +6,9 @@ thing every time. Each check declares the codes it may emit; tests hold it to th
 
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from gpudoctor.checks import acceleration, cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
 from gpudoctor.checks.base import Check, NotApplicable, finding
@@ -34,8 +35,30 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
+_RUN = threading.local()
+
+
 def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS) -> list[CheckResult]:
-    return [run_check(check, facts) for check in checks]
+    """Each check once, in order. The results so far are kept for this run so that a check that judges
+    other checks' verdicts (``doctor.gates``, last) reads them instead of running every check twice."""
+    _RUN.facts, _RUN.results = facts, {}
+    try:
+        out = []
+        for check in checks:
+            result = run_check(check, facts)
+            _RUN.results[check.id] = result
+            out.append(result)
+        return out
+    finally:
+        _RUN.facts, _RUN.results = None, {}
+
+
+def result_of(check: Check, facts: dict[str, Any]) -> CheckResult:
+    """``check``'s verdict on ``facts``: the one this run already reached, else judged now."""
+    done: Optional[dict[str, CheckResult]] = getattr(_RUN, "results", None)
+    if done is not None and getattr(_RUN, "facts", None) is facts and check.id in done:
+        return done[check.id]
+    return run_check(check, facts)
 
 
 def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
