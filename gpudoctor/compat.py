@@ -113,12 +113,20 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
                              f"CUDA {want} itself" + (f" ({full_driver} or newer)" if full_driver else ""), full_driver)
     floor = mvc_floor(want.major, os_name)
     driver_v = version(driver)
+    if driver_v is None and have_cuda is not None and floor:
+        # only the driver's CUDA is known: the oldest driver that reports it is its toolkit's Table 3 minimum
+        implied = (toolkit_entry(str(have_cuda)) or {}).get(f"min_driver_{os_name}")
+        driver_v = version(implied) if implied and version(implied) >= version(floor[f"min_driver_{os_name}"]) else None
+    who = f"driver {driver}" if driver else f"a driver supporting CUDA {have_cuda}"
     same_major = have_cuda.major == want.major if have_cuda is not None else None
     if floor and driver_v is not None and driver_v >= version(floor[f"min_driver_{os_name}"]) \
             and (same_major is not False):
-        return Verdict(LIMITED, f"CUDA {want} runs on driver {driver} only under minor-version compatibility: "
+        return Verdict(LIMITED, f"CUDA {want} runs on {who} only under minor-version compatibility: "
                                 f"{floor.get('limits', 'PTX newer than the driver cannot be JIT-compiled')}",
                        full_driver)
+    if driver is None and same_major and floor:
+        return Verdict(UNKNOWN, f"whether a driver supporting CUDA {have_cuda} is at the minor-version-compatibility floor "
+                                f"({floor[f'min_driver_{os_name}']}) for CUDA {want} is not known; give --driver", full_driver)
     if floor is None and driver_v is not None:
         return Verdict(UNKNOWN, f"the matrix has no minor-version-compatibility floor for CUDA {want.major}")
     need = full_driver or (floor or {}).get(f"min_driver_{os_name}")

@@ -24,21 +24,36 @@ def data_dir() -> Path:
 
 _overlays: list[dict[str, Any]] = []
 
+#: The largest --matrix file read (the same cap as a saved report): /dev/zero or a huge file is refused,
+#: not read without limit.
+MAX_OVERLAY_BYTES = 16 * 1024 * 1024
+
 
 def set_overlay(path: str) -> None:
     """Overlay a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}.
-    Its entries come first, so they win over the bundled ones; nothing bundled is changed."""
+    Its entries come first, so they win over the bundled ones; nothing bundled is changed. The file is
+    validated like the bundled ones, plus the types of the fields the rules read (shapes), so a wrong
+    type is a one-line error, never an internal one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MatrixError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
-    except ValueError as exc:
-        raise MatrixError(f"{path}: not valid JSON ({str(exc).splitlines()[0]})") from None
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_OVERLAY_BYTES + 1)
+    except OSError as exc:
+        raise MatrixError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if len(raw) > MAX_OVERLAY_BYTES:
+        raise MatrixError(f"{path}: larger than {MAX_OVERLAY_BYTES // (1024 * 1024)} MiB, not a matrix file")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise MatrixError(f"{path}: cannot read it ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise MatrixError(f"{path}: not valid JSON ({(str(exc).splitlines() or ['too deeply nested'])[0]})") from None
     topics = data.get("topics") if isinstance(data, dict) and "topics" in data else [data]
     if not isinstance(topics, list):
         raise MatrixError(f"{path}: 'topics' must be a list")
     for i, topic in enumerate(topics):
-        validate(topic, f"{path} (topic {i + 1})")
+        where = f"{path} (topic {i + 1})"
+        validate(topic, where)
+        validate_shapes(topic, where)
     _overlays.extend(topics)
     load_topic.cache_clear()
 
@@ -91,40 +106,48 @@ def validate(data: Any, where: str) -> None:
     for key in ("topic", "as_of", "sources", "entries"):
         if key not in data:
             raise MatrixError(f"{where}: missing {key!r}")
+    if not isinstance(data["topic"], str):
+        raise MatrixError(f"{where}: 'topic' must be a string")
     sources = data["sources"]
-    if not isinstance(sources, dict):
+    if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise MatrixError(f"{where}: 'sources' must be an object of KEY: url-or-citation")
     if not isinstance(data["entries"], list):
         raise MatrixError(f"{where}: 'entries' must be a list")
     for i, entry in enumerate(data["entries"]):
-        if not isinstance(entry, dict) or entry.get("source") not in sources:
+        if not isinstance(entry, dict) or not _cites(entry.get("source"), sources):
             raise MatrixError(f"{where}: entry {i} does not cite one of the file's sources")
         _check_citations(entry, sources, f"{where}: entry {i}")
     for key, section in data.items():
         if key in _METADATA_KEYS:
             continue
         if key.endswith("_source"):
-            if section not in sources:
+            if not _cites(section, sources):
                 raise MatrixError(f"{where}: {key!r} cites {section!r}, which is not a declared source")
             continue
         if not isinstance(section, (dict, list)):
             # a plain top-level value (e.g. "minor_version_compatibility_since": "11.0") cites its
             # source in a sibling "<key>_source"
-            if data.get(f"{key}_source") not in sources:
+            if not _cites(data.get(f"{key}_source"), sources):
                 raise MatrixError(f"{where}: {key!r} needs a {key + '_source'!r} naming one of the file's sources")
             continue
         items = section if isinstance(section, list) else [section]
         for j, item in enumerate(items):
-            if not isinstance(item, dict) or item.get("source") not in sources:
+            if not isinstance(item, dict) or not _cites(item.get("source"), sources):
                 raise MatrixError(f"{where}: section {key!r} item {j} does not cite one of the file's sources")
             _check_citations(item, sources, f"{where}: section {key!r} item {j}")
+
+
+def _cites(value: Any, sources: dict[str, Any]) -> bool:
+    """A citation is the key (a string) of one of the file's declared sources; anything else (a list, a
+    number) is not, and must not reach a dict lookup (a list is unhashable)."""
+    return isinstance(value, str) and value in sources
 
 
 def _check_citations(node: Any, sources: dict[str, Any], where: str) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "source" or key.endswith("_source"):
-                if value not in sources:
+                if not _cites(value, sources):
                     raise MatrixError(f"{where}: {key!r} cites {value!r}, which is not a declared source")
             else:
                 _check_citations(value, sources, where)
@@ -138,3 +161,73 @@ def architecture_for(compute_capability: str) -> str | None:
         if entry["compute_capability"] == compute_capability:
             return entry["architecture"]
     return None
+
+
+# --- shapes: the types of the fields the rules read ------------------------------------------------
+
+_STR, _LIST_STR, _BOOL, _DICT = "a string", "a list of strings", "true or false", "an object"
+_OPT_STR = "a string or null"
+
+
+def _is(kind: str, value: Any) -> bool:
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _OPT_STR:
+        return value is None or isinstance(value, str)
+    if kind == _LIST_STR:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    return isinstance(value, dict)
+
+
+# For each topic: the fields of an entry the rules read, and their type (a field may be absent; present,
+# it must have this type). "variants" of a pytorch entry and "extras" of a jax entry are checked too.
+_SHAPES: dict[str, dict[str, str]] = {
+    "gpus": {"model": _STR, "match": _LIST_STR, "compute_capability": _STR, "pci_device_ids": _LIST_STR},
+    "pytorch": {"version": _STR, "python": _STR, "default_pypi_variant": _STR},
+    "pytorch.variants": {"name": _STR, "cuda": _OPT_STR, "cudnn": _OPT_STR, "arch_list": _LIST_STR, "ptx": _LIST_STR},
+    "tensorflow": {"version": _STR, "python": _STR, "cuda": _OPT_STR, "cudnn": _OPT_STR, "arch_list": _LIST_STR,
+                   "ptx": _LIST_STR, "compute_capabilities": _LIST_STR, "windows_native_gpu": _BOOL, "and_cuda_extra": _BOOL},
+    "jax": {"version": _STR, "python": _STR, "min_cudnn": _STR, "min_cuda": _STR},
+    "jax.extras": {"name": _STR, "min_compute_capability": _STR, "min_driver_linux": _STR, "cudnn": _STR},
+    "cupy": {"package": _STR},
+    "cuda_toolkits": {"version": _STR, "min_driver_linux": _STR, "min_driver_windows": _STR},
+    "cuda_targets": {"compute_capability": _STR, "first_cuda": _OPT_STR, "last_cuda": _OPT_STR},
+    "architectures": {"compute_capability": _STR, "architecture": _STR},
+    "cudnn": {"version": _STR, "min_compute_capability": _STR, "max_compute_capability": _STR},
+    "known_bad": {"id": _STR, "when": _DICT, "severity": _STR, "message": _STR, "fix": _STR, "as_of": _STR},
+}
+_SUBLISTS = {"pytorch": "variants", "jax": "extras"}
+_VERSION_FIELDS = ("version", "cuda", "cudnn", "compute_capability", "min_driver_linux", "min_driver_windows",
+                   "first_cuda", "last_cuda", "min_compute_capability", "max_compute_capability", "min_cudnn", "min_cuda")
+
+
+def validate_shapes(data: dict[str, Any], where: str) -> None:
+    """The fields the rules read have the right type, and version fields parse (validate() has run)."""
+    from packaging.version import InvalidVersion, Version
+
+    topic = data["topic"]
+
+    def check(entry: dict[str, Any], shape: dict[str, str], at: str) -> None:
+        for key, kind in shape.items():
+            if key not in entry:
+                continue
+            value = entry[key]
+            if not _is(kind, value):
+                raise MatrixError(f"{where}: {at}: {key!r} must be {kind}, not {json.dumps(value)[:60]}")
+            if key in _VERSION_FIELDS and isinstance(value, str) and not (topic == "jax" and key == "cudnn"):
+                try:
+                    Version(value)
+                except InvalidVersion:
+                    raise MatrixError(f"{where}: {at}: {key!r} is {value!r}, which is not a version") from None
+
+    for i, entry in enumerate(data["entries"]):
+        check(entry, _SHAPES.get(topic, {}), f"entry {i}")
+        sub = _SUBLISTS.get(topic)
+        if sub and sub in entry:
+            items = entry[sub]
+            if not isinstance(items, list) or not all(isinstance(v, dict) for v in items):
+                raise MatrixError(f"{where}: entry {i}: {sub!r} must be a list of objects")
+            for j, item in enumerate(items):
+                check(item, _SHAPES[f"{topic}.{sub}"], f"entry {i} {sub}[{j}]")

@@ -4,12 +4,13 @@ rules are gpudoctor/compat.py and checks/compat.py, the same ones `check` applie
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Optional
 
 import click
 
 from gpudoctor import compat, matrix
-from gpudoctor.checks.compat import Build, Stack, judge_stack
+from gpudoctor.checks.compat import Stack, build_from_matrix, judge_stack
 from gpudoctor.findings import ERROR, WARNING
 
 VERDICT_RANK = {"ok": 0, "warning": 1, "unknown": 2, "error": 3}
@@ -19,14 +20,45 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-def stack_from_args(driver: Optional[str], gpu: Optional[str], cc: Optional[str], torch: Optional[str],
-                    tensorflow: Optional[str], cuda: Optional[str], cudnn: Optional[str], python: Optional[str]) -> Stack:
-    stack = Stack(driver=driver, python=python)
-    for value, what in ((driver, "driver"), (cuda, "CUDA"), (cudnn, "cuDNN"), (python, "Python"), (cc, "compute capability")):
-        if value is not None and compat.version(value) is None:
-            raise BadInput(f"--{what.lower().replace(' ', '-') if what != 'compute capability' else 'cc'}: {value!r} is not a version")
-    if driver:
-        stack.driver_cuda = _driver_cuda(driver)
+def _need_version(value: Optional[str], option: str, what: str = "a version") -> None:
+    if value is not None and compat.version(value.partition("+")[0] if option in ("--torch", "--jax", "--cupy") else value) is None:
+        raise BadInput(f"{option}: {value!r} is not {what}")
+
+
+def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
+                 cuda: Optional[str] = None, cudnn: Optional[str] = None, driver_cuda: Optional[str] = None,
+                 torch: Optional[str] = None, tensorflow: Optional[str] = None, jax: Optional[str] = None,
+                 cupy: Optional[str] = None) -> Optional[str]:
+    """Every value that must be a version is one, or a one-line usage error (exit 2). Returns the
+    driver's CUDA version, normalised ("11040" -> "11.4")."""
+    for value, option in ((driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
+                          (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"), (cupy, "--cupy")):
+        _need_version(value, option)
+    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip()):
+        raise BadInput(f"--cc: {cc!r} is not a compute capability (X.Y, e.g. 8.6)")
+    if python is not None and not re.fullmatch(r"3\.\d{1,2}(\.\d+)?", python.strip()):
+        raise BadInput(f"--python: {python!r} is not a Python 3 version (X.Y, e.g. 3.12)")
+    if driver is not None and not re.fullmatch(r"\d{2,4}(\.\d{1,3}){1,2}", driver.strip()):
+        raise BadInput(f"--driver: {driver!r} is not an NVIDIA driver version (e.g. 535.104.05)")
+    if driver_cuda is None:
+        return None
+    parsed = compat.parse_driver_cuda(driver_cuda)
+    if parsed is None:
+        raise BadInput(f"--driver-cuda: {driver_cuda!r} is not a CUDA version (12.2, as nvidia-smi prints it, or 12020)")
+    return parsed
+
+
+def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
+                    torch: Optional[str] = None, tensorflow: Optional[str] = None, cuda: Optional[str] = None,
+                    cudnn: Optional[str] = None, python: Optional[str] = None, os_name: Optional[str] = None,
+                    jax: Optional[str] = None, cupy: Optional[str] = None, driver_cuda: Optional[str] = None) -> Stack:
+    """The hypothetical stack the options describe; what the matrix does not know goes to stack.unknown."""
+    parsed_driver_cuda = check_inputs(driver, cc, python, cuda, cudnn, driver_cuda, torch, tensorflow, jax, cupy)
+    stack = Stack(driver=driver, python=python, cudnn=cudnn, os=os_name)
+    if parsed_driver_cuda:
+        stack.driver_cuda = parsed_driver_cuda
+    elif driver:
+        stack.driver_cuda = compat.driver_cuda_of(driver, stack.driver_os)
         if stack.driver_cuda is None:
             stack.unknown.append(f"driver {driver} (which CUDA it supports)")
     if gpu:
@@ -37,46 +69,16 @@ def stack_from_args(driver: Optional[str], gpu: Optional[str], cc: Optional[str]
             stack.gpus.append((f"{gpu} ({row['model']})", row["compute_capability"]))
     if cc:
         stack.gpus.append((f"compute capability {cc}", cc))
-    if torch:
-        stack.builds.append(_torch(torch, stack))
-    if tensorflow:
-        release = compat.tensorflow_release(tensorflow)
-        if release is None:
-            stack.unknown.append(f"TensorFlow {tensorflow}")
-        else:
-            stack.builds.append(Build(f"TensorFlow {tensorflow}", "tensorflow", release.get("cuda"),
-                                      list(release.get("compute_capabilities") or []), release.get("python")))
+    for framework, text in (("torch", torch), ("tensorflow", tensorflow), ("jax", jax), ("cupy", cupy)):
+        if text:
+            build = build_from_matrix(framework, text.strip(), stack)
+            if build is not None:
+                stack.builds.append(build)
     if cuda:
         stack.toolkit_cuda = cuda
         if compat.toolkit_entry(cuda) is None:
             stack.unknown.append(f"CUDA {cuda}")
     return stack
-
-
-def _torch(text: str, stack: Stack) -> Build:
-    release, variant, name = compat.torch_build(text)
-    if release is None:
-        stack.unknown.append(f"PyTorch {text}")
-        return Build(f"PyTorch {text}", "torch", None)
-    if name == "cpu":
-        raise BadInput(f"--torch {text}: a CPU-only build uses no CUDA; nothing to judge")
-    if variant is None:
-        stack.unknown.append(f"PyTorch {text} variant {name!r}")
-        return Build(f"PyTorch {text}", "torch", None, [], release.get("python"))
-    label = f"PyTorch {text}" + ("" if "+" in text else f" (plain PyPI wheel: {name})")
-    arch = list(variant.get("arch_list") or []) + list(variant.get("ptx") or [])
-    return Build(label, "torch", variant.get("cuda"), arch, release.get("python"))
-
-
-def _driver_cuda(driver: str) -> Optional[str]:
-    """The newest CUDA whose toolkit minimum driver this driver meets (Table 3, Linux)."""
-    have = compat.version(driver)
-    best = None
-    for row in matrix.load_topic("cuda_toolkits")["entries"]:
-        need, cuda = compat.version(row.get("min_driver_linux")), compat.major_minor(row.get("version"))
-        if have and need and cuda and have >= need and (best is None or cuda > best):
-            best = cuda
-    return str(best) if best else None
 
 
 def verdict_of(findings: list[Any], stack: Stack) -> str:
@@ -88,82 +90,162 @@ def verdict_of(findings: list[Any], stack: Stack) -> str:
 
 
 def run_check(stack: Stack, as_json: bool) -> int:
+    """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error."""
     findings = judge_stack(stack)
     verdict = verdict_of(findings, stack)
     if as_json:
-        click.echo(json.dumps({"verdict": verdict, "findings": [f.to_dict() for f in findings]}, indent=2))
+        click.echo(json.dumps({"verdict": verdict, "stack": _stack_json(stack),
+                               "findings": [f.to_dict() for f in findings]}, indent=2))
     else:
         click.echo(f"verdict: {verdict}")
         for f in findings:
             click.echo(f"  {f.severity:<7} {f.code} {f.title}")
-            if f.detail:
-                click.echo(f"          {f.detail}")
+            for label, text in (("why", f.detail), ("fix", f.remediation.text)):
+                if text:
+                    click.echo(f"          {label}: {text}")
             for cmd in f.remediation.commands:
                 click.echo(f"          $ {cmd}")
+            for link in f.remediation.links:
+                click.echo(f"          see {link}")
     return 1 if verdict == "error" else 0
 
 
-def suggest(driver: str, cc: str, python: Optional[str]) -> list[str]:
-    """The newest builds that will work here, each with its install command, and the driver to unlock newer ones."""
+def _stack_json(stack: Stack) -> dict[str, Any]:
+    """What was judged, as the matrix read the options (the GPU's compute capability, the driver's CUDA,
+    each build's CUDA and architectures)."""
+    return {
+        "driver": stack.driver, "driver_cuda": stack.driver_cuda, "os": stack.os, "python": stack.python,
+        "cuda": stack.toolkit_cuda, "cudnn": stack.cudnn,
+        "gpus": [{"label": label, "compute_capability": cc} for label, cc in stack.gpus],
+        "builds": [{"label": b.label, "framework": b.framework, "cuda": b.cuda, "cpu_only": b.cpu_only,
+                    "sass": b.sass, "ptx": b.ptx, "min_compute_capability": b.min_cc} for b in stack.builds],
+        "unknown": list(stack.unknown),
+    }
+
+
+def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] = None,
+            driver_cuda: Optional[str] = None) -> list[str]:
+    """The newest builds that will work here, each with its install command, and the driver that would
+    unlock newer ones (only where a newer CUDA still targets this GPU: toolkits drop old architectures)."""
+    from gpudoctor.checks.compat import TORCH_INDEX, fitting_torch
+
+    stack = Stack(driver=driver, python=python, os=os_name, gpus=[(f"compute capability {cc}", cc)])
+    stack.driver_cuda = driver_cuda or compat.driver_cuda_of(driver, stack.driver_os)
     lines = []
-    driver_cuda = _driver_cuda(driver)
-    for release in sorted(matrix.load_topic("pytorch")["entries"], key=lambda r: compat.version(r["version"]), reverse=True):
-        if python and compat.python_in(release.get("python"), python) is False:
-            continue
-        for variant in sorted(release.get("variants", []), key=lambda v: compat.version(v.get("cuda")) or compat.version("0"), reverse=True):
-            if _works(variant.get("cuda"), driver, driver_cuda) and \
-                    compat.arch_runs(cc, list(variant.get("arch_list") or []) + list(variant.get("ptx") or [])).status == compat.OK:
-                lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), driver, driver_cuda)}): "
-                             f"pip install 'torch=={release['version']}.*' --index-url https://download.pytorch.org/whl/{variant['name']}")
-                break
-        if lines:
-            break
+    if os_name != "macos":
+        choice = fitting_torch(stack)
+        if choice:
+            release, variant = choice
+            lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), stack)}): "
+                         f"pip install 'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{variant['name']}")
     for release in sorted(matrix.load_topic("tensorflow")["entries"], key=lambda r: compat.version(r["version"]), reverse=True):
+        if os_name in ("windows", "macos") and not (os_name == "windows" and release.get("windows_native_gpu") is True):
+            continue
         if python and compat.python_in(release.get("python"), python) is False:
             continue
-        if release.get("cuda") and _works(release["cuda"], driver, driver_cuda):
+        probe = Stack(driver=driver, driver_cuda=stack.driver_cuda, python=python, os=os_name, gpus=stack.gpus)
+        build = build_from_matrix("tensorflow", release["version"], probe)
+        if build and release.get("cuda") and _works(release["cuda"], stack) and \
+                not any(f.severity == ERROR or f.code in ("CMP008",) for f in judge_stack(_with(probe, build))):
             extra = "[and-cuda]" if release.get("and_cuda_extra") else ""
-            lines.append(f"TensorFlow {release['version']} (CUDA {release['cuda']}{_mvc(release['cuda'], driver, driver_cuda)}): "
-                         f"pip install 'tensorflow{extra}=={release['version']}.*'")
+            package = "tensorflow" if os_name == "windows" else f"tensorflow{extra}"
+            lines.append(f"TensorFlow {release['version']} (CUDA {release['cuda']}{_mvc(release['cuda'], stack)}): "
+                         f"pip install '{package}=={release['version']}.*'")
             break
-    newest = _newest_with_driver()
-    if newest and driver_cuda and compat.version(driver_cuda) < compat.version(newest["version"]):
-        lines.append(f"Driver {newest['min_driver_linux']} or newer unlocks builds for CUDA {newest['version']}.")
+    unlock = _unlock(stack, cc)
+    if unlock:
+        lines.append(unlock)
     return lines
 
 
-def _newest_with_driver() -> Optional[dict[str, Any]]:
-    """The newest toolkit whose minimum Linux driver the matrix knows (the newest may not have one yet)."""
-    rows = [r for r in matrix.load_topic("cuda_toolkits")["entries"] if r.get("min_driver_linux") and compat.version(r.get("version"))]
-    return max(rows, key=lambda r: compat.version(r["version"]), default=None)
+def _with(stack: Stack, build: Any) -> Stack:
+    stack.builds = [build]
+    return stack
 
 
-def _mvc(cuda: Optional[str], driver: str, driver_cuda: Optional[str]) -> str:
-    status = compat.driver_runs_cuda(cuda or "", driver, driver_cuda).status
+def _unlock(stack: Stack, cc: str) -> Optional[str]:
+    """The driver for the newest CUDA that is newer than this driver's and still compiles for this GPU
+    (cuda_targets: CUDA 12 dropped 3.5/3.7, CUDA 13 everything before 7.5); None when there is none."""
+    if not stack.driver_cuda:
+        return None
+    column = "min_driver_windows" if stack.driver_os == "windows" else "min_driver_linux"
+    have = compat.version(stack.driver_cuda)
+    rows = [r for r in matrix.load_topic("cuda_toolkits")["entries"] if r.get(column) and compat.major_minor(r.get("version"))]
+    rows = [r for r in rows if compat.major_minor(r["version"]) > have and compat.toolkit_targets(r["version"], cc).status == compat.OK]
+    best = max(rows, key=lambda r: compat.version(r["version"]), default=None)
+    if best is None:
+        return None
+    return f"Driver {best[column]} or newer unlocks builds for CUDA {compat.major_minor(best['version'])}, the newest CUDA that still targets compute capability {cc}."
+
+
+def _mvc(cuda: Optional[str], stack: Stack) -> str:
+    status = compat.driver_runs_cuda(cuda or "", stack.driver, stack.driver_cuda, stack.driver_os).status
     return ", under minor-version compatibility" if status == compat.LIMITED else ""
 
 
-def _works(cuda: Optional[str], driver: str, driver_cuda: Optional[str]) -> bool:
-    return bool(cuda) and compat.driver_runs_cuda(cuda, driver, driver_cuda).status in (compat.OK, compat.LIMITED)
+def _works(cuda: Optional[str], stack: Stack) -> bool:
+    return bool(cuda) and compat.driver_runs_cuda(cuda, stack.driver, stack.driver_cuda, stack.driver_os).status in (compat.OK, compat.LIMITED)
+
+
+# --- show: the data as aligned tables ---------------------------------------------------------------
+
+_MAX_CELL = 48
 
 
 def show(topic: Optional[str]) -> str:
+    """Each topic as an aligned table: one row per entry (a PyTorch release's variants and a JAX release's
+    extras get a row each), one column per field, the source last; then the sources."""
     names = [topic] if topic else matrix.topics()
-    out = []
+    out: list[str] = []
     for name in names:
         data = matrix.load_topic(name)
         out.append(f"== {name}: {data.get('title', '')} (as of {data.get('as_of')})")
-        for entry in data["entries"]:
-            fields = ", ".join(f"{k}={_short(v)}" for k, v in entry.items() if k != "source")
-            out.append(f"  {fields}  [{entry['source']}]")
+        rows = _rows(data["entries"])
+        columns = [c for c in _columns(rows) if c != "source"] + ["source"]
+        table = [[_cell(row.get(c)) for c in columns] for row in rows]
+        widths = [max([len(c)] + [len(r[i]) for r in table]) for i, c in enumerate(columns)]
+        out.append("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+        out.append("  " + "  ".join("-" * w for w in widths))
+        out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
         out.append("  sources:")
-        out += [f"    {k}: {v}" for k, v in data["sources"].items()]
-    return "\n".join(out)
+        width = max((len(k) for k in data["sources"]), default=0)
+        out += [f"    {k.ljust(width)}  {v}" for k, v in data["sources"].items()]
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
-def _short(value: Any) -> str:
+def _rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for entry in entries:
+        nested = next((k for k in ("variants", "extras", "cupy_releases") if isinstance(entry.get(k), list)
+                       and entry[k] and all(isinstance(v, dict) for v in entry[k])), None)
+        if nested is None:
+            rows.append(entry)
+            continue
+        parent = {k: v for k, v in entry.items() if k != nested}
+        for item in entry[nested]:
+            rows.append({**parent, **{(f"{nested[:-1]}.{k}" if k in parent else k): v for k, v in item.items()}})
+    return rows
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if not (key.endswith("note") or key == "text" or key.endswith("_source")):
+                seen.setdefault(key, None)
+    return list(seen)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, list):
-        if value and isinstance(value[0], dict):
-            return "[" + "; ".join(v.get("name", "?") for v in value) + "]"
-        return "[" + " ".join(map(str, value)) + "]"
-    return str(value)
+        text = " ".join(_cell(v) if not isinstance(v, dict) else v.get("name", "?") for v in value) or "[]"
+    elif isinstance(value, dict):
+        text = " ".join(f"{k}:{_cell(v)}" for k, v in value.items())
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    else:
+        text = str(value)
+    return text if len(text) <= _MAX_CELL else text[:_MAX_CELL - 3] + "..."

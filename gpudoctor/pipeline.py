@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 from gpudoctor import report as rep
 from gpudoctor.checks.base import Check
@@ -71,3 +71,17 @@ def cuda_numbers(facts: dict[str, Any]) -> dict[int, list[int]]:
     for dev in resolve(facts).devices:
         numbers.setdefault(dev.gpu_index, []).append(dev.cuda_index)
     return numbers
+
+
+def judge_only(facts: dict[str, Any], run: Collection[str], reasons: Mapping[str, str],
+               created: Optional[str] = None) -> dict[str, Any]:
+    """Judge facts that hold only part of a machine (read from a paste: gpudoctor/pastes/) with the checks
+    named in ``run``; every other check is reported skipped, with the reason ``reasons`` gives for its id or
+    its area, so nothing that was not judged shows as passed."""
+    from gpudoctor.checks.registry import run_check
+    from gpudoctor.findings import SKIP, CheckResult
+
+    results = [run_check(c, facts) if c.id in run else
+               CheckResult(c.id, c.area, c.title, SKIP, 0.0, reason=reasons.get(c.id) or reasons.get(c.area, "not checked"))
+               for c in CHECKS]
+    return rep.build(facts, results, created=created)

@@ -68,12 +68,20 @@ CASES = [
     # L4 (8.9) runs sm_86 machine code: same major, higher minor (GUIDE)
     (["--gpu", "NVIDIA L4", "--torch", "1.13.1+cu117"], 0, "ok", set(), "GUIDE; CUDA-GPUS L4 = 8.9"),
     # Python outside the release's range (RELEASE: 2.11 supports >=3.10,<3.15)
-    (["--python", "3.9", "--torch", "2.11.0+cu130"], 0, "warning", {"CMP007"}, "RELEASE"),
+    # no wheel for that Python: pip finds nothing to install, an error (an installed build outside the range is a warning)
+    (["--python", "3.9", "--torch", "2.11.0+cu130"], 1, "error", {"CMP007"}, "RELEASE"),
     # beyond the matrix: unknown, never an error
     (["--driver", "580.65.06", "--torch", "9.1.0+cu190"], 0, "unknown", {"CMP008"}, "unknown release"),
     (["--gpu", "NVIDIA Fictional X9000", "--torch", "2.11.0"], 0, "unknown", {"CMP008"}, "unknown GPU"),
-    # ...but a CUDA major newer than the driver's is known not to run, matrix or not (MVC stays within a major)
-    (["--driver", "580.65.06", "--cuda", "19.0"], 0, "unknown", {"CMP006", "CMP008"}, "unknown CUDA, newer major"),
+    # ...but a CUDA major newer than the driver's is known not to run, matrix or not (MVC stays within a major): an error
+    (["--driver", "580.65.06", "--cuda", "19.0"], 1, "error", {"CMP006", "CMP008"}, "unknown CUDA, newer major"),
+    # the issue's headline: PyTorch 2.5 cu121 carries sm_50..sm_90 and no PTX, so an RTX 5090 (12.0) cannot run it
+    # (https://github.com/pytorch/pytorch/issues/150733: 'sm_120 is not compatible with the current PyTorch installation')
+    (["--gpu", "NVIDIA GeForce RTX 5090", "--torch", "2.5.0+cu121"], 1, "error", {"CMP003"}, "RELEASE; pytorch#150733"),
+    # toolkits whose CUDA major the driver lacks are errors, not warnings (MVC: 12.x >= 525.60.13, 13.x >= 580)
+    (["--driver", "520.61.05", "--cuda", "12.1"], 1, "error", {"CMP006"}, "MVC 12.x floor"),
+    (["--driver", "575.57.08", "--cuda", "13.0"], 1, "error", {"CMP006"}, "MVC 13.x floor"),
+    (["--driver", "535.104.05", "--cuda", "12.4"], 0, "warning", {"CMP006"}, "MVC: same major above the floor"),
 ]
 
 
@@ -90,7 +98,8 @@ def test_cmp001_names_the_driver_and_the_build_to_install():
     assert any("torch==2.11.*" in c and "/whl/cu128" in c for c in f["remediation"]["commands"])
 
 
-@pytest.mark.parametrize("args", [["--driver", "abc"], ["--cc", "nine"], ["--torch", "2.11.0+cpu"], []])
+@pytest.mark.parametrize("args", [["--driver", "abc"], ["--cc", "nine"], ["--torch", "banana"], ["--python", "nope"],
+                                  ["--cc", "abc"], ["--driver-cuda", "x"], ["--jax", "banana"], ["--os", "beos", "--cc", "9.0"], []])
 def test_bad_input_exits_2(args):
     result = CliRunner().invoke(cli, ["matrix", "check", *args])
     assert result.exit_code == 2
@@ -132,6 +141,10 @@ def test_show_prints_entries_with_sources():
     result = CliRunner().invoke(cli, ["matrix", "show", "cuda_toolkits"])
     assert result.exit_code == 0
     assert "12.4" in result.stdout and "sources:" in result.stdout
+    header, rule, first = result.stdout.splitlines()[1:4]
+    assert header.split()[:3] == ["version", "min_driver_linux", "min_driver_windows"]  # a table, not key=value lines
+    assert set(rule.strip()) == {"-", " "} and first.split()[:3] == ["10.0", "410.48", "411.31"]  # TABLE3
+    assert "version=" not in result.stdout
     assert CliRunner().invoke(cli, ["matrix", "show", "nope"]).exit_code == 2
 
 
@@ -145,5 +158,4 @@ def test_tensorflow_after_2_10_on_native_windows_is_known_bad():
 
     assert [f.code for f in check_known_bad(facts("Windows", "2.16.1"))] == ["CMP009"]
     assert list(check_known_bad(facts("Windows", "2.10.1"))) == []
-    with pytest.raises(Exception):
-        list(check_known_bad(facts("Linux", "2.16.1")))
+    assert list(check_known_bad(facts("Linux", "2.16.1"))) == []

@@ -237,7 +237,7 @@ OLD_FINDINGS = [
     "  h200x2-old: error CMP001 [host] PyTorch 2.11.0+cu130 needs a newer driver than driver 570.172.08",
     "  h200x2-old: error CMP001 [host] JAX 0.11.2 needs a newer driver than driver 570.172.08",
     "  h200x2-old: error CMP001 [host] CuPy 14.2.0 needs a newer driver than driver 570.172.08",
-    "  h200x2-old: warning CMP006 [host] the CUDA toolkit (13.0) is newer than the driver supports",
+    "  h200x2-old: error CMP006 [host] the CUDA toolkit (13.0) needs a newer driver than this one",
 ]
 OLD_DRIFT = """\
 Drift: facts that differ between nodes
@@ -287,7 +287,7 @@ def test_older_driver_json(write):
     ]
     old = merged["nodes"][1]
     assert (old["name"], old["verdict"], old["failing"], old["counts"]) == (
-        "h200x2-old", "error", True, {"error": 9, "warning": 1, "info": 0})
+        "h200x2-old", "error", True, {"error": 10, "warning": 0, "info": 0})
     assert old["findings"][6] == {"severity": "error", "code": "CMP001", "where": "host",
                                   "title": "PyTorch 2.11.0+cu130 needs a newer driver than driver 570.172.08"}
 

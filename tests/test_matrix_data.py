@@ -19,6 +19,8 @@ TOPICS = [p.stem for p in FILES]
 CC = re.compile(r"^\d{1,2}\.\d$")
 ARCH_FLAG = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
 PCI_ID = re.compile(r"^0x[0-9a-f]{4}$")
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+TODAY = "2026-12-31"  # the latest "as of" date a file may carry (the matrix is dated when its data was read)
 
 
 def topic(name: str) -> dict[str, Any]:
@@ -39,7 +41,8 @@ def walk(node: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
 # --- every file -----------------------------------------------------------------------------------
 
 def test_expected_topics_are_bundled():
-    for name in ("architectures", "cuda_toolkits", "cuda_targets", "gpus", "pytorch", "tensorflow", "cudnn", "jax", "cupy"):
+    for name in ("architectures", "cuda_toolkits", "cuda_targets", "gpus", "pytorch", "tensorflow", "cudnn", "jax", "cupy",
+                 "known_bad"):
         assert name in TOPICS
 
 
@@ -48,7 +51,7 @@ def test_file_loads_validates_and_cites(path: Path):
     data = matrix.load_topic(path.stem)  # load_topic runs matrix.validate
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert raw["topic"] == path.stem
-    assert raw["as_of"] == "2026-11-21"
+    assert ISO_DATE.match(raw["as_of"]) and "2026-11-21" <= raw["as_of"] <= TODAY, raw["as_of"]
     assert raw["entries"], "a matrix file with no entries"
     sources = raw["sources"]
     assert sources and all(isinstance(v, str) and v.strip() for v in sources.values())
@@ -86,6 +89,60 @@ def test_versions_and_compute_capabilities_parse(path: Path):
             assert all(PCI_ID.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
 
 
+@pytest.mark.parametrize("path", FILES, ids=TOPICS)
+def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
+    """Issue 15: every data entry cites its source and an "as of" date. An entry (and every item of a
+    section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
+    Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow
+    release's arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's
+    tested-build table), a GPU's pci_device_ids a pci_source when not empty."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    sources = raw["sources"]
+    problems = []
+    for i, entry in enumerate(raw["entries"]):
+        where = f"{path.name} entry {i}"
+        if not isinstance(entry.get("source"), str) or entry["source"] not in sources:
+            problems.append(f"{where}: no declared source")
+        as_of = entry.get("as_of", raw.get("as_of"))
+        if not (isinstance(as_of, str) and ISO_DATE.match(as_of) and as_of <= TODAY):
+            problems.append(f"{where}: no valid as_of date ({as_of!r})")
+        for variant in entry.get("variants") or []:
+            if ("arch_list" in variant or "ptx" in variant) and not (variant.get("arch_source") or variant.get("ptx_source")):
+                problems.append(f"{where} variant {variant.get('name')}: arch_list/ptx without arch_source")
+        if path.stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
+            problems.append(f"{where}: arch_list/ptx without arch_source")
+        if path.stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
+            problems.append(f"{where}: pci_device_ids without pci_source")
+    assert problems == [], "\n".join(problems[:20])
+
+
+def test_known_bad_entries_are_complete_and_sourced():
+    """compat_matrix/known_bad.json: each entry has a condition, a severity, a message, a fix, a source whose
+    text carries a URL, and its own as_of date; every see_also names a declared source."""
+    raw = json.loads((matrix.data_dir() / "known_bad.json").read_text(encoding="utf-8"))
+    ids = set()
+    for entry in raw["entries"]:
+        assert entry["id"] not in ids
+        ids.add(entry["id"])
+        assert set(entry["when"]) <= {"framework", "version_range", "cc_range", "os"} and entry["when"]
+        assert entry["severity"] in ("error", "warning")
+        assert entry["message"].strip() and entry["fix"].strip()
+        assert ISO_DATE.match(entry["as_of"])
+        for key in [entry["source"], *entry.get("see_also", [])]:
+            assert re.search(r"https?://", raw["sources"][key]), key
+        for key in ("version_range", "cc_range"):
+            if key in entry["when"]:
+                SpecifierSet(entry["when"][key])
+        assert set(entry["when"].get("os", [])) <= {"linux", "windows", "wsl", "macos"}
+    for rule in raw["rules"]:
+        assert rule["source"] in raw["sources"] and ISO_DATE.match(rule["as_of"])
+
+
+@pytest.mark.parametrize("path", FILES, ids=TOPICS)
+def test_bundled_files_have_the_shapes_the_rules_read(path: Path):
+    matrix.validate_shapes(json.loads(path.read_text(encoding="utf-8")), path.name)
+
+
 def test_validate_rejects_uncited_data():
     good = {"topic": "t", "as_of": "2026-11-21", "sources": {"A": "x"}, "entries": [{"source": "A"}]}
     matrix.validate(good, "good")
@@ -97,6 +154,8 @@ def test_validate_rejects_uncited_data():
         {**good, "plain": "11.0"},
         {**good, "plain": "11.0", "plain_source": "B"},
         {k: v for k, v in good.items() if k != "as_of"},
+        {**good, "entries": [{"source": ["A"]}]},  # a list where a source key belongs: refused, not a TypeError
+        {**good, "sources": {"A": ["x"]}},
     ]
     for bad in bad_cases:
         with pytest.raises(matrix.MatrixError):
@@ -124,15 +183,15 @@ def match_gpu(name: str) -> Optional[dict[str, Any]]:
     ("NVIDIA A100 80GB PCIe", "A100", "8.0"),
     ("NVIDIA A100-PCIE-40GB", "A100", "8.0"),
     ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", "8.9"),
-    ("Quadro RTX 6000", "Quadro RTX (8000, 6000, 5000, 4000)", "7.5"),
+    ("Quadro RTX 6000", "Quadro RTX 6000", "7.5"),
     ("NVIDIA H100 80GB HBM3", "H100", "9.0"),
     ("NVIDIA H100 PCIe", "H100", "9.0"),
     ("NVIDIA H200", "H200", "9.0"),
     ("NVIDIA GH200 480GB", "GH200", "9.0"),
     ("NVIDIA B200", "B200", "10.0"),
-    ("NVIDIA GeForce RTX 5090", "GeForce RTX 50 series", "12.0"),
-    ("NVIDIA GeForce RTX 4090", "GeForce RTX 40 series", "8.9"),
-    ("NVIDIA GeForce RTX 3060 Ti", "GeForce RTX 30 series", "8.6"),
+    ("NVIDIA GeForce RTX 5090", "GeForce RTX 5090", "12.0"),
+    ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "8.9"),
+    ("NVIDIA GeForce RTX 3060 Ti", "GeForce RTX 3060 Ti", "8.6"),
     ("Tesla V100-SXM2-32GB", "V100", "7.0"),
     ("Tesla V100S-PCIE-32GB", "V100", "7.0"),
     ("Tesla T4", "T4", "7.5"),
@@ -145,9 +204,14 @@ def match_gpu(name: str) -> Optional[dict[str, Any]]:
     ("NVIDIA A2", "A2", "8.6"),
     ("NVIDIA RTX A2000 12GB", "RTX A2000", "8.6"),
     ("NVIDIA RTX A6000", "RTX A6000", "8.6"),
-    ("NVIDIA RTX 4000 SFF Ada Generation", "RTX Ada Generation (5000, 4500, 4000, 4000 SFF, 2000)", "8.9"),
-    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO Blackwell Server Edition", "12.0"),
-    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO Blackwell", "12.0"),
+    ("NVIDIA RTX 4000 SFF Ada Generation", "RTX 4000 SFF Ada", "8.9"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Blackwell Server Edition", "12.0"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000 Blackwell Workstation Edition", "12.0"),
+    # once missing (issue 15), now catalogued (CUDA-GPUS / legacy page: Turing 7.5, GA107 8.6, A800 8.0)
+    ("NVIDIA T400", "T400", "7.5"),
+    ("NVIDIA GeForce RTX 2050", "GeForce RTX 2050", "8.6"),
+    ("NVIDIA A800-SXM4-80GB", "A800", "8.0"),
+    ("NVIDIA RTX A4000H", "RTX A4000H", "8.6"),
     ("NVIDIA GB10", "GB10 (DGX Spark)", "12.1"),
 ])
 def test_nvml_names_map_to_the_right_gpu(nvml_name: str, model: str, cc: str):
@@ -156,7 +220,7 @@ def test_nvml_names_map_to_the_right_gpu(nvml_name: str, model: str, cc: str):
     assert (row["model"], row["compute_capability"]) == (model, cc)
 
 
-@pytest.mark.parametrize("nvml_name", ["NVIDIA T400", "NVIDIA GeForce RTX 2050", "NVIDIA A800-SXM4-80GB", "NVIDIA RTX A4000H"])
+@pytest.mark.parametrize("nvml_name", ["NVIDIA Fictional X9000", "NVIDIA GeForce RTX 9090", "NVIDIA Q9999"])
 def test_unknown_names_do_not_match_a_neighbour(nvml_name: str):
     assert match_gpu(nvml_name) is None
 

@@ -9,20 +9,87 @@ from typing import Optional
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, cli, report_options
+from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, BadInput, cli, report_options
 from gpudoctor.cli.inputs import load_report
 from gpudoctor.cli.output import emit, write
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@click.argument("report_file", metavar="REPORT.json", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("inputs", metavar="REPORT.json|PASTE...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
 @report_options
 @NO_REDACT_OPTION
-def analyze(report_file: Path, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
-    """Re-check a saved JSON report with this version's checks (for triaging someone else's machine)."""
+def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
+    """Re-check a saved JSON report with this version's checks (for triaging someone else's machine), or judge
+    what a user pasted: gpudoctor's Markdown report, `python -m torch.utils.collect_env` output (PyTorch's or
+    vLLM's), `nvidia-smi` output (table, -q or -q -x), or a whole issue body holding several of them. Give
+    several files to read them together, and - for standard input. A paste says only part of what `check`
+    sees: what it cannot tell is reported as not checked."""
     from gpudoctor import pipeline
 
-    saved = load_report(report_file)
+    if len(inputs) == 1 and str(inputs[0]) != "-" and _starts_as_json(inputs[0]):
+        saved = load_report(inputs[0])  # a saved JSON report: exactly as before pastes were read
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+        return
+    from gpudoctor.pastes import PasteError, read_inputs
+    from gpudoctor.pastes.read import decode, read_bytes
+    from gpudoctor.pastes.to_facts import NOT_TOLD
+
+    texts, notes = [], []
+    try:
+        for path in inputs:
+            name = str(path)
+            text, bad = decode(read_bytes(name), name)
+            if text.lstrip().startswith("{") and len(inputs) == 1:  # standard input holding a JSON report
+                try:
+                    saved = rep.load(text, source=name)
+                except rep.ReportError as exc:
+                    raise BadInput(str(exc)) from None
+                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+                return
+            texts.append((name, text))
+            notes += bad
+        found = read_inputs(texts)
+    except PasteError as exc:
+        raise BadInput(str(exc)) from None
+    if found.report is not None:
+        try:
+            saved = rep.load(rep.to_json(found.report), source=found.report_source)
+        except rep.ReportError as exc:
+            raise BadInput(str(exc)) from None
+        for line in found.notes:
+            click.echo(f"gpudoctor: note: {line}", err=True)
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+        return
+    report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
+    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+    read = ", ".join(f"{p.kind} ({p.where})" for p in found.pastes)
+    areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
+    ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
+    click.echo(f"gpudoctor: judged from what was pasted: {read}. Not checked, as a paste cannot tell: "
+               f"{', '.join(sorted(areas - ran)) or 'nothing'}; checked in part: {', '.join(sorted(ran)) or 'nothing'} "
+               "(-v lists each check and why it was not run).", err=True)
+    for line in notes + found.notes:
+        click.echo(f"gpudoctor: note: {line}", err=True)
+    sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+def _starts_as_json(path: Path) -> bool:
+    """Whether a file is meant as a saved JSON report: named .json, or its text begins like JSON (unreadable
+    and empty files go the saved-report way too, whose message says why)."""
+    if path.suffix.lower() == ".json":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return True
+    return head.lstrip(b" \t\r\n").lstrip(b"\xef\xbb\xbf").lstrip().startswith((b"{", b"[")) or not head.strip()
+
+
+def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
+    from gpudoctor import pipeline
+
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
@@ -57,7 +124,7 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
     if as_json:
         click.echo(json.dumps({k: facts.get(k) for k in ("nvml", "gpus", "topology")}, indent=2))
         return
-    click.echo(f"NVIDIA driver: {driver_line(facts)}")
+    click.echo(f"NVIDIA driver: {driver_line(facts)}")  # driver_line and render_devices show data as one-line text
     click.echo(render_devices(facts, pipeline.cuda_numbers(facts)), nl=False)
 
 
@@ -86,6 +153,7 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     from gpudoctor import fleet
     from gpudoctor.redact import redact_report
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
+    from gpudoctor.render.safe import terminal
 
     reports = [(str(p), redact_report(load_report(p), identities=not no_redact)) for p in report_files]
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on))
@@ -96,5 +164,5 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
         click.echo(text, nl=False)
     else:
         write(output, text)
-        click.echo(f"gpudoctor: merged report written to {output}", err=True)
+        click.echo(f"gpudoctor: merged report written to {terminal(output)}", err=True)
     sys.exit(fleet.exit_code(merged))

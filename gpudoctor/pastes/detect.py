@@ -1,0 +1,111 @@
+"""Find each paste in what a user posted: a bare paste, or an issue body or comment with prose,
+``` fences, <details> blocks, quoted (``>``) lines, and several pastes at once.
+
+The body is cut at its fences (an unclosed fence runs to the end: a paste cut short), and every
+piece is offered to every format's recogniser, since people put collect_env and nvidia-smi in one
+fence as often as in two. A piece gives one paste per format it holds; the parsers then read only
+their own lines, so prose around a paste is ignored rather than misread.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudoctor.pastes import collect_env, markdown_report, nvidia_smi
+
+_FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
+_QUOTE = re.compile(r"^\s{0,3}>\s?")
+_TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
+
+KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x")
+
+
+@dataclass
+class Paste:
+    kind: str  # one of KINDS
+    where: str  # "issue.md, block 2"
+    parsed: dict[str, Any] = field(default_factory=dict)
+
+
+def unquote(text: str) -> str:
+    """Drop Markdown quote markers (a paste quoted in a reply) and the HTML tags GitHub's templates wrap
+    pastes in; XML pastes keep their tags (they are not in the list)."""
+    lines = []
+    for line in text.splitlines():
+        while _QUOTE.match(line) and not line.lstrip().startswith(">>>"):
+            line = _QUOTE.sub("", line, count=1)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def pieces(text: str) -> list[str]:
+    """The body cut at its fences: fenced blocks and the text between them, in order."""
+    out, current, fenced = [], [], ""
+    for line in text.splitlines():
+        m = _FENCE.match(line)
+        if m and (not fenced or m.group(1)[0] == fenced[0] and len(m.group(1)) >= len(fenced)
+                  and not line.strip()[len(m.group(1)):].strip()):
+            out.append("\n".join(current))
+            current = []
+            fenced = "" if fenced else m.group(1)
+            continue
+        current.append(line)
+    out.append("\n".join(current))
+    return [p for p in out if p.strip()]
+
+
+def find_pastes(text: str, name: str = "input") -> list[Paste]:
+    """Every paste in ``text``, each parsed; an empty list when none is there."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    report = _json_report(text)
+    if report is not None:
+        return [Paste("gpudoctor-json", name, report)]
+    if markdown_report.looks_like(text):
+        facts = markdown_report.embedded_facts(text)
+        if facts is not None:
+            return [Paste("gpudoctor-markdown", name, {"facts": facts})]
+        return [Paste("gpudoctor-markdown", name, markdown_report.parse_shown(text))]
+    found: list[Paste] = []
+    blocks = pieces(unquote(text))
+    for n, block in enumerate(blocks, 1):
+        where = name if len(blocks) == 1 else f"{name}, block {n}"
+        if block.lstrip().startswith("{"):
+            report = _json_report(block)
+            if report is not None:
+                found.append(Paste("gpudoctor-json", where, report))
+                continue
+        if nvidia_smi.looks_like_xml(block):
+            try:
+                found.append(Paste("nvidia-smi -q -x", where, nvidia_smi.parse_xml(block)))
+            except nvidia_smi.UnsafeXML as exc:
+                found.append(Paste("nvidia-smi -q -x", where, {"gpus": [], "notes": [f"nvidia-smi -q -x: {exc}"],
+                                                                "refused": True}))
+            continue
+        plain = html.unescape(_TAGS.sub("", block))
+        if nvidia_smi.looks_like_q(plain):
+            found.append(Paste("nvidia-smi -q", where, nvidia_smi.parse_q(plain)))
+        elif nvidia_smi.looks_like_table(plain):
+            found.append(Paste("nvidia-smi", where, nvidia_smi.parse_table(plain)))
+        failed = nvidia_smi.failure(plain)
+        if failed and not any(p.kind.startswith("nvidia-smi") and p.where == where for p in found):
+            found.append(Paste("nvidia-smi", where, {"gpus": [], "notes": [], "failure": {"reason": failed[0],
+                                                                                           "message": failed[1]}}))
+        if collect_env.looks_like(plain):
+            found.append(Paste("collect_env", where, collect_env.parse(plain)))
+    return found
+
+
+def _json_report(text: str) -> Any:
+    """A gpudoctor JSON report in the text (a fenced one in a body included), or None."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        data = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and "facts" in data and "schema_version" in data else None

@@ -1,0 +1,206 @@
+"""`nvidia-smi` output in its three pasted forms: the default table, ``nvidia-smi -q`` text and
+``nvidia-smi -q -x`` XML, read into plain values; and the one-line failures nvidia-smi prints instead.
+
+The table truncates long GPU names ("NVIDIA A100-SXM...") and its layout changed with driver 535
+(wider columns) and 580; so GPU rows are matched by their shape (index, name, persistence or
+driver model, bus id), not by column positions. "CUDA Version" there is the newest CUDA the
+driver supports, not an installed toolkit.
+
+The XML is parsed with the standard library's parser only after refusing any document type with an
+internal subset and any ENTITY declaration (the billion-laughs expansion): real nvidia-smi output
+carries only an external ``<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_vNN.dtd">``, which is
+dropped unread.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any, Optional
+
+MIB = 1024**2
+
+#: What nvidia-smi prints when NVML cannot start, and the NVML reason each means (driver checks, DRV00x).
+FAILURES = (
+    ("nvidia-smi has failed because it couldn't communicate with the nvidia driver", "driver_not_loaded"),
+    ("failed to initialize nvml: driver/library version mismatch", "driver_library_mismatch"),
+    ("nvidia-smi couldn't find libnvidia-ml.so", "library_not_found"),
+    ("failed to initialize nvml: insufficient permissions", "no_permission"),
+    ("failed to initialize nvml: unknown error", "unknown"),
+    ("no devices were found", "no_devices"),
+)
+_HEADER = re.compile(r"NVIDIA-SMI\s+([\d.]+)\s+Driver Version:\s*([\d.]+)(?:\s+CUDA Version:\s*([\d.]+|N/A))?", re.I)
+_ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC|MCDM)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
+_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_Q_KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
+_Q_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+
+
+def failure(text: str) -> Optional[tuple[str, str]]:
+    """(NVML reason, the line nvidia-smi printed) when the paste is nvidia-smi failing to start: the line
+    must begin with nvidia-smi's own words (after a shell prompt at most), so prose that mentions the
+    error is not taken for it."""
+    for line in text.splitlines():
+        lowered = re.sub(r"^.*?[$#]\s*nvidia-smi\s*", "", line.strip().lower()).strip()
+        for marker, reason in FAILURES:
+            if lowered.startswith(marker):
+                return reason, line.strip()
+    return None
+
+
+def looks_like_table(text: str) -> bool:
+    return bool(_HEADER.search(text))
+
+
+def parse_table(text: str) -> dict[str, Any]:
+    """Driver, its CUDA, and per GPU its index, (possibly truncated) name, bus id and memory."""
+    out: dict[str, Any] = {"gpus": [], "notes": []}
+    header = _HEADER.search(text)
+    if header:
+        out["smi_version"], out["driver_version"] = header.group(1), header.group(2)
+        cuda = header.group(3)
+        out["cuda_version"] = cuda if cuda and cuda.upper() != "N/A" else None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        row = _ROW.match(line.strip())
+        if not row:
+            continue
+        name = row.group(2).strip()
+        gpu: dict[str, Any] = {"index": int(row.group(1)), "name": name, "bus_id": row.group(4),
+                               "name_truncated": name.endswith("...")}
+        mode = row.group(3)
+        if mode in ("On", "Off"):
+            gpu["persistence_mode"] = "enabled" if mode == "On" else "disabled"
+        else:
+            gpu["driver_model"] = mode
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        mem = _MEMORY.search(nxt)
+        if mem:
+            gpu["memory_used_mib"], gpu["memory_total_mib"] = int(mem.group(1)), int(mem.group(2))
+        out["gpus"].append(gpu)
+    if header and not out["gpus"] and "no devices were found" not in text.lower():
+        out["notes"].append("nvidia-smi table: the header was read but no GPU row (the paste may be cut short)")
+    return out
+
+
+def looks_like_q(text: str) -> bool:
+    return "NVSMI LOG" in text or (bool(re.search(r"^\s*Attached GPUs\s*:", text, re.M))
+                                   and bool(re.search(r"^\s*Driver Version\s*:", text, re.M)))
+
+
+def parse_q(text: str) -> dict[str, Any]:
+    """``nvidia-smi -q``: the top-level driver lines, then per ``GPU 0000:...`` block its identity and memory."""
+    out: dict[str, Any] = {"gpus": [], "notes": []}
+    gpu: Optional[dict[str, Any]] = None
+    section = ""
+    for raw in text.splitlines():
+        head = _Q_GPU.match(raw.strip())
+        if head:
+            gpu = {"index": len(out["gpus"]), "bus_id": head.group(1)}
+            out["gpus"].append(gpu)
+            section = ""
+            continue
+        m = _Q_KEY.match(raw)
+        if not m:
+            continue
+        indent, key, value = len(m.group(1).expandtabs(4)), m.group(2).strip(), m.group(3).strip()
+        if not value:
+            section = key.lower()
+            continue
+        if gpu is None:
+            if key == "Driver Version":
+                out["driver_version"] = value
+            elif key == "CUDA Version":
+                out["cuda_version"] = value if value.upper() != "N/A" else None
+            elif key == "Attached GPUs" and value.isdigit():
+                out["attached"] = int(value)
+            continue
+        if key == "Product Name":
+            gpu["name"] = value
+        elif key == "Product Architecture":
+            gpu["architecture"] = value.lower()
+        elif key == "GPU UUID":
+            gpu["uuid"] = value
+        elif key == "Persistence Mode":
+            gpu["persistence_mode"] = value.lower()
+        elif key == "Bus Id" and indent > 0:
+            gpu["bus_id"] = value
+        elif key == "Total" and section.startswith("fb memory usage"):
+            mem = re.match(r"(\d+)\s*MiB", value)
+            if mem:
+                gpu["memory_total_mib"] = int(mem.group(1))
+        elif key == "Used" and section.startswith("fb memory usage"):
+            mem = re.match(r"(\d+)\s*MiB", value)
+            if mem:
+                gpu["memory_used_mib"] = int(mem.group(1))
+    if out.get("attached") is not None and out["attached"] != len(out["gpus"]):
+        out["notes"].append(f"nvidia-smi -q: says {out['attached']} GPU(s) attached, the paste shows {len(out['gpus'])} "
+                            "(cut short?)")
+    return out
+
+
+def looks_like_xml(text: str) -> bool:
+    return "<nvidia_smi_log" in text
+
+
+class UnsafeXML(ValueError):
+    """A document type with an internal subset or an entity declaration: never expanded."""
+
+
+def parse_xml(text: str) -> dict[str, Any]:
+    """``nvidia-smi -q -x``; a document cut short gives what its complete GPU elements say, and a note."""
+    out: dict[str, Any] = {"gpus": [], "notes": []}
+    start = text.find("<nvidia_smi_log")
+    if re.search(r"<!ENTITY", text, re.I) or re.search(r"<!DOCTYPE[^>\[]*\[", text, re.I):
+        raise UnsafeXML("the XML declares entities or an internal document type; it is not read")
+    body = text[start:]
+    end = body.find("</nvidia_smi_log>")
+    if end >= 0:
+        body = body[:end + len("</nvidia_smi_log>")]
+    else:
+        out["notes"].append("nvidia-smi -q -x: the XML is cut short; only its complete GPU elements are read")
+        cut = body.rfind("</gpu>")
+        if cut < 0:
+            first_gpu = body.find("<gpu")
+            cut = body.rfind("</", 0, first_gpu if first_gpu >= 0 else len(body))
+            cut = body.find(">", cut) + 1 - len("</gpu>") if cut >= 0 else -1
+        body = (body[:cut + len("</gpu>")] if cut >= 0 else _opening(body)) + "\n</nvidia_smi_log>"
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as exc:
+        out["notes"].append(f"nvidia-smi -q -x: the XML could not be parsed ({exc}); only its driver lines are read")
+        for key, tag in (("driver_version", "driver_version"), ("cuda_version", "cuda_version")):
+            found = re.search(rf"<{tag}>\s*([\d.]+)\s*</{tag}>", text)
+            if found:
+                out[key] = found.group(1)
+        return out
+    out["driver_version"] = _text(root, "driver_version")
+    cuda = _text(root, "cuda_version")
+    out["cuda_version"] = cuda if cuda and cuda.upper() != "N/A" else None
+    attached = _text(root, "attached_gpus")
+    if attached and attached.isdigit():
+        out["attached"] = int(attached)
+    for i, node in enumerate(root.findall("gpu")):
+        gpu: dict[str, Any] = {"index": i, "bus_id": node.get("id")}
+        for key, tag in (("name", "product_name"), ("uuid", "uuid"), ("architecture", "product_architecture"),
+                         ("persistence_mode", "persistence_mode")):
+            value = _text(node, tag)
+            if value and value.upper() != "N/A":
+                gpu[key] = value.lower() if key in ("architecture", "persistence_mode") else value
+        for key, tag in (("memory_total_mib", "fb_memory_usage/total"), ("memory_used_mib", "fb_memory_usage/used")):
+            mem = re.match(r"(\d+)\s*MiB", _text(node, tag) or "")
+            if mem:
+                gpu[key] = int(mem.group(1))
+        out["gpus"].append(gpu)
+    return out
+
+
+def _opening(body: str) -> str:
+    """The root's opening tag alone, when not even one GPU element is complete."""
+    close = body.find(">")
+    return body[:close + 1] if close >= 0 else "<nvidia_smi_log>"
+
+
+def _text(node: ET.Element, path: str) -> Optional[str]:
+    found = node.find(path)
+    return found.text.strip() if found is not None and found.text and found.text.strip() else None
