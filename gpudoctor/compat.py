@@ -231,13 +231,34 @@ def toolkit_targets(cuda: str, cc: str) -> Verdict:
 
 def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
     """The first entry of ``topic`` whose whole-word match string occurs in the NVML name (case-insensitive)."""
-    lowered = f" {re.sub(r'[^a-z0-9]+', ' ', name.lower())} "
-    for row in matrix.load_topic(topic)["entries"]:
-        for pattern in row.get("match", []):
-            words = re.sub(r"[^a-z0-9]+", " ", pattern.lower()).strip()
-            if words and f" {words} " in lowered:
-                return row
+    lowered = f" {_words(name)} "
+    for words, row in _match_words(id(matrix.load_topic(topic)), topic):
+        if f" {words} " in lowered:
+            return row
     return None
+
+
+def performance_entry(name: str) -> Optional[dict[str, Any]]:
+    """The expected figures for this GPU, only when the row is for the very product the name is: "RTX 4090"
+    must not judge an RTX 4090 Laptop GPU or a 4090 D, nor "H200" an H200 NVL, by a desktop card's figures.
+    The product is the GPU catalogue's entry for the name and for the row's model or match strings."""
+    row = gpu_entry(name, "performance")
+    if row is None:
+        return None
+    product = gpu_entry(name)
+    rows_product = next((e for e in map(gpu_entry, [row.get("model", ""), *row.get("match", [])]) if e), None)
+    return row if product is not None and product is rows_product else None
+
+
+def _words(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+@functools.lru_cache(maxsize=16)
+def _match_words(loaded: int, topic: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Each entry's match strings as words, in order; keyed by the loaded topic (an overlay reloads it)."""
+    rows = matrix.load_topic(topic)["entries"]
+    return tuple((w, row) for row in rows for w in (_words(p) for p in row.get("match", [])) if w)
 
 
 def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]], str]:

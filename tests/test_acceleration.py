@@ -279,3 +279,17 @@ def test_real_checks_of_the_same_code_on_each_machine_are_all_clear(path, device
     assert [(r["framework"], r["device"]) for r in runs] == [(f, d) for f in ("torch", "jax", "cupy") for d in devices]
     assert all(r.get("training", {"ok": True})["ok"] for r in runs)
     assert [f["code"] for f in pipeline.judge(recorded)["findings"]] == codes
+
+
+@pytest.mark.parametrize("name, model", [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H200", "H200"), ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+    ("NVIDIA A100-SXM4-40GB", "A100 40GB"), ("NVIDIA H100 NVL", "H100 NVL"),
+    # a neighbour of a row's product is not judged by that row's figures (no false "slower than it should be")
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", None), ("NVIDIA GeForce RTX 4090 D", None), ("NVIDIA H200 NVL", None),
+    ("NVIDIA GeForce RTX 3090 Ti", None), ("NVIDIA GeForce RTX 5090 D", None),
+])
+def test_expected_figures_belong_to_that_very_product(name, model):
+    from gpudoctor import compat
+
+    entry = compat.performance_entry(name)
+    assert (entry and entry["model"]) == model

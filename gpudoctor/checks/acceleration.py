@@ -211,7 +211,7 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
             continue
         gpu = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
         slow = []
-        entry = compat.gpu_entry(run["name"], "performance")
+        entry = compat.performance_entry(run["name"])
         if entry is None:
             yield finding("RUN018", f"{label}: no expected throughput known for this GPU model; measured "
                                     f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16, {figures['device_copy_gbs']:.0f} GB/s copy",
@@ -467,7 +467,7 @@ def _allreduce_reference(facts: Facts, multigpu: dict[str, Any], world: Any) -> 
     complete = len(gpus) == world and all(frozenset((a, b)) in links for n, a in enumerate(gpus) for b in gpus[n + 1:])
     label = next(iter(labels)) if len(labels) == 1 and complete else ("links " + ", ".join(sorted(labels)) if labels else "links unknown")
     model = next(iter(names)) if len(names) == 1 else None
-    entry = compat.gpu_entry(model, "performance") if model else None
+    entry = compat.performance_entry(model) if model else None
     rows = (entry or {}).get("allreduce") or []
     row = next((r for r in rows if r.get("gpus") == world and r.get("link") == label), None)
     return model, label, row
