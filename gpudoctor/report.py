@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from typing import Any, Optional, Sequence
 
 from gpudoctor import __version__
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, STATUSES, TIMEOUT, WARN, WARNING, CheckResult, Finding
-from gpudoctor.snapshot import SCHEMA_VERSION
+from gpudoctor.snapshot import SCHEMA_VERSION, shape_error
 
 TOP_LEVEL_KEYS = ("schema_version", "tool", "created", "facts", "checks", "findings", "summary")
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -86,13 +87,46 @@ def encodable(node: Any) -> Any:
 
 
 def to_json(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    """The report as strict JSON: a float that is not finite (a figure computed from extreme values)
+    is written as null, as JSON has no NaN or Infinity."""
+    return json.dumps(finite(report), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def finite(node: Any) -> Any:
+    """``node`` with every NaN or infinite float replaced by None; the same object when it holds none."""
+    stack, found = [node], False
+    while stack and not found:
+        item = stack.pop()
+        if isinstance(item, float):
+            found = not math.isfinite(item)
+        elif isinstance(item, dict):
+            stack += item.values()
+        elif isinstance(item, (list, tuple)):
+            stack += item
+    if not found:
+        return node
+
+    def fix(item: Any) -> Any:
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {k: fix(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [fix(v) for v in item]
+        return item
+
+    return fix(node)
 
 
 def load(text: str, source: str = "report") -> dict[str, Any]:
-    """Parse and validate a saved report; raise ReportError with a one-line reason."""
+    """Parse and validate a saved report; raise ReportError with a one-line reason.
+
+    Beyond the envelope, the values the checks and renderers read must have their documented types
+    (``snapshot.SHAPE``: "report.json: facts.gpus[0].index must be an integer"), nesting is bounded
+    (``snapshot.MAX_DEPTH``), and ``NaN``/``Infinity`` (which Python's json accepts and JSON does not)
+    and numbers too large for a float are refused, so every report gpudoctor prints is valid JSON."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise ReportError(f"{source} is not valid JSON ({_first_line(exc)})") from None
     if not isinstance(data, dict):
@@ -108,7 +142,21 @@ def load(text: str, source: str = "report") -> dict[str, Any]:
                           f"({SCHEMA_VERSION}); upgrade gpudoctor")
     if not isinstance(data["facts"], dict):
         raise ReportError(f"{source} has malformed facts (expected an object)")
+    problem = shape_error(data)
+    if problem:
+        raise ReportError(f"{source}: {problem}")
     return data
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
 
 
 def _first_line(exc: BaseException) -> str:
@@ -124,7 +172,7 @@ def changes(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     before = {key(f): f for f in saved.get("findings") or [] if isinstance(f, dict)}
     after = {key(f): f for f in now.get("findings") or []}
     return {
-        "saved_by": (saved.get("tool") or {}).get("version", "unknown"),
+        "saved_by": str(tool.get("version", "unknown")) if isinstance(tool := saved.get("tool"), dict) else "unknown",
         "new": [after[k] for k in after if k not in before],
         "gone": [before[k] for k in before if k not in after],
         "unchanged": sum(1 for k in after if k in before),
@@ -132,8 +180,12 @@ def changes(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe_changes(diff: dict[str, Any]) -> list[str]:
-    lines = [f"gpudoctor: compared with the verdict saved by gpudoctor {diff['saved_by']}: "
+    """Lines for the terminal (``analyze`` prints them on stderr). The saved report's version, codes and
+    titles are data from anywhere: each is shown on its line with every control character escaped."""
+    from gpudoctor.render.safe import terminal
+
+    lines = [f"gpudoctor: compared with the verdict saved by gpudoctor {terminal(diff['saved_by'])}: "
              f"{len(diff['new'])} new, {len(diff['gone'])} no longer reported, {diff['unchanged']} unchanged"]
-    lines += [f"  new: {f['code']} {f.get('title', '')}" for f in diff["new"]]
-    lines += [f"  gone: {f.get('code')} {f.get('title', '')}" for f in diff["gone"]]
+    lines += [f"  new: {terminal(f.get('code'))} {terminal(f.get('title', ''))}" for f in diff["new"]]
+    lines += [f"  gone: {terminal(f.get('code'))} {terminal(f.get('title', ''))}" for f in diff["gone"]]
     return lines

@@ -11,6 +11,7 @@ so that a check can tell "the GPU does not support this" from "we were not allow
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 from typing import Any, Iterator, Mapping, Optional
 
@@ -103,3 +104,221 @@ def slowest_pair(p2p: Any) -> Optional[tuple[dict[str, Any], float, int]]:
     if not pairs:
         return None
     return min(pairs, key=lambda p: p["gbs"]), statistics.median(p["gbs"] for p in pairs), len(pairs)
+
+
+# --- the shape of a saved report ------------------------------------------------------------------
+#
+# ``report.load`` refuses a report whose values have types the checks and renderers cannot work with
+# (``"gpus": [{"index": "x"}]``), with one line naming the field, instead of letting a check or
+# renderer raise on it. Only the paths below are checked; any other key is ignored, as
+# docs/report-format.md promises for keys a reader does not know. Under ``facts`` every value may also
+# be an absent fact (``{"unavailable": REASON}``), and a whole section (``facts.gpus``) may be null.
+# Types: obj, list, str, int (not a boolean), num (an int or a finite float), bool, null; alternatives
+# joined by "|". A path's ``[]`` is every item of a list, ``*`` every value of an object.
+
+#: The deepest nesting a report may have: a real one is at most 14 deep (a torchrun job's report holds
+#: each node's report); 500 nested arrays made redaction and rendering recurse past Python's limit.
+MAX_DEPTH = 64
+
+_NUM, _INT, _STR, _BOOL, _OBJ, _LIST = "num", "int", "str", "bool", "obj", "list"
+
+SHAPE: dict[str, str] = {
+    "tool": _OBJ, "tool.name": _STR, "tool.version": _STR, "created": "str|null", "redacted": _BOOL,
+    "checks": _LIST, "checks[]": _OBJ, "findings": _LIST, "findings[]": _OBJ,
+    "findings[].code": _STR, "findings[].title": _STR, "findings[].severity": _STR, "findings[].subject": _OBJ,
+    "summary": _OBJ,
+    "facts.probes": "obj|null", "facts.probes.*": _OBJ, "facts.probes.*.status": _STR,
+    "facts.options": "obj|null", "facts.options.only": _LIST, "facts.options.only[]": _STR,
+    "facts.options.skip": _LIST, "facts.options.skip[]": _STR, "facts.options.require_gpus": _INT,
+    # host
+    "facts.host": "obj|null", "facts.host.hostname": _STR, "facts.host.kernel": _STR, "facts.host.os": _STR,
+    "facts.host.distro": _STR, "facts.host.machine": _STR, "facts.host.wsl": _BOOL,
+    "facts.host.env": _OBJ, "facts.host.env.*": "str|null", "facts.host.framework_env": _OBJ,
+    "facts.host.framework_env.*": "str|null", "facts.host.python": _OBJ, "facts.host.python.version": _STR,
+    "facts.host.python.executable": _STR, "facts.host.container": _OBJ, "facts.host.container.detected": _BOOL,
+    "facts.host.container.markers": _LIST, "facts.host.container.markers[]": _STR,
+    "facts.host.container.dev_shm_bytes": _INT,
+    # driver
+    "facts.driver": "obj|null", "facts.driver.kernel_module": _OBJ, "facts.driver.kernel_module.loaded": _BOOL,
+    "facts.driver.kernel_module.version": _STR, "facts.driver.kernel_module.flavour": _STR,
+    "facts.driver.kernel_module.text": _STR, "facts.driver.nouveau_loaded": _BOOL,
+    "facts.driver.device_nodes": _OBJ, "facts.driver.device_nodes.*": _OBJ,
+    "facts.driver.device_nodes.*.exists": _BOOL, "facts.driver.device_nodes.*.accessible": _BOOL,
+    "facts.driver.nvml_library_files": _LIST, "facts.driver.nvml_library_files[]": _STR,
+    "facts.driver.pci_devices": _LIST, "facts.driver.pci_devices[]": _OBJ,
+    "facts.driver.pci_devices[].bus_id": _STR, "facts.driver.pci_devices[].driver": "str|null",
+    "facts.driver.pci_devices[].device_id": _STR, "facts.driver.pci_devices[].class": _STR,
+    # nvml
+    "facts.nvml": "obj|null", "facts.nvml.init": _OBJ, "facts.nvml.init.ok": _BOOL, "facts.nvml.init.reason": _STR,
+    "facts.nvml.driver_version": _STR, "facts.nvml.nvml_version": _STR, "facts.nvml.cuda_driver_version": _INT,
+    "facts.nvml.device_count": _INT, "facts.nvml.timed_out": _BOOL, "facts.nvml.missing_functions": _LIST,
+    "facts.nvml.missing_functions[]": _STR, "facts.nvml.bindings": _OBJ,
+    # gpus
+    "facts.gpus": "list|null", "facts.gpus[]": _OBJ, "facts.gpus[].index": _INT, "facts.gpus[].name": _STR,
+    "facts.gpus[].uuid": _STR, "facts.gpus[].serial": _STR, "facts.gpus[].architecture": _STR,
+    "facts.gpus[].compute_capability": _STR, "facts.gpus[].compute_mode": _STR,
+    "facts.gpus[].persistence_mode": _STR, "facts.gpus[].vbios_version": _STR, "facts.gpus[].minor_number": _INT,
+    "facts.gpus[].cpu_affinity": _STR, "facts.gpus[].numa_affinity": _STR,
+    "facts.gpus[].pci": _OBJ, "facts.gpus[].pci.bus_id": _STR, "facts.gpus[].pci.device_id": _STR,
+    "facts.gpus[].pcie": _OBJ, "facts.gpus[].pcie.gen_current": _INT, "facts.gpus[].pcie.gen_max": _INT,
+    "facts.gpus[].pcie.gen_gpu_max": _INT, "facts.gpus[].pcie.width_current": _INT, "facts.gpus[].pcie.width_max": _INT,
+    "facts.gpus[].memory": _OBJ, "facts.gpus[].memory.total_bytes": _INT, "facts.gpus[].memory.used_bytes": _INT,
+    "facts.gpus[].memory.free_bytes": _INT, "facts.gpus[].memory.reserved_bytes": _INT,
+    "facts.gpus[].temperature": _OBJ, "facts.gpus[].temperature.current_c": _NUM,
+    "facts.gpus[].temperature.slowdown_c": _NUM, "facts.gpus[].temperature.shutdown_c": _NUM,
+    "facts.gpus[].power": _OBJ, "facts.gpus[].power.draw_mw": _NUM, "facts.gpus[].power.limit_mw": _NUM,
+    "facts.gpus[].utilization": _OBJ, "facts.gpus[].utilization.gpu_percent": _NUM,
+    "facts.gpus[].utilization.memory_percent": _NUM,
+    "facts.gpus[].ecc": _OBJ, "facts.gpus[].ecc.current": _STR, "facts.gpus[].ecc.pending": _STR,
+    "facts.gpus[].ecc.uncorrected_volatile": _INT, "facts.gpus[].ecc.uncorrected_aggregate": _INT,
+    "facts.gpus[].remapped_rows": _OBJ, "facts.gpus[].remapped_rows.corrected": _INT,
+    "facts.gpus[].remapped_rows.uncorrected": _INT, "facts.gpus[].remapped_rows.pending": _BOOL,
+    "facts.gpus[].remapped_rows.failure": _BOOL, "facts.gpus[].retired_pages": _OBJ,
+    "facts.gpus[].clock_event_reasons": _OBJ, "facts.gpus[].clock_event_reasons.mask": _INT,
+    "facts.gpus[].clock_event_reasons.active": _LIST, "facts.gpus[].clock_event_reasons.active[]": _STR,
+    "facts.gpus[].mig": _OBJ, "facts.gpus[].mig.current": _STR, "facts.gpus[].mig.pending": _STR,
+    "facts.gpus[].mig.devices": _LIST, "facts.gpus[].mig.devices[]": _OBJ,
+    "facts.gpus[].nvlink": _OBJ, "facts.gpus[].nvlink.count": _INT, "facts.gpus[].nvlink.active_count": _INT,
+    "facts.gpus[].nvlink.links": _LIST, "facts.gpus[].nvlink.links[]": _OBJ,
+    "facts.gpus[].nvlink.links[].link": _INT, "facts.gpus[].nvlink.links[].active": _BOOL,
+    "facts.gpus[].nvlink.links[].remote_bus_id": _STR, "facts.gpus[].nvlink.links[].remote_type": _STR,
+    "facts.gpus[].processes": _LIST, "facts.gpus[].processes[]": _OBJ, "facts.gpus[].processes[].pid": _INT,
+    "facts.gpus[].processes[].name": _STR, "facts.gpus[].processes[].type": _STR,
+    "facts.gpus[].processes[].used_memory_bytes": _INT,
+    # topology
+    "facts.topology": "obj|null", "facts.topology.pairs": _LIST, "facts.topology.pairs[]": _OBJ,
+    "facts.topology.pairs[].gpus": _LIST, "facts.topology.pairs[].gpus[]": _INT,
+    "facts.topology.pairs[].common_ancestor": _STR, "facts.topology.pairs[].nvlink_count": _INT,
+    "facts.topology.pairs[].p2p": _OBJ,
+    # libraries, toolkit, python
+    "facts.libraries": "obj|null", "facts.libraries.ld_library_path": _LIST, "facts.libraries.ld_library_path[]": _STR,
+    "facts.libraries.copies": _LIST, "facts.libraries.copies[]": _OBJ, "facts.libraries.copies[].family": _STR,
+    "facts.libraries.copies[].path": _STR, "facts.libraries.copies[].real_path": _STR,
+    "facts.libraries.copies[].stub": _BOOL, "facts.libraries.copies[].version": "str|obj",
+    "facts.libraries.copies[].version_from_name": "str|null", "facts.libraries.copies[].origins": _LIST,
+    "facts.libraries.copies[].origins[]": _STR, "facts.libraries.copies[].distribution": _OBJ,
+    "facts.libraries.copies[].distribution.name": _STR, "facts.libraries.copies[].distribution.version": _STR,
+    "facts.toolkit": "obj|null", "facts.toolkit.env": _OBJ, "facts.toolkit.installs": _LIST,
+    "facts.toolkit.installs[]": _OBJ, "facts.toolkit.installs[].path": _STR,
+    "facts.toolkit.installs[].real_path": _STR, "facts.toolkit.installs[].version": _STR,
+    "facts.toolkit.installs[].version_source": _STR, "facts.toolkit.installs[].has_nvcc": _BOOL,
+    "facts.toolkit.nvcc": _OBJ, "facts.toolkit.nvcc.found": _BOOL, "facts.toolkit.nvcc.path": _STR,
+    "facts.toolkit.nvcc.version": _STR, "facts.toolkit.nvcc.release": _STR,
+    "facts.python": "obj|null", "facts.python.version": _STR, "facts.python.executable": _STR,
+    "facts.python.prefix": _STR, "facts.python.virtualenv": _BOOL, "facts.python.conda_prefix": "str|null",
+    "facts.python.diagnosed": _OBJ, "facts.python.distributions": _LIST, "facts.python.distributions[]": _OBJ,
+    "facts.python.distributions[].name": _STR, "facts.python.distributions[].version": _STR,
+    "facts.python.environments": _LIST, "facts.python.environments[]": _OBJ,
+    "facts.python.environments[].frameworks": _LIST, "facts.python.environments[].frameworks[]": _STR,
+    # frameworks and the work on the GPUs
+    "facts.frameworks": "obj|null", "facts.frameworks.*": _OBJ, "facts.frameworks.*.installed": _BOOL,
+    "facts.frameworks.*.status": _STR, "facts.frameworks.*.info": _OBJ,
+    "facts.frameworks.*.info.version": _STR, "facts.frameworks.*.info.devices": _LIST,
+    "facts.frameworks.*.info.devices[]": _OBJ, "facts.frameworks.*.info.devices[].index": _INT,
+    "facts.frameworks.*.info.devices[].name": _STR, "facts.frameworks.*.info.loaded_libraries": _LIST,
+    "facts.frameworks.*.info.loaded_libraries[]": _OBJ, "facts.frameworks.*.info.evidence": _LIST,
+    "facts.frameworks.*.info.arch_list": _LIST, "facts.frameworks.*.info.arch_list[]": _STR,
+    "facts.smoke": "obj|null", "facts.smoke.count": _OBJ, "facts.smoke.count.devices": _LIST,
+    "facts.smoke.count.devices[]": _OBJ, "facts.smoke.count.devices[].ordinal": _INT,
+    "facts.smoke.runs": _LIST, "facts.smoke.runs[]": _OBJ, "facts.smoke.runs[].ordinal": _INT,
+    "facts.smoke.runs[].ok": _BOOL, "facts.smoke.runs[].wrong_elements": _INT,
+    "facts.workload": "obj|null", "facts.workload.devices": _LIST, "facts.workload.runs": _LIST,
+    "facts.workload.runs[]": _OBJ, "facts.workload.runs[].framework": _STR, "facts.workload.runs[].device": _STR,
+    "facts.workload.runs[].throughput": _OBJ, "facts.workload.runs[].throughput.h2d_gbs": _NUM,
+    "facts.workload.runs[].throughput.d2h_gbs": _NUM, "facts.workload.runs[].throughput.device_copy_gbs": _NUM,
+    "facts.workload.runs[].throughput.matmul_bf16_tflops": _NUM, "facts.workload.runs[].throughput.matmul_tf32_tflops": _NUM,
+    "facts.workload.runs[].matmul": _OBJ, "facts.workload.runs[].matmul.checks": _LIST,
+    "facts.workload.runs[].matmul.checks[]": _OBJ, "facts.workload.runs[].conv": _OBJ,
+    "facts.workload.runs[].conv.checks": _LIST, "facts.workload.runs[].conv.checks[]": _OBJ,
+    "facts.workload.runs[].elementwise": _OBJ,
+    "facts.multigpu": "obj|null", "facts.multigpu.devices": _LIST, "facts.multigpu.devices[]": _OBJ,
+    "facts.multigpu.p2p": _OBJ, "facts.multigpu.p2p.pairs": _LIST, "facts.multigpu.p2p.pairs[]": _OBJ,
+    "facts.multigpu.p2p.pairs[].src": _INT, "facts.multigpu.p2p.pairs[].dst": _INT,
+    "facts.multigpu.p2p.pairs[].gbs": _NUM, "facts.multigpu.p2p.pairs[].access": _BOOL,
+    "facts.multigpu.allreduce": _OBJ, "facts.multigpu.allreduce.ranks": _LIST,
+    "facts.multigpu.allreduce.ranks[]": _OBJ, "facts.multigpu.allreduce.busbw_gbs": _NUM,
+    "facts.multigpu.allreduce.algbw_gbs": _NUM, "facts.multigpu.allreduce.world_size": _INT,
+    "facts.cluster": "obj|null", "facts.cluster.world_size": _INT, "facts.cluster.local_world_size": _INT,
+    "facts.cluster.ranks": _LIST, "facts.cluster.ranks[]": _OBJ, "facts.cluster.ranks[].rank": _INT,
+    "facts.cluster.ranks[].node_rank": _INT, "facts.cluster.ranks[].local_rank": _INT,
+    "facts.cluster.nodes": _LIST, "facts.cluster.nodes[]": _OBJ, "facts.cluster.nodes[].node_rank": _INT,
+    "facts.cluster.nodes[].ranks": _LIST, "facts.cluster.nodes[].ranks[]": _INT,
+    "facts.cluster.nodes[].report": "obj|null", "facts.cluster.nodes[].report.facts": _OBJ,
+    "facts.cluster.allreduce": _OBJ,
+}
+
+_TYPE_NAMES = {_OBJ: "an object", _LIST: "an array", _STR: "a string", _INT: "an integer", _NUM: "a number",
+               _BOOL: "true or false", "null": "null"}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == _OBJ:
+        return isinstance(value, dict)
+    if kind == _LIST:
+        return isinstance(value, list)
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if isinstance(value, bool):
+        return False
+    if kind == _INT:
+        return isinstance(value, int)
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _steps(pattern: str) -> list[str]:
+    """"facts.gpus[].index" -> ["facts", "gpus", "[]", "index"]."""
+    out: list[str] = []
+    for part in pattern.split("."):
+        name, brackets = part.split("[", 1) if "[" in part else (part, "")
+        out.append(name)
+        out += ["[]"] * brackets.count("]")
+    return out
+
+
+def _matches(data: Any, steps: list[str]) -> Iterator[tuple[str, Any]]:
+    """(the concrete path, the value) of every value at ``steps``; iterative."""
+    nodes: list[tuple[str, Any]] = [("", data)]
+    for step in steps:
+        following: list[tuple[str, Any]] = []
+        for where, node in nodes:
+            if step == "[]":
+                if isinstance(node, list):
+                    following += [(f"{where}[{i}]", v) for i, v in enumerate(node)]
+            elif isinstance(node, dict) and not is_unavailable(node):
+                items = node.items() if step == "*" else ([(step, node[step])] if step in node else [])
+                following += [(f"{where}.{k}" if where else str(k), v) for k, v in items]
+        nodes = following
+    return iter(nodes)
+
+
+_COMPILED = [(p, _steps(p), kinds.split("|")) for p, kinds in SHAPE.items()]
+
+
+def shape_error(data: Mapping[str, Any]) -> Optional[str]:
+    """Why a loaded report cannot be judged, naming the first field at fault ("facts.gpus[0].index must
+    be an integer"), or None. Also refuses nesting deeper than ``MAX_DEPTH`` and numbers that are not
+    finite; walks without recursion."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        node, depth, where = stack.pop()
+        if depth > MAX_DEPTH:
+            shown = where if len(where) <= 80 else where[:77] + "..."
+            return f"{shown or 'the report'} is nested more than {MAX_DEPTH} levels deep"
+        if isinstance(node, dict):
+            stack += [(v, depth + 1, f"{where}.{k}" if where else str(k)) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(node)]
+        elif isinstance(node, float) and not math.isfinite(node):
+            return f"{where} must be a finite number, not {node!r}"
+    for pattern, steps, kinds in _COMPILED:
+        for where, value in _matches(data, steps):
+            if any(_is(value, k) for k in kinds):
+                continue
+            if where.startswith("facts.") and is_unavailable(value) and isinstance(value.get("unavailable"), str):
+                continue
+            return f"{where} must be {' or '.join(_TYPE_NAMES[k] for k in kinds)}"
+    return None

@@ -208,14 +208,15 @@ def test_run_module_uses_the_package_and_the_env(tmp_path):
         import os, gpudoctor
         from gpudoctor.probes import protocol
         protocol.emit("probe", {"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR"),
-                                "channel_name_kept": protocol.ENV in os.environ})
+                                "channel_name_kept": protocol.ENV in os.environ,
+                                "lifeline_name_kept": "GPUDOCTOR_LIFELINE_FD" in os.environ})
     """))
     env = child_env({"PYTHONPATH": str(tmp_path), "EXTRA_VAR": "yes"})
     result = run_module("probe_mod", timeout_s=10, env=env)
     import gpudoctor
 
     assert result.lines == [{"section": "probe", "data": {"pkg": os.path.dirname(gpudoctor.__file__), "extra": "yes",
-                                                          "channel_name_kept": False}}]
+                                                          "channel_name_kept": False, "lifeline_name_kept": False}}]
     assert result.returncode == 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import click
 
@@ -30,8 +30,22 @@ class BadInput(click.ClickException):
     exit_code = rep.EXIT_USAGE
 
 
+#: ``ctx.meta`` key under which ``inputs.load_report`` records the saved reports a command loaded.
+LOADED_REPORTS = "gpudoctor.loaded_reports"
+#: Commands whose whole input is a saved report or a paste: whatever still raises while judging or
+#: rendering it is that input's fault as far as the user can act on it, so exit 2, not 3.
+INPUT_COMMANDS = ("analyze", "merge")
+
+
 class DoctorGroup(click.Group):
-    """Turns anything unexpected into a one-line error and exit code 3, never a traceback."""
+    """Turns anything unexpected into a one-line error and exit code 3, never a traceback; a saved report
+    that still makes a check or renderer raise (report.load validates what it can) is bad input, exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from gpudoctor.cli.output import guard_standard_streams
+
+        guard_standard_streams()  # before anything is printed: --help and --version too
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -44,9 +58,37 @@ class DoctorGroup(click.Group):
             kill_all()
             click.echo("gpudoctor: interrupted", err=True)
             ctx.exit(rep.EXIT_INTERNAL)
-        except Exception as exc:  # noqa: BLE001 - the contract is: no traceback, exit 3
-            click.echo(f"gpudoctor: internal error: {type(exc).__name__}: {exc}", err=True)
+        except BrokenPipeError:
+            _stdout_to_devnull()  # or Python's own flush at exit complains about the pipe once more
+            click.echo("gpudoctor: standard output was closed by its reader: the report was not delivered", err=True)
             ctx.exit(rep.EXIT_INTERNAL)
+        except Exception as exc:  # noqa: BLE001 - the contract is: no traceback, exit 3 (2 for bad input)
+            what = f"{type(exc).__name__}: {_first_line(exc)}"
+            loaded = ctx.meta.get(LOADED_REPORTS) or []
+            if loaded or ctx.invoked_subcommand in INPUT_COMMANDS:
+                source = ", ".join(loaded) or "the input"
+                click.echo(f"gpudoctor: {source} could not be judged ({what}): a value in it does not have the "
+                           "type this gpudoctor expects", err=True)
+                ctx.exit(rep.EXIT_USAGE)
+            click.echo(f"gpudoctor: internal error: {what}", err=True)
+            ctx.exit(rep.EXIT_INTERNAL)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _stdout_to_devnull() -> None:
+    import os
+    import sys
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -69,15 +111,46 @@ NO_REDACT_OPTION = click.option("--no-redact", is_flag=True,
 
 def report_options(fn: Callable) -> Callable:
     """Options shared by every command that prints a report."""
+    fn = _format_from_output(fn)
     fn = MATRIX_OPTION(fn)
     fn = click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
                       help="Lowest severity that makes the exit code 1.")(fn)
     fn = click.option("-v", "--verbose", is_flag=True, help="Show every fact and each check's duration.")(fn)
     fn = click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False, path_type=Path),
-                      help="Write the report to FILE instead of standard output.")(fn)
+                      help="Write the report to FILE instead of standard output, as the shell's > would "
+                           "(in place, mode 0666 less the umask). Its extension picks the format unless "
+                           "--format is given: .json json, .md markdown, .xml junit, else text.")(fn)
     fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                      help="Report format.")(fn)
+                      help="Report format (default: from --output's extension, else text).")(fn)
     return fn
+
+
+#: ``--output FILE``'s extension, when ``--format`` was not given: the format written.
+FORMAT_BY_EXTENSION = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".xml": "junit"}
+
+
+def format_for(ctx: click.Context, fmt: str, output: Optional[Path], formats: Sequence[str] = FORMATS,
+               param: str = "fmt") -> str:
+    """``fmt`` when ``--format`` was given (or no ``--output``); else the format ``output``'s extension names
+    (``-o report.json`` writes JSON), if the command offers it, else ``fmt`` (text)."""
+    from click.core import ParameterSource
+
+    if output is None or ctx.get_parameter_source(param) not in (ParameterSource.DEFAULT, None):
+        return fmt
+    chosen = FORMAT_BY_EXTENSION.get(Path(output).suffix.lower())
+    return chosen if chosen in formats else fmt
+
+
+def _format_from_output(fn: Callable) -> Callable:
+    """Wraps a report command so that its ``fmt`` follows ``format_for``."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["fmt"] = format_for(click.get_current_context(), kwargs["fmt"], kwargs.get("output"))
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 @click.group(cls=DoctorGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,7 +10,20 @@ import click
 
 from gpudoctor import report as rep
 from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, BadInput, _names, cli, report_options
-from gpudoctor.cli.output import clear_progress, emit, progress_printer
+from gpudoctor.cli.output import clear_progress, emit, progress_printer, set_deadline
+
+
+class Seconds(click.FloatRange):
+    """A duration: a finite number in range. ``FloatRange`` lets ``nan`` through (every comparison with it
+    is false) and ``inf``, which would make the deadline meaningless."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        import math
+
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return rv
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -24,7 +37,7 @@ from gpudoctor.cli.output import clear_progress, emit, progress_printer
                    "nodes), each node checks itself, then all ranks run one NCCL all-reduce across the job, and rank 0 "
                    "writes the combined report.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only problems, one line each (for logs); nothing when healthy.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
+@click.option("--timeout", "timeout_s", type=Seconds(min=0.1), metavar="SECONDS",
               help="Hard deadline for the whole run: whatever is unfinished is reported as timed out.")
 @click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
               help="Fewer usable GPUs than N, or none confirmed, is an error (VIS005, INT005); checked whatever "
@@ -57,6 +70,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     except interpreter.BadPython as exc:
         raise BadInput(str(exc)) from None
     deadline = time.monotonic() + timeout_s if timeout_s else None
+    set_deadline(deadline)  # a FIFO named by --output waits no longer than the rest of the run
     options = {"require_gpus": require_gpus} if require_gpus is not None else None
 
     def node_check(until: Optional[float] = deadline) -> dict[str, Any]:

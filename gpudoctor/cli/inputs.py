@@ -6,10 +6,17 @@ from pathlib import Path
 from typing import Any
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import BadInput
+import click
+
+from gpudoctor.cli.base import LOADED_REPORTS, BadInput
 
 
 def load_report(path: Path) -> dict[str, Any]:
+    """The saved report at ``path``, validated by ``report.load``; recorded in the command's context, so
+    that anything that still raises on it is reported as bad input (exit 2) by ``DoctorGroup``."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta.setdefault(LOADED_REPORTS, []).append(str(path))
     try:
         with open(path, "rb") as fh:
             data = fh.read(rep.MAX_REPORT_BYTES + 1)

@@ -9,7 +9,7 @@ from typing import Optional
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, BadInput, cli, report_options
+from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, BadInput, cli, format_for, report_options
 from gpudoctor.cli.inputs import load_report
 from gpudoctor.cli.output import emit, write
 
@@ -148,16 +148,15 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     A node is named by its host name, or by its file name when that is redacted or not unique. As every
     report gpudoctor prints, the output is redacted unless --no-redact (name the files after the nodes).
     """
-    import json
-
     from gpudoctor import fleet
     from gpudoctor.redact import redact_report
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
     from gpudoctor.render.safe import terminal
 
+    fmt = format_for(click.get_current_context(), fmt, output, ("text", "markdown", "json"))
     reports = [(str(p), redact_report(load_report(p), identities=not no_redact)) for p in report_files]
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on))
-    render = {"json": lambda m: json.dumps(m, indent=2, ensure_ascii=False) + "\n",
+    render = {"json": rep.to_json,
               "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
     text = render(merged)
     if output is None:

@@ -3,6 +3,14 @@
 Used for everything that can hang or crash the interpreter: NVML on a wedged driver, framework
 imports, GPU work. The child prints one JSON object per line; the parent keeps every complete
 line, so a child killed at its deadline still contributes what it had found.
+
+Every child dies with gpudoctor and takes what it started along (issue 14): it holds the read end of
+a lifeline pipe whose write end only gpudoctor holds, so gpudoctor's end, even by SIGKILL, is its
+end-of-file (childpath.py). A lifeline, not PR_SET_PDEATHSIG: that signal fires when the *thread*
+that started the child ends, and a probe thread may end while its child's exit is still under way.
+What a child starts is watched while it runs and killed when it ends or is killed, found by tree,
+group and the mark of its environment (processes.Family), so a grandchild that called setsid, or
+whose parent is gone, is not left behind, and none can hold the child's pipes open past its end.
 """
 
 from __future__ import annotations
@@ -23,15 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes.childpath import BOOT
+from gpudoctor.probes import processes
+from gpudoctor.probes.childpath import BOOT, LIFELINE_ENV
 from gpudoctor.probes.ending import EXIT_SECTION
 from gpudoctor.probes.protocol import ENV, MAX_LINE_BYTES
 from gpudoctor.trace import mark
 
 STDERR_TAIL_BYTES = 4000
+#: How often the descendants of a running child are looked at (processes.Family.look: a walk of its tree).
+LOOK_EVERY_S = 0.25
 _live: set[subprocess.Popen] = set()
 _stopped: set[subprocess.Popen] = set()  # killed by kill_all() while running
 _exiting: set[subprocess.Popen] = set()  # said their exit status, not gone yet (_reap drops them)
+_families: dict[subprocess.Popen, processes.Family] = {}  # each running child with what it started
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
 _lock_dir: Optional[str] = None
@@ -150,22 +162,27 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             result.start_error = "not started: the run's deadline passed or it was interrupted"
             return result
         said_on, written = os.pipe() if channel else (None, None)
+        life_in, lifeline = os.pipe()  # the child holds life_in; lifeline stays here until the child is gone
+        token = processes.new_mark()
+        extra = {LIFELINE_ENV: str(life_in), **({ENV: str(written)} if channel else {})}
         try:
             proc = subprocess.Popen(
                 list(cmd), stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env={**(env if env is not None else os.environ), **({ENV: str(written)} if channel else {})},
-                start_new_session=True, cwd="/", pass_fds=(written,) if channel else (),
+                env={**processes.marked_env(env, token), **extra},
+                start_new_session=True, cwd="/", pass_fds=(life_in, written) if channel else (life_in,),
             )
         except OSError as exc:
             result.start_error = f"{type(exc).__name__}: {exc}"
-            for fd in (said_on, written):
+            for fd in (said_on, lifeline):
                 if fd is not None:
                     os.close(fd)
             return result
         finally:
-            if written is not None:
-                os.close(written)  # the child holds the write end now: end-of-file once it and its own are done
+            for fd in (written, life_in):  # the child holds them now: end-of-file once it and its own are done
+                if fd is not None:
+                    os.close(fd)
         _live.add(proc)
+        family = _families[proc] = processes.Family(proc.pid, token)
     what = " ".join(map(str, cmd[6:8])) if cmd[3:4] == ["-c"] else os.path.basename(str(cmd[0]))
     mark(f"spawned {what} as {proc.pid}")
     ended, said = threading.Event(), Future()
@@ -180,7 +197,7 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         reader.start()
     if feed:  # not joined: it may still wait for what to write when the child is gone; it then writes nothing
         threading.Thread(target=_feed, args=(proc.stdin, feed), daemon=True).start()
-    threading.Thread(target=_reap, args=(proc, ended), daemon=True).start()
+    threading.Thread(target=_reap, args=(proc, ended, family, lifeline), daemon=True).start()
     threading.Thread(target=_said_and_closed, args=(readers, said, ended), daemon=True).start()
     try:
         if not ended.wait(timeout_s):
@@ -200,8 +217,10 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             _stopped.discard(proc)
     for reader in readers:
         reader.join(timeout=1.0)
-    if said_on is not None and not readers[0].is_alive():
-        lines.close()
+    streams = [lines, proc.stderr] + ([proc.stdout] if said_on is not None else [])
+    for reader, stream in zip(readers, streams):
+        if not reader.is_alive():  # closed here, not left to the collector (ResourceWarning); a stuck one is abandoned
+            stream.close()
     # the reaper sets returncode once the child is gone; until then, the status it said it exits with
     result.returncode = proc.returncode if proc.returncode is not None else said.result() if said.done() else None
     mark(f"ended {what} {proc.pid}: {result.returncode}")
@@ -217,6 +236,7 @@ def reopen() -> None:
     with _live_lock:
         _closed = False
         _shared.clear()
+    processes.reopen()
 
 
 def shared(key: str, compute: Callable[[], Any]) -> Any:
@@ -257,6 +277,7 @@ def kill_all() -> int:
         procs = [p for p in _live if p not in _stopped]  # a second call does not wait on the same ones again
         _stopped.update(procs)
         exiting = _exiting & set(procs)
+    stopped = processes.stop_all()  # the programs run_bounded runs (nvcc, ldconfig)
     for proc in procs:  # signal every group first, then wait for them all within one short budget
         _signal_group(proc)
     end = time.monotonic() + 2.0
@@ -265,14 +286,19 @@ def kill_all() -> int:
             proc.wait(timeout=max(0.0, end - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass  # uninterruptible (D state) in the driver: abandon it rather than hang
-    return len(procs)
+    return len(procs) + stopped
 
 
 def _signal_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Kill the child, its group and every process it started (processes.Family.kill)."""
+    family = _families.get(proc)
+    if family is not None:
+        family.kill()
+    elif proc.returncode is None:  # else gone, and what it left was killed then (_reap)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -296,11 +322,21 @@ def _feed(stream: Any, feed: Callable[[], str]) -> None:
             pass
 
 
-def _reap(proc: subprocess.Popen, ended: threading.Event) -> None:
+def _reap(proc: subprocess.Popen, ended: threading.Event, family: processes.Family, lifeline: int) -> None:
     """Wait for the child's end: the run's, unless it said its status first (_said_and_closed); a child
-    that did stays killable (kill_all) until it is gone."""
-    proc.wait()
+    that did stays killable (kill_all) until it is gone. Meanwhile look at what it starts, and at its
+    end kill what it left (a daemon it double-forked, a grandchild holding its pipes), then let go of
+    its lifeline."""
+    while True:
+        try:
+            proc.wait(timeout=LOOK_EVERY_S)
+            break
+        except subprocess.TimeoutExpired:
+            family.look()
+    family.kill()
+    os.close(lifeline)
     with _live_lock:
+        _families.pop(proc, None)
         _live.discard(proc)
         if proc in _exiting:  # its run_json_lines has returned: nothing reads _stopped for it any more
             _exiting.discard(proc)

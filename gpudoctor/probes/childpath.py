@@ -10,6 +10,14 @@ loaded, ``start`` rebuilds what the user's interpreter would see, in the order i
 the interpreter enables it. A framework found on ``PYTHONPATH`` is then the one diagnosed, as it is
 the one the user's import gets.
 
+A child dies with gpudoctor, and takes what it started along: gpudoctor holds the write end of a
+lifeline pipe (child.run_json_lines) whose read end the child names in ``GPUDOCTOR_LIFELINE_FD``;
+nothing is ever written to it, so end-of-file there means gpudoctor is gone, whatever ended it (a
+SIGKILL runs no clean-up of gpudoctor's). A daemon thread of the child waits for that and then kills
+the child's descendants, its process group and itself. PR_SET_PDEATHSIG would not do: it fires when
+the *thread* that started the child ends (prctl(2)), and gpudoctor starts children from probe
+threads that may end while the child's exit is still under way.
+
 This module runs under the diagnosed interpreter, which may be older than gpudoctor's own (3.9
 upward) and may not have gpudoctor installed: standard library only.
 """
@@ -18,9 +26,14 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import site
 import sys
+import threading
 from typing import Any
+
+#: Names the descriptor of the child's end of its lifeline (see the module's docstring).
+LIFELINE_ENV = "GPUDOCTOR_LIFELINE_FD"
 
 #: The code ``-c`` runs: find the package ``gpudoctor`` (and nothing else) in the folder the parent names,
 #: so the child never sees the other packages of gpudoctor's own environment (a pipx venv, say).
@@ -45,10 +58,103 @@ def start(config: dict[str, Any], module: str, args: list[str]) -> None:
     from gpudoctor.probes import protocol
 
     protocol.take()  # before anything can start a process that would inherit the channel's name
+    hold_lifeline()
     faulthandler.enable()  # a crash inside a framework or the driver prints the Python stack it happened in
     sys.path[:] = list(dict.fromkeys(user_path(config.get("cwd") or "/") + list(config.get("append") or [])))
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def hold_lifeline() -> None:
+    """Take the lifeline the parent named (out of the environment, and not inherited by what this child
+    starts), and watch it from a daemon thread: at its end-of-file, die with what this child started."""
+    value = os.environ.pop(LIFELINE_ENV, "")
+    if not value.isdigit():
+        return  # started by hand: no parent to die with
+    fd = int(value)
+    try:
+        os.set_inheritable(fd, False)
+    except OSError:
+        return
+    threading.Thread(target=_watch, args=(fd,), name="gpudoctor-lifeline", daemon=True).start()
+
+
+def _watch(fd: int) -> None:
+    try:
+        while os.read(fd, 64):
+            pass  # nothing is ever written; read on to end-of-file
+    except OSError:
+        return  # closed under it by the child's own code: no longer a lifeline, and no reason to die
+    die_with_parent()
+
+
+def die_with_parent() -> None:
+    """gpudoctor is gone: kill every descendant of this child (one that left the group through setsid
+    too), the child's group, and the child."""
+    me = os.getpid()
+    for pid in _descendants(me) + _marked(me):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if os.getpgrp() == me:  # the leader of its own group (child.run_json_lines starts a session)
+        try:
+            os.killpg(me, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(1)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid``, from ``/proc/PID/task/TID/children`` (standard library only)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            new = [k for k in kids if k not in found and k != pid]
+            found += new
+            todo += new
+    return found
+
+
+def _marked(me: int) -> list[int]:
+    """The processes started since this child whose environment carries its mark (``GPUDOCTOR_CHILD``,
+    processes.MARK_ENV): its descendants that left its tree (a double fork)."""
+    token = os.environ.get("GPUDOCTOR_CHILD", "")
+    since = _start_ticks(me)
+    if not token or since is None:
+        return []
+    needle, found = f"GPUDOCTOR_CHILD={token}".encode(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me or (_start_ticks(int(name)) or 0) < since:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if needle + b"\0" in env or env.endswith(needle):
+            found.append(int(name))
+    return found
+
+
+def _start_ticks(pid: int) -> Any:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def user_path(cwd: str = "/") -> list[str]:

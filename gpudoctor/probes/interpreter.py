@@ -20,7 +20,6 @@ import importlib.machinery
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -182,20 +181,23 @@ def _child_facts(target: Target) -> dict[str, Any]:
     boot = BOOT.replace("childpath.start(c,sys.argv[2],sys.argv[3:])\n", _FACTS_CODE)
     cmd = [target.executable, "-I", "-c", boot, json.dumps({"root": PACKAGE_ROOT})]
     env = {**os.environ, "GPUDOCTOR_CWD": _cwd()}
-    try:
-        out = subprocess.run(cmd, capture_output=True, timeout=FACTS_TIMEOUT_S, env=env, cwd="/",
-                             stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
+    from gpudoctor.probes.processes import run_bounded
+
+    try:  # bounded like every program gpudoctor runs: its output capped, it and what it starts killed at the end
+        ran = run_bounded(cmd, FACTS_TIMEOUT_S, 4 << 20, env=env, cwd="/")
+    except OSError as exc:
         return {"unavailable": "error", "executable": target.executable, "error": f"{type(exc).__name__}: {exc}"}
-    lines = out.stdout.decode(errors="replace").strip().splitlines()
+    if ran.timed_out:
+        return {"unavailable": "error", "executable": target.executable, "error": "timeout"}
+    lines = ran.stdout.strip().splitlines()
     try:
         facts = json.loads(lines[-1]) if lines else None
-    except ValueError:
+    except (ValueError, RecursionError):
         facts = None
     if not isinstance(facts, dict):
-        err = out.stderr.decode(errors="replace").strip().splitlines()
+        err = ran.stderr.strip().splitlines()
         return {"unavailable": "error", "executable": target.executable,
-                "error": (err[-1] if err else f"exit status {out.returncode}")[:500]}
+                "error": (err[-1] if err else f"exit status {ran.rc}")[:500]}
     return facts
 
 

@@ -4,7 +4,8 @@ Searched in the order the loader itself uses where that order matters (LD_LIBRAR
 the ldconfig cache before the default directories), plus the copies pip wheels (nvidia-*,
 torch/lib) and a conda environment bring. Each copy's version is read from the library itself in
 a child process (a broken library may crash whoever loads it), falling back to its file name and
-the pip distribution that installed it.
+the pip distribution that installed it. ``ldconfig -p`` runs through processes.run_bounded
+(bounded in time and output, killed with what it started, issue 14).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import os
 import re
 import site
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
@@ -22,12 +22,16 @@ from typing import Any
 from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
+from gpudoctor.probes.processes import closed, run_bounded
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
                "/usr/lib/aarch64-linux-gnu", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib")
 TOOLKIT_SUBDIRS = ("lib64", "lib", "targets/*/lib", "lib64/stubs", "targets/*/lib/stubs")
 VERSION_WORKER = "gpudoctor.probes.libversions"
 MAX_VERSION_READS = 48
+LDCONFIG_TIMEOUT_S = 10.0
+#: ``ldconfig -p`` prints about 100 bytes a library: 16 MiB is some 160,000 of them.
+LDCONFIG_MAX_BYTES = 16 << 20
 
 
 def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeout_s: float = 20.0) -> dict[str, Any]:
@@ -41,6 +45,8 @@ def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeou
         entry = copies.setdefault(path, _entry(path))
         if "ldconfig" not in entry["origins"]:
             entry["origins"].append("ldconfig")
+    if closed():  # stopped at the run's deadline: what follows is slow, and its facts would not be used
+        return {"ld_library_path": _ld_library_path(), "copies": list(copies.values()), "stopped": True}
     _attach_distributions(copies)
     if read_versions:
         _read_versions(copies, timeout_s)
@@ -102,8 +108,10 @@ def loadable_name(name: str) -> bool:
 def _ldconfig_paths() -> list[str]:
     for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
         try:
-            res = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
+            res = run_bounded([exe, "-p"], LDCONFIG_TIMEOUT_S, LDCONFIG_MAX_BYTES)
+        except OSError:
+            continue
+        if res.timed_out:
             continue
         paths = re.findall(r"^\s*(\S+) \(.*?\) => (\S+)$", res.stdout, re.M)
         return [path for name, path in paths if family_of(name) and loadable_name(name)]

@@ -4,6 +4,10 @@ A toolkit is what builds CUDA code (nvcc, headers, static libraries). It is not 
 framework wheel: wheels bring their own runtime. Its version is read from the install itself
 (version.json, version.txt, or CUDA_VERSION in include/cuda.h) so a wrapper script or a
 toolkit assembled from pip packages is still dated correctly.
+
+``nvcc --version`` runs through processes.run_bounded: an nvcc that hangs, floods its output or
+leaves a background process holding its stdout costs at most NVCC_TIMEOUT_S and NVCC_MAX_BYTES, is
+killed at the run's deadline, and leaves nothing behind (issue 14).
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
+from gpudoctor.probes.processes import NotStarted, run_bounded
 from gpudoctor.snapshot import unavailable
 
 SEARCH = ("/usr/local/cuda", "/usr/local/cuda-*", "/opt/cuda", "/opt/nvidia/cuda*", "/usr/lib/cuda")
+NVCC_TIMEOUT_S = 5.0  # `nvcc --version` answers in well under a second; a hung one must not hold a health gate
+#: A real ``nvcc --version`` prints about 250 bytes; past this the rest is not read.
+NVCC_MAX_BYTES = 64 << 10
 
 
 def probe_toolkit() -> dict[str, Any]:
@@ -85,12 +92,16 @@ def _nvcc() -> dict[str, Any]:
         return {"found": False}
     out: dict[str, Any] = {"found": True, "path": path, "real_path": os.path.realpath(path)}
     try:
-        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+        res = run_bounded([path, "--version"], NVCC_TIMEOUT_S, NVCC_MAX_BYTES)
+    except OSError as exc:
+        out["version"] = unavailable("timeout" if isinstance(exc, NotStarted) else "unknown")
+    else:
         match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", res.stdout)
-        out["version"] = match.group(2) if match else unavailable("unknown")
-        out["release"] = match.group(1) if match else unavailable("unknown")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        out["version"] = unavailable("timeout" if isinstance(exc, subprocess.TimeoutExpired) else "unknown")
+        if match:
+            out["version"], out["release"] = match.group(2), match.group(1)
+        else:
+            why = "timeout" if res.timed_out else "unknown"
+            out["version"], out["release"] = unavailable(why), unavailable(why)
     out["toolkit_root"] = _nvcc_root(out["real_path"])
     return out
 
