@@ -16,7 +16,6 @@ import os
 import re
 import site
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from typing import Any
 
 from gpudoctor.probes import interpreter
@@ -119,19 +118,60 @@ def _ldconfig_paths() -> list[str]:
 
 
 def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
-    """Name the pip distribution that installed each copy under site-packages, with its version."""
+    """Name the pip distribution that installed each copy under site-packages, with its version.
+
+    Only the CUDA wheels and torch can own a CUDA library, so only their ``.dist-info`` folders are read,
+    and of their RECORD only the shared libraries: torch's RECORD lists some 15,000 files, and reading
+    it through importlib.metadata was most of ``check --quick``'s time on a GPU machine."""
     owners: dict[str, tuple[str, str]] = {}
-    for dist in metadata.distributions(path=_site_dirs()):
-        name = (dist.metadata["Name"] or "").lower()
-        if not (name.startswith("nvidia-") or name == "torch"):
+    for info in _cuda_dist_infos():
+        name, version = _name_and_version(info)
+        if not name:
             continue
-        for f in dist.files or []:
-            if family_of(os.path.basename(str(f))):
-                owners[os.path.realpath(str(dist.locate_file(f)))] = (name, dist.version)
+        try:
+            with open(os.path.join(info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+                record = fh.read()
+        except OSError:
+            continue
+        site_dir = os.path.dirname(info)
+        for line in record.splitlines():
+            rel = line.split(",", 1)[0]
+            if ".so" in rel and family_of(os.path.basename(rel)):
+                owners[os.path.realpath(os.path.join(site_dir, rel))] = (name, version)
     for entry in copies.values():
         owner = owners.get(entry["real_path"])
         if owner:
             entry["distribution"] = {"name": owner[0], "version": owner[1]}
+
+
+def _cuda_dist_infos() -> list[str]:
+    """The ``.dist-info`` folders of nvidia-* wheels and torch in the diagnosed site-packages (installers
+    write the name normalised: nvidia_cudnn_cu13-9.19.0.56.dist-info)."""
+    found: list[str] = []
+    for sp in _site_dirs():
+        for pattern in ("nvidia_*.dist-info", "nvidia-*.dist-info", "torch-*.dist-info"):
+            found.extend(sorted(glob.glob(os.path.join(glob.escape(sp), pattern))))
+    return list(dict.fromkeys(found))
+
+
+def _name_and_version(info: str) -> tuple[str, str]:
+    """Name and Version from the METADATA headers (the first lines; the long description is not read)."""
+    name = version = ""
+    try:
+        with open(os.path.join(info, "METADATA"), encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                if key == "Name":
+                    name = value.strip().lower()
+                elif key == "Version":
+                    version = value.strip()
+                if name and version:
+                    break
+    except OSError:
+        return "", ""
+    return name, version
 
 
 def _read_versions(copies: dict[str, dict[str, Any]], timeout_s: float) -> None:
