@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import math
 from typing import Any, Optional, Sequence
 
@@ -89,7 +90,14 @@ def encodable(node: Any) -> Any:
 def to_json(report: dict[str, Any]) -> str:
     """The report as strict JSON: a float that is not finite (a figure computed from extreme values)
     is written as null, as JSON has no NaN or Infinity."""
-    return json.dumps(finite(report), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+    text = json.dumps(finite(report), indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+#: What json.dumps leaves raw that a terminal acts on (C1 controls, DEL, bidirectional overrides, line
+#: separators): written as \uXXXX escapes, which parse back to the very same strings. JSON's own syntax is
+#: ASCII, so these can only occur inside strings.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def finite(node: Any) -> Any:

@@ -114,12 +114,56 @@ def test_tensorflow_2_4_to_2_21_each_have_arch_data_or_say_unknown() -> None:
             assert all(SASS.match(a) for a in e["arch_list"]), version
             assert all(PTX.match(a) for a in e["ptx"]), version
             assert e.get("arch_source") in data["sources"], version
-            # TF notation: compute_XY = SASS plus PTX, so every PTX target has its SASS too
-            assert {"sm_" + p.split("_")[1] for p in e["ptx"]} <= set(e["arch_list"]), version
-            assert e.get("compute_capabilities"), version
+            # the released wheels: sm_XY = SASS, compute_XY = SASS and PTX as TensorFlow itself counts it
+            # (TF-NOTATION; its SASS is in only a minority of the fatbinaries, the rest JIT-compiled once)
+            mixed = e.get("compute_capabilities")
+            assert mixed, version
+            assert e["arch_list"] == [a for a in mixed if a.startswith("sm_")] + \
+                [a.replace("compute_", "sm_") for a in mixed if a.startswith("compute_")], version
+            assert e["ptx"] == [a for a in mixed if a.startswith("compute_")], version
+            assert e.get("compute_capabilities_source") == e["arch_source"], version
         else:
             assert e.get("arch_unknown") and e.get("arch_unknown_source") in data["sources"], version
-    assert known >= 2
+    assert known == len(expected)
+
+
+# What build_info.py (= tf.sysconfig.get_build_info()) says in each release wheel on PyPI, read
+# 2026-11-23 (https://pypi.org/project/tensorflow/<version>/#files; file names and sha256 in the
+# matrix's TF-WHEEL-<version> sources).
+_TF_WHEEL_CAPS = {
+    **{f"2.{m}": "sm_35,sm_50,sm_60,sm_70,sm_75,compute_80" for m in range(4, 15)},
+    "2.15": "sm_50,sm_60,sm_70,sm_75,compute_80",
+    "2.16": "sm_50,sm_60,sm_70,sm_80,compute_90",
+    **{f"2.{m}": "sm_60,sm_70,sm_80,sm_89,compute_90" for m in range(17, 22)},
+}
+
+
+@pytest.mark.parametrize("version", sorted(_TF_WHEEL_CAPS, key=_key))
+def test_tensorflow_arch_lists_equal_the_release_wheels(version: str) -> None:
+    data = _load("tensorflow")
+    entry = next(e for e in data["entries"] if e["version"] == version)
+    assert ",".join(entry["compute_capabilities"]) == _TF_WHEEL_CAPS[version]
+    assert entry["arch_source"] == f"TF-WHEEL-{entry['tested_build']}"
+    cited = data["sources"][entry["arch_source"]]
+    assert f"pypi.org/project/tensorflow/{entry['tested_build']}/" in cited
+    assert str(entry["compute_capabilities"]) in cited  # the source text quotes the wheel's list
+
+
+def test_tensorflow_runs_where_tensorflow_itself_says_it_was_built_for() -> None:
+    """compute_80 (2.4-2.15) and compute_90 (2.16-2.21) count as built for 8.0 and 9.0, as TensorFlow's own
+    start-up check counts them (no false "PTX only" on a healthy A100 or H100); a cc 6.1 GPU on 2.10 runs sm_60
+    machine code, 12.0 on 2.20 only through PTX, and a cc 3.5 GPU has no code in 2.15+ (Kepler dropped)."""
+    from gpudoctor import compat
+    rows = {e["version"]: e for e in _load("tensorflow")["entries"]}
+    def verdict(cc: str, version: str) -> str:
+        return compat.build_runs_on(cc, rows[version]["arch_list"], rows[version]["ptx"]).status
+    assert verdict("6.1", "2.10") == compat.OK
+    assert verdict("8.0", "2.10") == compat.OK
+    assert verdict("8.6", "2.16") == compat.OK  # sm_80 SASS runs on 8.6
+    assert verdict("9.0", "2.20") == compat.OK
+    assert verdict("12.0", "2.20") == compat.LIMITED  # judged an error by the known-bad list, not here
+    assert verdict("3.5", "2.14") == compat.OK
+    assert verdict("3.5", "2.15") == compat.FAIL
 
 
 def test_matrix_files_still_validate() -> None:

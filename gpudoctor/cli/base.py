@@ -20,13 +20,22 @@ Exit codes:
 FORMATS = ("text", "json", "markdown", "junit")
 
 
-class Failure(click.ClickException):
+class _OneLine(click.ClickException):
+    """Its message names untrusted things (a file name, a report's value): shown on one line, controls escaped."""
+
+    def format_message(self) -> str:
+        from gpudoctor.render.safe import terminal
+
+        return terminal(self.message)
+
+
+class Failure(_OneLine):
     """A one-line error with gpudoctor's exit code 3."""
 
     exit_code = rep.EXIT_INTERNAL
 
 
-class BadInput(click.ClickException):
+class BadInput(_OneLine):
     exit_code = rep.EXIT_USAGE
 
 
@@ -75,8 +84,10 @@ class DoctorGroup(click.Group):
 
 
 def _first_line(exc: BaseException) -> str:
+    from gpudoctor.render.safe import terminal
+
     text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else ""
+    return terminal(text.splitlines()[0][:300]) if text else ""
 
 
 def _stdout_to_devnull() -> None:

@@ -12,6 +12,7 @@ from gpudoctor import report as rep
 from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, BadInput, cli, format_for, report_options
 from gpudoctor.cli.inputs import load_report
 from gpudoctor.cli.output import emit, write
+from gpudoctor.render.safe import terminal
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -58,19 +59,19 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
         except rep.ReportError as exc:
             raise BadInput(str(exc)) from None
         for line in found.notes:
-            click.echo(f"gpudoctor: note: {line}", err=True)
+            click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
         _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
         return
     report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
     emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
-    read = ", ".join(f"{p.kind} ({p.where})" for p in found.pastes)
+    read = terminal(", ".join(f"{p.kind} ({p.where})" for p in found.pastes))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
     ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
     click.echo(f"gpudoctor: judged from what was pasted: {read}. Not checked, as a paste cannot tell: "
                f"{', '.join(sorted(areas - ran)) or 'nothing'}; checked in part: {', '.join(sorted(ran)) or 'nothing'} "
                "(-v lists each check and why it was not run).", err=True)
     for line in notes + found.notes:
-        click.echo(f"gpudoctor: note: {line}", err=True)
+        click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 

@@ -1,15 +1,21 @@
-"""``gpudoctor devices``: the device table and the topology matrix, as nvidia-smi topo -m draws it."""
+"""``gpudoctor devices``: the device table and the topology matrix, as nvidia-smi topo -m draws it.
+
+The facts may come from a saved report (``devices --report``): every string is cleaned to one line
+first (render/safe.py), so a GPU name cannot clear the terminal or add a row.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpudoctor.render.facts_text import link_label, mib, show, watts
+from gpudoctor.render.safe import printable
 from gpudoctor.snapshot import get, gpus, known
 
 
 def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:
     """``visible`` maps a GPU index to the cuda:N numbers a CUDA program gives it."""
+    facts = printable(facts, newlines=False)
     found = list(gpus(facts))
     if not found:
         return "No GPU listed by NVML.\n"

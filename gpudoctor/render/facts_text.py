@@ -1,14 +1,30 @@
-"""Short human phrases for facts, shared by every renderer (so text and markdown say the same thing)."""
+"""Short human phrases for facts, shared by every renderer (so text and markdown say the same thing).
+
+Each phrase is one line: the facts in it are data (a GPU name, a path, a framework's error), so a
+control character or newline in them is shown as an escape (render/safe.py), never printed raw.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable, TypeVar
 
+from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import get, gpus, is_unavailable, known, link_label, slowest_pair
 
 MIB = 1024**2
+_Phrase = TypeVar("_Phrase", bound=Callable[..., str])
 
 
+def _one_line(phrase: _Phrase) -> _Phrase:
+    """A phrase made of facts, as one line with no control character: safe on any line or table cell."""
+    @functools.wraps(phrase)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return terminal(phrase(*args, **kwargs))
+    return wrapper  # type: ignore[return-value]
+
+
+@_one_line
 def show(value: Any, unit: str = "") -> str:
     """A fact as text: an absent one shows as n/a with its reason."""
     if is_unavailable(value):
@@ -33,6 +49,7 @@ def watts(value: Any) -> str:
     return f"{value / 1000:.0f} W" if isinstance(value, int) else show(value)
 
 
+@_one_line
 def driver_line(facts: dict[str, Any]) -> str:
     nvml = facts.get("nvml") or {}
     module = get(facts, "driver.kernel_module") or {}
@@ -46,6 +63,7 @@ def driver_line(facts: dict[str, Any]) -> str:
             f"{cuda_version(nvml.get('cuda_driver_version'))} (the newest CUDA it can run, not an installed toolkit)")
 
 
+@_one_line
 def gpus_line(facts: dict[str, Any]) -> str:
     found = list(gpus(facts))
     if not found:
@@ -60,6 +78,7 @@ def gpus_line(facts: dict[str, Any]) -> str:
     return f"{len(found)}: " + ", ".join(f"{n} x {name}" for name, n in names.items())
 
 
+@_one_line
 def topology_line(facts: dict[str, Any]) -> str:
     pairs = (facts.get("topology") or {}).get("pairs") or []
     if not pairs:
@@ -68,6 +87,7 @@ def topology_line(facts: dict[str, Any]) -> str:
     return f"{len(pairs)} GPU pair(s), links {', '.join(labels)}"
 
 
+@_one_line
 def container_line(facts: dict[str, Any]) -> str:
     container = get(facts, "host.container") or {}
     if container.get("detected"):
@@ -75,6 +95,7 @@ def container_line(facts: dict[str, Any]) -> str:
     return "not detected"
 
 
+@_one_line
 def area_headline(area: str, facts: dict[str, Any]) -> str:
     """The phrase after an area's mark: what was found there, judged or not."""
     if area == "driver":
@@ -108,6 +129,7 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
     return "probes and checks"
 
 
+@_one_line
 def python_line(facts: dict[str, Any]) -> str:
     """The interpreter diagnosed, and plainly so when it is not the one gpudoctor runs in."""
     py = facts.get("python") or {}
@@ -154,6 +176,7 @@ def cluster_phrases(facts: dict[str, Any]) -> list[str]:
     return [f"{job}: all-reduce failed"]
 
 
+@_one_line
 def toolkit_line(facts: dict[str, Any]) -> str:
     nvcc = get(facts, "toolkit.nvcc") or {}
     installs = get(facts, "toolkit.installs") or []
@@ -164,6 +187,7 @@ def toolkit_line(facts: dict[str, Any]) -> str:
     return f"{where}; installed toolkits: {', '.join(versions) or 'none'}; {home_text}"
 
 
+@_one_line
 def libraries_line(facts: dict[str, Any]) -> str:
     """Each library's distinct versions and where they come from: "libcudnn 9.14.0 (system), 9.19.0 (pip)"."""
     copies = get(facts, "libraries.copies") or []
@@ -193,6 +217,7 @@ def _metadata_build(info: dict[str, Any]) -> str:
     return "build unknown"
 
 
+@_one_line
 def frameworks_line(facts: dict[str, Any]) -> str:
     parts = []
     for name, fw in (facts.get("frameworks") or {}).items():

@@ -1,10 +1,16 @@
-"""`merge`'s output: the nodes x areas table, the findings, drift and outliers, as text or markdown."""
+"""`merge`'s output: the nodes x areas table, the findings, drift and outliers, as text or markdown.
+
+Node names (host names, file names), drift values (a driver version, GPU models) and titles are data
+from the merged reports: every string is cleaned to one line first (render/safe.py), so a newline in a
+file name cannot break the table, and in markdown each is written as literal text.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpudoctor.render.markdown import STATUS_WORDS
+from gpudoctor.render.safe import code_span, markdown_inline, printable
 
 COMPARED = "the driver, CUDA driver, GPU models and count, framework versions and CUDA toolkit are the same on every node"
 
@@ -49,6 +55,7 @@ def _group_summary(g: dict[str, Any], min_samples: int) -> str:
 
 
 def render_fleet_text(merged: dict[str, Any]) -> str:
+    merged = printable(merged, newlines=False)
     areas = merged["areas"]
     rows = [["node", "verdict", *areas]]
     for n in merged["nodes"]:
@@ -83,23 +90,25 @@ def render_fleet_text(merged: dict[str, Any]) -> str:
 
 
 def render_fleet_markdown(merged: dict[str, Any]) -> str:
+    merged = printable(merged, newlines=False)
     areas = merged["areas"]
-    out = [f"## gpudoctor merge: {headline(merged)}", "",
-           "| Node | Verdict | " + " | ".join(areas) + " |",
+    out = [f"## gpudoctor merge: {_text(headline(merged))}", "",
+           "| Node | Verdict | " + " | ".join(_cell(a) for a in areas) + " |",
            "|---|---|" + "---|" * len(areas)]
     for n in merged["nodes"]:
-        cells = [STATUS_WORDS.get(n["areas"].get(a, ""), n["areas"].get(a, "n/a")) for a in areas]
-        out.append(f"| {_cell(n['name'])} | {n['verdict'] or '?'} | " + " | ".join(cells) + " |")
+        cells = [_cell(STATUS_WORDS.get(n["areas"].get(a, ""), n["areas"].get(a, "n/a"))) for a in areas]
+        out.append(f"| {_cell(n['name'])} | {_cell(n['verdict'] or '?')} | " + " | ".join(cells) + " |")
     findings = [(n["name"], f) for n in merged["nodes"] for f in n["findings"]]
     if findings:
         out += ["", "### Findings (errors and warnings)", ""]
-        out += [f"- **{_cell(name)}** {f['severity']} `{f['code']}` ({f['where']}) {f['title']}" for name, f in findings]
+        out += [f"- **{_text(name)}** {_text(f['severity'])} {code_span(f['code'])} ({_text(f['where'])}) "
+                f"{_text(f['title'])}" for name, f in findings]
     out += ["", "### Drift", ""]
     if merged["drift"]:
         out += ["| Fact | Value | Nodes |", "|---|---|---|"]
         for d in merged["drift"]:
             for v in d["values"]:
-                out.append(f"| {d['label']} | {_cell(v['value'])} | {_cell(', '.join(v['nodes']))} |")
+                out.append(f"| {_cell(d['label'])} | {_cell(v['value'])} | {_cell(', '.join(v['nodes']))} |")
     else:
         out.append(f"None: {COMPARED}.")
     out += ["", "### Outliers", "", f"A GPU, GPU pair or node {_rule(merged)}.", "",
@@ -111,10 +120,11 @@ def render_fleet_markdown(merged: dict[str, Any]) -> str:
                 verdict = f"not compared: at least {min_samples} samples needed"
             else:
                 verdict = "; ".join(_outlier(o, m["unit"]) for o in g["outliers"]) or "none"
-            out.append(f"| `{m['metric']}` ({m['better']} is better) | {_cell(g['model'])} | {g['samples']} | {_cell(verdict)} |")
+            out.append(f"| {code_span(m['metric'])} ({_cell(m['better'])} is better) | {_cell(g['model'])} | "
+                       f"{g['samples']} | {_cell(verdict)} |")
     unmeasured = _unmeasured(merged)
     if unmeasured:
-        out += ["", "Not measured in any report: " + ", ".join(f"`{u}`" for u in unmeasured) + "."]
+        out += ["", "Not measured in any report: " + ", ".join(code_span(u) for u in unmeasured) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -122,5 +132,11 @@ def _unmeasured(merged: dict[str, Any]) -> list[str]:
     return [m["metric"] for m in merged["outliers"]["metrics"] if not m["models"]]
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _cell(text: Any) -> str:
+    """Data in one table cell or line: literal text (pipes, HTML, mentions, backticks escaped)."""
+    return markdown_inline(text)
+
+
+def _text(text: Any) -> str:
+    """Data in one line of a list item, outside a table."""
+    return markdown_inline(text, table=False)

@@ -1,4 +1,8 @@
-"""`--format junit`: each check a JUnit test case, each area a suite, so CI systems show them."""
+"""`--format junit`: each check a JUnit test case, each area a suite, so CI systems show them.
+
+A failing check's text often quotes a framework's error, coloured with ANSI codes, and XML 1.0 allows
+no escape character: every string is cleaned first (render/safe.py), so the file stays well-formed
+exactly when CI needs to read it. ElementTree escapes the markup."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from gpudoctor.findings import ERROR
+from gpudoctor.render.safe import printable
 from gpudoctor.report import FAIL_ON
 
 
@@ -13,6 +18,7 @@ def render_junit(report: dict[str, Any], fail_on: str = "error") -> str:
     """A check is a <failure> when it failed (an error) or reported a finding at or above ``fail_on``, so
     that the test results agree with the exit code; a check that timed out is an <error>."""
     failing = FAIL_ON.get(fail_on, (ERROR,))
+    report = printable(report)  # keeps newlines and tabs (allowed in XML), shows every other control
     findings: dict[str, list[dict[str, Any]]] = {}
     for f in report.get("findings") or []:
         findings.setdefault(f.get("check", ""), []).append(f)

@@ -1,11 +1,16 @@
-"""`check --quiet`: only the problems, one line each, for logs; nothing at all when there are none."""
+"""`check --quiet`: only the problems, one line each, for logs; nothing at all when there are none.
+
+One line each also when a title holds data: every string is cleaned to one line first (render/safe.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpudoctor.render.safe import printable
+
 
 def render_quiet(report: dict[str, Any]) -> str:
+    report = printable(report, newlines=False)
     lines = []
     for f in report.get("findings") or []:
         if f.get("severity") == "info":

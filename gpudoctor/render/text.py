@@ -2,15 +2,19 @@
 
 Colour only when asked (the CLI decides: a TTY and no NO_COLOR); glyphs fall back to ASCII when
 the output cannot encode them.
+
+Every string of the report is data (a GPU name, a framework's error, a saved report's date) and is
+cleaned first (render/safe.py): nothing in it reaches the terminal as a control sequence, and a string
+placed on one line stays on it. Only this renderer's own colour codes and newlines are printed raw.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.render import facts_text as ft
+from gpudoctor.render.safe import indented, json_text, printable, terminal
 
 AREA_TITLES = {
     "doctor": "gpudoctor itself",
@@ -36,30 +40,35 @@ COLOURS = {"pass": "32", "warn": "33", "fail": "31", "timeout": "31", "skip": "2
 def render_text(report: dict[str, Any], verbose: bool = False, colour: bool = False, unicode: bool = True) -> str:
     paint = _painter(colour)
     marks, sev_marks = (MARKS, SEVERITY_MARKS) if unicode else (ASCII_MARKS, ASCII_SEVERITY)
+    raw_facts = report.get("facts") or {}
+    report = printable(report)
     facts = report.get("facts") or {}
     tool = report.get("tool") or {}
-    lines = [f"gpudoctor {tool.get('version', '?')} report, {report.get('created', '?')}", ""]
+    lines = [f"gpudoctor {terminal(tool.get('version', '?'))} report, {terminal(report.get('created', '?'))}", ""]
     findings = report.get("findings") or []
     areas = (report.get("summary") or {}).get("areas") or {}
     for area, status in areas.items():
         if area == "doctor" and status in ("pass", "skip") and not verbose:
             continue
-        lines.append(f"[{paint(marks.get(status, '?'), status)}] {AREA_TITLES.get(area, area)}: {ft.area_headline(area, facts)}")
+        lines.append(f"[{paint(marks.get(status, '?'), status)}] {terminal(AREA_TITLES.get(area, area))}: "
+                     f"{ft.area_headline(area, facts)}")
         for check in report.get("checks") or []:
             if check.get("area") != area:
                 continue
             if verbose:
-                lines.append(f"      {check['status']:<7} {check['id']} ({check.get('duration_s', 0) * 1000:.1f} ms)"
-                             + (f": {check['reason']}" if check.get("reason") else ""))
+                lines.append(f"      {terminal(check['status']):<7} {terminal(check['id'])} "
+                             f"({check.get('duration_s', 0) * 1000:.1f} ms)"
+                             + (f": {terminal(check['reason'])}" if check.get("reason") else ""))
             elif check.get("status") == "timeout":
-                lines.append(f"    {paint(marks['timeout'], 'timeout')} {check['title']}: {check.get('reason', '')}")
+                lines.append(f"    {paint(marks['timeout'], 'timeout')} {terminal(check['title'])}: "
+                             f"{terminal(check.get('reason', ''))}")
             for f in findings:
                 if f.get("check") == check["id"]:
                     lines.extend(_finding_lines(f, verbose, paint, sev_marks))
     lines.append("")
     lines.append(_summary_line(report))
     if verbose:
-        lines += ["", "Facts", "-----", json.dumps(facts, indent=2, ensure_ascii=False)]
+        lines += ["", "Facts", "-----", json_text(raw_facts)]  # the facts as recorded: JSON escapes controls
     return "\n".join(lines) + "\n"
 
 
@@ -67,18 +76,18 @@ def _finding_lines(f: dict[str, Any], verbose: bool, paint: Callable[[str, str],
     sev = f.get("severity", INFO)
     subject = (f.get("subject") or {})
     where = f"GPU {subject.get('gpu_index')}: " if subject.get("kind") == "gpu" and f"GPU {subject.get('gpu_index')}" not in f["title"] else ""
-    out = [f"    {paint(marks.get(sev, '?'), sev)} {f['code']} {where}{f['title']}"]
+    out = [f"    {paint(marks.get(sev, '?'), sev)} {terminal(f['code'])} {terminal(where)}{terminal(f['title'])}"]
     if sev == INFO and not verbose:
         return out
-    if f.get("detail"):
-        out.append(f"      {f['detail']}")
+    if f.get("detail"):  # may be several lines (a framework's last lines): each stays indented
+        out.append(f"      {indented(f['detail'], '      ')}")
     rem = f.get("remediation") or {}
     if rem.get("text"):
-        out.append(f"      Fix: {rem['text']}")
+        out.append(f"      Fix: {indented(rem['text'], '      ')}")
     for cmd in rem.get("commands") or []:
-        out.append(f"        $ {cmd}")
+        out.append(f"        $ {terminal(cmd)}")
     for link in rem.get("links") or []:
-        out.append(f"      See {link}")
+        out.append(f"      See {terminal(link)}")
     return out
 
 
