@@ -1,7 +1,8 @@
 """Redaction: what a report may carry off the machine, applied after judging and before rendering.
 
 ``redact_report(report)`` returns a copy of a report (a pure function: the input is not changed,
-nothing is queried; only ``$HOME`` is read when no ``home`` is given) in which:
+nothing is queried; only ``$HOME`` and the directory it is a symlink to are read when no ``home`` is
+given) in which:
 
 Always, whatever the command line says (also with ``--no-redact``):
 
@@ -10,22 +11,33 @@ Always, whatever the command line says (also with ``--no-redact``):
   ``probes.system.FRAMEWORK_ENV_NAMES``; any other name is dropped, and the ``container=<value>``
   marker keeps its value only when it is one short word.
 - secrets are replaced by ``***`` in every string (and every key) of the report: passwords in
-  URLs (``https://user:pass@host`` -> ``https://***@host``), AWS access keys, GitHub, GitLab,
-  Hugging Face, Slack, OpenAI, Stripe, Google, npm and PyPI tokens, JSON web tokens, bearer and
-  ``Authorization`` values, the value after a keyword such as ``token=``, ``api_key=``,
-  ``password:``, ``secret=`` or ``--password``, any string value filed under a key that names a
-  secret (``{"api_key": ...}``), and private key blocks.
+  URLs (``https://user:pass@host`` -> ``https://***@host``), AWS access key ids and secret keys
+  (after their name or key id), tokens with a known prefix (GitHub, GitLab, Hugging Face, NVIDIA NGC
+  ``nvapi-``, Docker ``dckr_pat_``, Google ``ya29.`` and ``AIza``, Slack, OpenAI, Anthropic,
+  Stripe, npm, PyPI, Groq, Replicate, Databricks, DigitalOcean, Vault, SendGrid, age, Azure AD
+  client secrets), JSON web tokens, an Azure SAS ``sig=``, bearer and ``Authorization`` values, a
+  ``.netrc`` password, the value after a keyword (``token=``, ``api_key=``, ``password:``,
+  ``secret=``, ``--password``) or after a variable whose name has a secret part (``DB_PASS=``,
+  ``PASSWD=``, ``passphrase=``, ``SSH_KEY=``, ``AccountKey=``), any string value filed under a key
+  that names a secret (``{"api_key": ...}``), and private keys: PEM blocks of every kind (RSA, EC,
+  DSA, OPENSSH, ENCRYPTED, PKCS#8), OpenPGP private key blocks, ssh.com and PuTTY key files, also
+  when a stderr tail cut them off (``[private key ***]``).
 
 Unless ``identities=False`` (``--no-redact``):
 
-- home directories become ``~``: ``$HOME`` (unless it is ``/``, ``/root`` or a system directory)
-  and any ``/home/<name>``, ``/Users/<name>`` or ``C:\\Users\\<name>``. ``/root`` stays: it names
-  no person, and whether gpudoctor ran as root matters when device nodes are not accessible.
+- home directories become ``~``: ``$HOME`` and its real path when it is a symlink (unless either is
+  ``/``, ``/root`` or a system directory), and any ``/home/<name>``, ``/Users/<name>`` or
+  ``C:\\Users\\<name>``. ``/root`` stays: it names no person, and whether gpudoctor ran as root
+  matters when device nodes are not accessible.
 - host names (every ``hostname`` value) become ``host-redacted`` (``host-redacted-N`` when a
-  document holds several), also where they appear in other text; a name of fewer than 3 letters
-  (``vm``) is replaced only in its own field, and a name that is a plain word (``hopper``, ``cuda``)
-  is not replaced in a value that is exactly that word nor as a path component, so that facts such
-  as ``architecture`` and paths such as ``/usr/local/cuda`` survive.
+  document holds several), also where they appear in other text (an FQDN's first label too): a
+  distinctive name (``node-17.cluster.local``) everywhere as a whole token, in paths, URLs and log
+  lines. A name of fewer than 3 letters (``vm``) is replaced only in its own field; a name that is a
+  common word (``gpu``, ``debian``, ``node``, or any word of the report's keys and of its facts that
+  describe software and hardware: ``os``, ``distro``, ``kernel``, GPU and package ``name`` ...) only
+  where the text uses it as a host name (``user@gpu``, ``ssh://gpu``, ``host gpu``, ``gpu:29500``),
+  so that ``Debian GNU/Linux 12``, ``NVIDIA GPU`` and ``gpu_burn`` keep their words; a plain word
+  is never replaced in a value that is exactly that word nor as a path component.
 - an IPv4 address followed by a port (``10.1.0.6<49152>``, ``10.1.0.6:29500``, as NCCL's and gloo's
   messages name peers) becomes ``ip-redacted``.
 - GPU and MIG UUIDs become ``GPU-redacted-N`` and ``MIG-redacted-N``, GPU serial numbers
@@ -63,18 +75,94 @@ _SYSTEM_TREES = ("/usr/", "/etc/", "/proc/", "/sys/", "/dev/", "/lib", "/bin/", 
 _MASK_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 
 # --- secrets: always removed -------------------------------------------------------------------
+#
+# The token formats follow public secret scanners' rules, so that what they call a secret is one here:
+# gitleaks' config/gitleaks.toml (https://github.com/gitleaks/gitleaks/blob/master/config/gitleaks.toml:
+# aws-access-token, private-key, gcp-api-key, gitlab-*, huggingface-organization-api-token,
+# databricks-api-token, digitalocean-*, age-secret-key, azure-ad-client-secret, sendgrid-api-token,
+# hashicorp vault-*-token, generic-api-key), MongoDB's Kingfisher rules
+# (https://github.com/mongodb/kingfisher/tree/main/data/rules: nvapi.yml for NGC's nvapi- keys,
+# dockerhub.yml for dckr_pat_, googleoauth2.yml / google.yml for ya29., netrc.yml, pem.yml, and aws.yml
+# for a 40-character secret access key near its name) and Microsoft's security-utilities
+# (https://github.com/microsoft/security-utilities, SEC101/051 LooseSasSecret: an Azure SAS ``sig=``).
+# They are stricter on length where a scanner needs it against false alarms; here a short match is
+# fine (``***`` hides a few harmless characters at worst), but every rule still needs a prefix or a name
+# that says "secret", because a report is full of hashes, UUIDs and versions that look random.
 
-_KEYWORDS = (r"(?:token|secret|passw(?:or)?d|pwd|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|credentials?|"
-             r"auth[_.-]?key|session[_.-]?(?:id|key))")
+_KEYWORDS = (r"(?:token(?!iz|s)|secret|passw(?:or)?d|passphrase|pwd|api[_.-]?key|apikey|access[_.-]?key|"
+             r"private[_.-]?key|credentials?|auth[_.-]?key|session[_.-]?(?:id|key))")
+_STRONG_NAME = re.compile(r"(?i)" + _KEYWORDS)
+#: Parts of a variable's name (split at ``_ . -`` and camelCase) that make ``NAME=value`` a secret,
+#: besides _KEYWORDS anywhere in it: DB_PASS, PASSWD, SSH_KEY, AccountKey, DOCKER_AUTH, DB_PW, CREDS.
+_NAME_PARTS = frozenset({"pass", "pw", "pwd", "passwd", "password", "passphrase", "key", "keys", "secret", "secrets",
+                         "token", "auth", "creds", "credential", "credentials", "apikey"})
+_NAME_PART_ENDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "secretkey",
+                   "privatekey", "authkey", "sshkey", "signingkey", "masterkey", "encryptionkey")
+_NAME_SPLIT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+#: Values that hide nothing (TOKENIZERS_PARALLELISM=false, HF_HUB_DISABLE_TOKEN=true): kept, so facts stay.
+_NOT_SECRET_VALUES = frozenset({"", MARK, "true", "false", "none", "null", "yes", "no"})
+
+
+def _secret_name(name: str, assignment: bool) -> bool:
+    """Whether ``name`` (the left of ``name=value`` or ``name: value``) names a secret. ``KeyError: 'x'`` and
+    ``pass: 3`` are not: a part such as ``key`` or ``pass`` counts only in an assignment (``=``); nor are
+    ``max_tokens=`` / ``TOKENIZERS_PARALLELISM=`` (counts and settings) or ``PWD=`` (the shell's directory)."""
+    if re.search(r"(?i)(?:error|exception|warning)$", name) or name.upper() in ("PWD", "OLDPWD"):
+        return False
+    if _STRONG_NAME.search(name):
+        return True
+    if not assignment:
+        return False
+    parts = [p.lower() for p in _NAME_SPLIT.findall(name)]
+    return any(p in _NAME_PARTS or p.endswith(_NAME_PART_ENDS) for p in parts)
+
+
+#: ``NAME=value``, ``NAME = "value"``, ``"name": "value"``, ``name: value`` (a colon needs a space or quote
+#: after it, so that ``expandable_segments:True`` and ``device:GPU:0`` are left alone). The value is a
+#: lookahead: in ``project: password=x`` the scan goes on into the value and finds ``password=x``.
+_ASSIGNMENT = re.compile(r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>["']?[ \t]*(?:=|:(?=[\s"']))[ \t]*)"""
+                         r"""(?=(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"'&,;]+))""")
+
+
+def _scrub_assignments(text: str) -> str:
+    spans: list[tuple[int, int]] = []
+    for match in _ASSIGNMENT.finditer(text):
+        name, sep, value = match.group("name", "sep", "value")
+        if value.strip("\"'").lower() in _NOT_SECRET_VALUES or not _secret_name(name, "=" in sep):
+            continue
+        quoted = value[0] in "\"'" and len(value) > 1 and value[-1] == value[0]
+        start, end = match.start("value") + quoted, match.end("value") - quoted
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((start, end))
+    for start, end in reversed(spans):
+        text = text[:start] + MARK + text[end:]
+    return text
+
+
+_AWS_KEY_ID = r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}"
 _SECRETS: tuple[tuple[re.Pattern[str], Any], ...] = (
-    # credentials in a URL: scheme://user:password@host, scheme://token@host
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@:'\"]*(?::[^\s/@'\"]*)?@"), r"\1" + MARK + "@"),
+    # credentials in a URL: scheme://user:password@host, scheme://token@host; up to the last "@" before
+    # the path, as a password with an unencoded "@" (p@ss) has it
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#'\"]*@"), r"\1" + MARK + "@"),
+    # an AWS secret access key (40 characters) shortly after its name or its key id (Kingfisher aws.yml),
+    # also where no "=" stands between: "aws_secret_access_key wJalr...", a credentials CSV line
+    (re.compile(r"((?i:(?<![A-Za-z0-9])(?:aws|amazon|amzn)[\w.-]{0,32}?(?:secret|private|access)[\w.-]{0,16}?"
+                r"(?:key|token))\b[^A-Za-z0-9/+\n]{1,16}|\b" + _AWS_KEY_ID + r"\b[^A-Za-z0-9/+\n]{1,16})"
+                r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), r"\1" + MARK),
     # well-known token formats
-    (re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b"), MARK),
+    (re.compile(r"\b" + _AWS_KEY_ID + r"\b"), MARK),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), MARK),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"), MARK),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}\b"), MARK),
+    (re.compile(r"\bgl(?:pat|ptt|dt|rt|cbt|imt|soat|ffct|oas|agent)-[A-Za-z0-9_-]{20,}"), MARK),
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MARK),
+    (re.compile(r"\bapi_org_[A-Za-z0-9]{20,}\b"), MARK),  # Hugging Face organisation token
+    (re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}"), MARK),  # NVIDIA NGC / build.nvidia.com API key
+    (re.compile(r"\bdckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}"), MARK),  # Docker Hub access token
+    (re.compile(r"\bya29\.[A-Za-z0-9_-]{20,}"), MARK),  # Google OAuth 2 access token
     (re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{8,}"), MARK),
     (re.compile(r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]+"), r"\1" + MARK),
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}"), MARK),
@@ -82,29 +170,75 @@ _SECRETS: tuple[tuple[re.Pattern[str], Any], ...] = (
     (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), MARK),
     (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), MARK),
     (re.compile(r"\bpypi-[A-Za-z0-9_-]{40,}"), MARK),
+    (re.compile(r"\bgsk_[A-Za-z0-9]{20,}\b"), MARK),  # Groq
+    (re.compile(r"\br8_[A-Za-z0-9]{20,}\b"), MARK),  # Replicate
+    (re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?\b"), MARK),  # Databricks
+    (re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), MARK),  # DigitalOcean
+    (re.compile(r"\bhv[sb]\.[A-Za-z0-9_-]{24,}"), MARK),  # HashiCorp Vault
+    (re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), MARK),  # SendGrid
+    (re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"), MARK),
+    # an Azure AD client secret
+    (re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), MARK),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MARK),
+    # an Azure shared access signature: ...?sv=2022-11-02&...&sig=<base64, URL-encoded>
+    (re.compile(r"(?i)((?:^|(?<=[?&;\s\"'])|\b)sig=)[A-Za-z0-9%+/=_-]{8,}"), r"\1" + MARK),
+    # a .netrc entry: machine HOST login USER password SECRET (also one token a line); a login is needed,
+    # as in Kingfisher's netrc.yml, so that prose ("machine learning password reset") is left alone
+    (re.compile(r"(?i)(\b(?:machine\s+\S+|default)\s+login\s+\S+\s+(?:account\s+\S+\s+)?password\s+)(?!\*\*\*)\S+"),
+     r"\1" + MARK),
     # Authorization headers and bearer tokens
     (re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?)(?:(basic|bearer|token|digest)\s+)?[^\s,;'\"]+"),
      lambda m: m.group(1) + (m.group(2) + " " if m.group(2) else "") + MARK),
     (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + MARK),
-    # the value after a keyword: token=..., "api_key": "...", password: ..., --password ...
+    # the value after an option or a variable that names a secret: --password ..., token=...,
+    # "api_key": "...", password: ..., DB_PASS=..., AccountKey=...
     (re.compile(r"(?i)(?<![\w.-])(--[\w-]*" + _KEYWORDS + r"[\w-]*)(\s+|=)(?!-)([^\s\"'&,;]+)"), r"\1\2" + MARK),
-    (re.compile(r"(?i)(?<![\w.-])([\w.-]*" + _KEYWORDS + r"[\w.-]*)([\"']?\s*(?:=|:(?=[\s\"']))\s*[\"']?)([^\s\"'&,;]+)"),
-     r"\1\2" + MARK),
 )
 _SECRET_KEY = re.compile(r"(?i)" + _KEYWORDS)
-_KEY_BLOCK = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)
-_KEY_END = re.compile(r"\A.*?-----END[A-Z0-9 ]*PRIVATE KEY-----", re.S)  # a block whose start was cut off
 KEY_MARK = f"[private key {MARK}]"
+#: A private key block of any kind: PEM/PKCS#1/PKCS#8 (RSA, EC, DSA, ENCRYPTED, OPENSSH), the ssh.com
+#: format (``---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----``) and OpenPGP (``-----BEGIN PGP PRIVATE KEY
+#: BLOCK-----``), after gitleaks' private-key rule; one whose end (or start) a stderr tail cut off
+#: is removed to the end (from the start) of the text.
+_KEY_BEGIN = r"-{4,5} ?BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+_KEY_FINISH = r"-{4,5} ?END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+_KEY_BLOCK = re.compile(_KEY_BEGIN + r".*?(?:" + _KEY_FINISH + r"|\Z)", re.S)
+_KEY_END = re.compile(r"\A.*?" + _KEY_FINISH, re.S)  # a block whose start was cut off
+#: A PuTTY key file (``PuTTY-User-Key-File-3: ssh-ed25519`` ... ``Private-Lines: N`` + N lines ...
+#: ``Private-MAC: <hex>``); the private part alone when the header was cut off.
+_PUTTY_START = re.compile(r"PuTTY-User-Key-File-\d+:|Private-Lines:")
+_PUTTY_LINES = re.compile(r"Private-Lines:[ \t]*(\d+)[^\n]*")
+_PUTTY_MAC = re.compile(r"Private-MAC:[ \t]*[0-9A-Fa-f]*")
+
+
+def _scrub_putty(text: str) -> str:
+    out, pos = [], 0
+    while (start := _PUTTY_START.search(text, pos)) is not None:
+        mac = _PUTTY_MAC.search(text, start.start())
+        lines = _PUTTY_LINES.search(text, start.start())
+        if mac is not None:
+            end = mac.end()
+        elif lines is not None:  # no MAC line (cut off): the private lines the header announces
+            end = lines.end()
+            for _ in range(int(lines.group(1))):
+                newline = text.find("\n", end + 1)
+                end = len(text) if newline < 0 else newline
+        else:
+            end = len(text)
+        out += [text[pos:start.start()], KEY_MARK]
+        pos = max(end, start.end())
+    return "".join(out) + text[pos:]
 
 
 def scrub_secrets(text: str) -> str:
     """``text`` with every credential, token and key replaced by ``***``."""
-    if "PRIVATE KEY-----" in text:
+    if "PRIVATE KEY" in text:
         text = _KEY_END.sub(KEY_MARK, _KEY_BLOCK.sub(KEY_MARK, text))
+    if "PuTTY-User-Key-File-" in text or "Private-Lines:" in text:
+        text = _scrub_putty(text)
     for pattern, replacement in _SECRETS:
         text = pattern.sub(replacement, text)
-    return text
+    return _scrub_assignments(text)
 
 
 # --- identities: replaced unless --no-redact -----------------------------------------------------
@@ -117,12 +251,50 @@ _PATH_END = r"(?=$|[/\s:;,'\"`<>|)\]])"
 
 
 def _home_pattern(home: Optional[str]) -> Optional[re.Pattern[str]]:
+    """``$HOME`` and the directory it really is: with HOME=/home/alice a symlink to /data/users/alice, the
+    interpreter, the venv and every path a probe resolved with os.path.realpath (libraries' and
+    packages' ``real_path``, ``location``) name /data/users/alice, which no /home rule would catch."""
     if not home:
         return None
-    home = os.path.normpath(home)
-    if not home.startswith("/") or home in _SYSTEM_HOMES or home.startswith(_SYSTEM_TREES):
+    homes = {os.path.normpath(home), os.path.realpath(home)}
+    homes = {h for h in homes if h.startswith("/") and h not in _SYSTEM_HOMES and not h.startswith(_SYSTEM_TREES)}
+    if not homes:
         return None
-    return re.compile(r"(?<![\w.~-])(?:(?<=//)|(?<!/))" + re.escape(home) + _PATH_END)
+    spelled = "|".join(re.escape(h) for h in sorted(homes, key=lambda h: -len(h)))
+    return re.compile(r"(?<![\w.~-])(?:(?<=//)|(?<!/))(?:" + spelled + ")" + _PATH_END)
+
+
+#: Host names that are also ordinary words of a report (``Debian GNU/Linux 12``, ``NVIDIA GPU``,
+#: ``gpu_burn``, ``node_rank``, ``/usr/local/cuda``): such a name is replaced only where the text uses it
+#: as a host name (see _host_pattern). The report's own words are added to these: its keys, and the
+#: values that describe software and hardware, never the machine's identity (_REFERENCE_KEYS).
+_GENERIC_HOST_WORDS = frozenset({
+    "localhost", "gpu", "gpus", "node", "nodes", "host", "server", "worker", "master", "head", "login", "compute",
+    "debian", "ubuntu", "fedora", "centos", "rocky", "almalinux", "rhel", "redhat", "suse", "opensuse", "arch",
+    "archlinux", "alpine", "linux", "manjaro", "mint", "kali", "raspberrypi", "nvidia", "cuda", "docker",
+    "container", "sandbox", "machine", "desktop", "laptop", "workstation", "instance", "runner", "jupyter",
+    "notebook", "colab", "kaggle", "default", "none", "unknown", "test", "dev", "main", "primary", "cluster",
+    "dgx", "hpc", "pod", "box", "vm", "wsl",
+})
+_REFERENCE_KEYS = frozenset({"os", "distro", "kernel", "machine", "name", "architecture", "brand", "family",
+                             "implementation", "flavour", "product_name", "driver_version", "version"})
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_TOKENS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _host_pattern(host: str, common: bool) -> re.Pattern[str]:
+    """Where ``host`` is replaced in text. A distinctive name (``node-17.cluster.local``, ``alice-ws``)
+    everywhere it stands as a whole token: in paths, URLs, log lines; a name of letters only (``hopper``)
+    not as a path component, so that /opt/hopper/lib stays. A common word (``gpu``, ``debian``) only where
+    the text names a host: ``user@gpu``, ``ssh://gpu``, ``host gpu``, ``hostname=gpu``, ``gpu:29500``;
+    ``NVIDIA GPU``, ``gpu_burn`` and ``Debian GNU/Linux`` keep their words."""
+    name = re.escape(host)
+    if common:
+        return re.compile(r"(?i)(?:(?P<pre>@|://|\b(?:host|node)(?:_?name)?(?:\s*[=:]\s*|\s+)[\"'\[]?)" + name
+                          + r"(?![\w-])|(?<![\w./-])" + name + r"(?=:\d{4,5}(?!\d)))")
+    path = "/" if host.isalpha() else ""
+    return re.compile(r"(?i)(?P<pre>)(?<![A-Za-z0-9_" + ("." + path if path else "") + r"-])" + name
+                      + r"(?![A-Za-z0-9_" + path + r"-])")
 
 
 def _hex_digits(token: str) -> int:
@@ -135,6 +307,7 @@ class _Identities:
     def __init__(self, report: Any, home: Optional[str]) -> None:
         self.home = _home_pattern(home)
         self.hosts: dict[str, None] = {}
+        self.words: set[str] = set(_GENERIC_HOST_WORDS)  # what a host name may not be replaced as, but in context
         self.uuids: dict[str, tuple[str, int]] = {}  # lower-cased token -> (kind, number)
         self.serials: dict[str, int] = {}
         self.prefixes: dict[str, tuple[str, list[int]]] = {}  # a mask entry -> (kind, numbers it matches)
@@ -151,6 +324,11 @@ class _Identities:
                 self.uuids[uuid.lower()] = ("gpu", gpu["index"])
                 taken.add(("gpu", gpu["index"]))
         nodes = list(_walk_nodes(report))
+        for key, value, _parent in nodes:
+            for text in (key, value if key in _REFERENCE_KEYS else None):
+                if isinstance(text, str):
+                    self.words.update(w.lower() for w in _WORDS.findall(text))
+                    self.words.update(w.lower().strip("._-") for w in _TOKENS.findall(text))
         for key, value, parent in nodes:  # MIG devices, then serials, in order of appearance
             if key == "uuid" and isinstance(value, str) and value.upper().startswith("MIG-"):
                 self._number(value, "mig")
@@ -232,9 +410,7 @@ class _Identities:
         spelled = dict(self.host_names)
         for host, pseudonym in self.host_names.items():
             spelled.setdefault(host.split(".")[0], pseudonym)
-        # a plain word (hopper, cuda) is left alone as a path component: /usr/local/cuda is not the host
-        self.host_text = [(re.compile(r"(?i)(?<![A-Za-z0-9_" + ("./" if h.isalpha() else "") + r"-])" + re.escape(h)
-                                      + r"(?![A-Za-z0-9_" + ("/" if h.isalpha() else "") + r"-])"), h, p)
+        self.host_text = [(_host_pattern(h, h.lower() in self.words), h, p)
                           for h, p in sorted(spelled.items(), key=lambda hp: -len(hp[0]))
                           if len(h) >= 3 and h.lower() not in ("localhost", "localhost.localdomain") and p != h]
         self.serial_text = [(re.compile(r"(?<![\w-])" + re.escape(s) + r"(?![\w-])"), p)
@@ -257,7 +433,7 @@ class _Identities:
         for pattern, host, pseudonym in self.host_text:
             if text.lower() == host.lower() and host.isalpha():
                 continue  # a plain word standing alone is a fact's value (an architecture), not the host name
-            text = pattern.sub(pseudonym, text)
+            text = pattern.sub(lambda m: (m.group("pre") or "") + pseudonym, text)
         for pattern, pseudonym in self.serial_text:
             text = pattern.sub(pseudonym, text)
         return text

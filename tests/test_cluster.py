@@ -448,7 +448,7 @@ def test_two_nodes_for_real_carry_node_1s_report_to_rank_0(tmp_path):
 
 def test_rank_0s_own_check_crashing_is_int001_not_all_clear(monkeypatch):
     """Rank 0's node check raised: the combined report says so (INT001), instead of judging empty facts ok."""
-    from gpudoctor import cli as cli_module
+    from gpudoctor.cli import check as cli_module
 
     data = _job(None, {"ok": False, "error": "x"})
     monkeypatch.setattr(distributed, "run_rank", lambda launch, check, deadline, redact=True: (

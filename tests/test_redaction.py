@@ -356,13 +356,22 @@ def test_only_the_variables_gpudoctor_reads_are_ever_kept():
 
 
 def test_host_names():
-    facts = {"gpus": [{"index": 0, "architecture": "hopper"}], "note": "hopper ran out of memory on hopper"}
+    # a plain word that no fact uses: replaced in text, but not as a value of its own nor as a path component
+    out = redact_report(_host_report("tesseract", {}, note="tesseract ran out of memory on tesseract",
+                                     value="tesseract", path="/opt/tesseract/bin"))["facts"]
+    assert out["host"]["hostname"] == "host-redacted"
+    assert out["note"] == "host-redacted ran out of memory on host-redacted"
+    assert out["value"] == "tesseract" and out["path"] == "/opt/tesseract/bin"
+    # a word the report's facts use (a GPU architecture, a key, CUDA_HOME's path): only where it names the host
+    facts = {"gpus": [{"index": 0, "architecture": "hopper"}], "note": "hopper ran out of memory on hopper@hopper"}
     out = redact_report(_host_report("hopper", {}, **facts))["facts"]
     assert out["host"]["hostname"] == "host-redacted"
     assert out["gpus"][0]["architecture"] == "hopper"  # a fact's value, not the host name
-    assert out["note"] == "host-redacted ran out of memory on host-redacted"
-    paths = redact_report(_host_report("cuda", {"CUDA_HOME": "/usr/local/cuda"}, note="on cuda: /opt/cuda/bin"))["facts"]
-    assert paths["host"]["env"]["CUDA_HOME"] == "/usr/local/cuda" and paths["note"] == "on host-redacted: /opt/cuda/bin"
+    assert out["note"] == "hopper ran out of memory on hopper@host-redacted"
+    paths = redact_report(_host_report("cuda", {"CUDA_HOME": "/usr/local/cuda"},
+                                       note="on cuda: /opt/cuda/bin, ssh://cuda/x"))["facts"]
+    assert paths["host"]["env"]["CUDA_HOME"] == "/usr/local/cuda"
+    assert paths["note"] == "on cuda: /opt/cuda/bin, ssh://host-redacted/x"
     named = redact_report(_host_report("gpu-node-17", {}, note="/scratch/gpu-node-17/x gpu-node-17.local"))["facts"]
     assert named["note"] == "/scratch/host-redacted/x host-redacted.local"
     fqdn = redact_report(_host_report("gpu17.corp.example.com", {}, note="gpu17: up; gpu17.corp.example.com"))["facts"]

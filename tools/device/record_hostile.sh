@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 14 on a real GPU: the new child handling (own channel, lifeline, process families, bounded programs)
+# must leave a healthy machine all clear with the same figures; hostile programs and signals must leave no
+# process behind. Also times check --quick (issue 17's 0.5 s target) and records Markdown sizes (issue 16).
+# Usage (device tool, repo root): bash tools/device/record_hostile.sh KIND   -> $OUT/hostile-KIND.tar.gz
+# Reads only; never changes a GPU setting.
+set -u
+kind=${1:?kind}
+d=$(mktemp -d)
+chk() {  # NAME [VAR=VALUE ...] -- [check options]
+  local name=$1; shift
+  local envs=()
+  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local t0=$EPOCHREALTIME
+  env "${envs[@]}" python3 -m gpudoctor check --format json -o "$d/$name.json" "$@" 2> "$d/$name.err"
+  local rc=$?
+  echo "$name rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
+  python3 -m gpudoctor analyze "$d/$name.json" --format text 2>/dev/null | grep -E '^\s+[✗!i] ' | sed "s/^/  $name: /" | tee -a "$d/summary.txt"
+}
+leftovers() {  # processes started from this tree that are still alive (by the child mark gpudoctor sets)
+  sleep 1
+  local n=0
+  for p in /proc/[0-9]*; do
+    if tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -q '^GPUDOCTOR_CHILD='; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
+  done
+  echo "$1 leftovers=$n" | tee -a "$d/summary.txt"
+}
+date -u +%FT%TZ > "$d/when.txt"
+nvidia-smi -q > "$d/nvidia-smi-q.txt" 2>&1
+nvidia-smi topo -m > "$d/topo-m.txt" 2>&1
+chk full --
+chk quick -- --quick
+chk deep -- --deep
+python3 -m gpudoctor check > "$d/full-text.txt" 2>&1
+python3 -m gpudoctor check -v > "$d/full-verbose.txt" 2>&1
+for f in full deep; do python3 -m gpudoctor analyze "$d/$f.json" -f markdown > "$d/$f.md" 2>/dev/null; echo "$f markdown chars=$(python3 -c "import sys;print(len(open(sys.argv[1],encoding='utf-8').read()))" "$d/$f.md")" | tee -a "$d/summary.txt"; done
+python3 -m gpudoctor analyze "$d/full.md" -f json > "$d/full-md-rejudged.json" 2> "$d/full-md-rejudged.err"; echo "analyze full.md rc=$?" | tee -a "$d/summary.txt"
+# --quick, five times, with a trace of the last
+for i in 1 2 3 4 5; do t0=$EPOCHREALTIME; python3 -m gpudoctor check --quick > /dev/null 2>&1; echo "quick run $i wall=$(awk "BEGIN{printf \"%.3f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"; done
+GPUDOCTOR_TRACE="$d/quick-trace.txt" python3 -m gpudoctor check --quick > /dev/null 2>&1
+# a hanging nvcc first on PATH: --timeout 3 must end the run near 3 s and leave nothing
+mkdir -p "$d/bin"; printf '#!/bin/sh\nsleep 300\n' > "$d/bin/nvcc"; chmod +x "$d/bin/nvcc"
+t0=$EPOCHREALTIME; PATH="$d/bin:$PATH" python3 -m gpudoctor check --timeout 3 --format json -o "$d/nvcc-hang.json" 2> "$d/nvcc-hang.err"; rc=$?
+echo "nvcc-hang --timeout 3 rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
+leftovers nvcc-hang
+# SIGTERM, SIGHUP and SIGKILL of gpudoctor while framework children run: nothing must be left
+for sig in TERM HUP KILL; do
+  python3 -m gpudoctor check --format json -o "$d/sig-$sig.json" 2> "$d/sig-$sig.err" & pid=$!
+  sleep 4; kill -$sig $pid; wait $pid; echo "SIG$sig during check rc=$?" | tee -a "$d/summary.txt"
+  leftovers "SIG$sig"
+done
+PYTHONWARNINGS=error PYTHONDEVMODE=1 python3 -m gpudoctor check --format json -o "$d/devmode.json" 2> "$d/devmode.err"; echo "devmode rc=$? exception-ignored=$(grep -c 'Exception ignored\|ResourceWarning' "$d/devmode.err")" | tee -a "$d/summary.txt"
+python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_live.py > "$d/pytest-gpu.txt" 2>&1; tail -1 "$d/pytest-gpu.txt" | tee -a "$d/summary.txt"
+tar -C "$d" -czf "$OUT/hostile-$kind.tar.gz" .
+cat "$d/summary.txt"
