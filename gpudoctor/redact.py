@@ -55,6 +55,8 @@ report changes nothing.
 
 from __future__ import annotations
 
+import functools
+
 import os
 import re
 from typing import Any, Callable, Iterable, Optional
@@ -231,7 +233,24 @@ def _scrub_putty(text: str) -> str:
 
 
 def scrub_secrets(text: str) -> str:
-    """``text`` with every credential, token and key replaced by ``***``."""
+    """``text`` with every credential, token and key replaced by ``***``.
+
+    A pure function of the text, remembered for short strings: a fleet's reports repeat the same paths,
+    versions and names thousands of times, and some forty patterns per string were most of ``merge``'s time."""
+    if len(text) <= _MEMO_MAX_CHARS:
+        return _scrub_memo(text)
+    return _scrub_secrets(text)
+
+
+_MEMO_MAX_CHARS = 512
+
+
+@functools.lru_cache(maxsize=65536)
+def _scrub_memo(text: str) -> str:
+    return _scrub_secrets(text)
+
+
+def _scrub_secrets(text: str) -> str:
     if "PRIVATE KEY" in text:
         text = _KEY_END.sub(KEY_MARK, _KEY_BLOCK.sub(KEY_MARK, text))
     if "PuTTY-User-Key-File-" in text or "Private-Lines:" in text:
@@ -457,19 +476,31 @@ _SPLIT_VARIABLES = ("ld_library_path",)
 
 
 def _scrub(node: Any, key: Any = None) -> Any:
-    if key in _SPLIT_VARIABLES and isinstance(node, list) and all(isinstance(p, str) for p in node):
-        joined = ":".join(node)
-        scrubbed = scrub_secrets(joined)
-        if scrubbed != joined:
-            return [p for p in scrubbed.split(":") if p]
-    if isinstance(node, dict):
-        return {(scrub_secrets(k) if isinstance(k, str) else k): _scrub(v, k) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_scrub(item, key) for item in node]
-    if isinstance(node, str):
+    kind = type(node)
+    if kind is str:
         # a value filed under a key that names a secret ({"api_key": "..."}) is one, whatever it looks like
-        return MARK if node and isinstance(key, str) and _SECRET_KEY.search(key) else scrub_secrets(node)
+        return MARK if node and _names_a_secret(key) else scrub_secrets(node)
+    if kind is dict:
+        return {(scrub_secrets(k) if type(k) is str else k): _scrub(v, k) for k, v in node.items()}
+    if kind is list:
+        if key in _SPLIT_VARIABLES and all(isinstance(p, str) for p in node):
+            joined = ":".join(node)
+            scrubbed = scrub_secrets(joined)
+            if scrubbed != joined:
+                return [p for p in scrubbed.split(":") if p]
+        return [_scrub(item, key) for item in node]
+    if isinstance(node, str):  # a str subclass (not from JSON, but from a caller's own dict)
+        return MARK if node and _names_a_secret(key) else scrub_secrets(str(node))
+    if isinstance(node, dict):
+        return _scrub(dict(node), key)
+    if isinstance(node, list):
+        return _scrub(list(node), key)
     return node
+
+
+@functools.lru_cache(maxsize=8192)
+def _names_a_secret(key: Any) -> bool:
+    return isinstance(key, str) and bool(_SECRET_KEY.search(key))
 
 
 def _map(node: Any, fn: Callable[[str, Any], str], key: Any = None) -> Any:

@@ -301,7 +301,10 @@ _COMPILED = [(p, _steps(p), kinds.split("|")) for p, kinds in SHAPE.items()]
 def shape_error(data: Mapping[str, Any]) -> Optional[str]:
     """Why a loaded report cannot be judged, naming the first field at fault ("facts.gpus[0].index must
     be an integer"), or None. Also refuses nesting deeper than ``MAX_DEPTH`` and numbers that are not
-    finite; walks without recursion."""
+    finite; walks without recursion. A first walk only says whether something is wrong (a fleet of a
+    thousand reports is loaded through here); the path is spelled out only for a report at fault."""
+    if _depth_and_numbers_ok(data) and _shapes_ok(data):
+        return None
     stack: list[tuple[Any, int, str]] = [(data, 1, "")]
     while stack:
         node, depth, where = stack.pop()
@@ -316,9 +319,72 @@ def shape_error(data: Mapping[str, Any]) -> Optional[str]:
             return f"{where} must be a finite number, not {node!r}"
     for pattern, steps, kinds in _COMPILED:
         for where, value in _matches(data, steps):
-            if any(_is(value, k) for k in kinds):
-                continue
-            if where.startswith("facts.") and is_unavailable(value) and isinstance(value.get("unavailable"), str):
-                continue
-            return f"{where} must be {' or '.join(_TYPE_NAMES[k] for k in kinds)}"
+            if not _value_ok(where.startswith("facts."), value, kinds):
+                return f"{where} must be {' or '.join(_TYPE_NAMES[k] for k in kinds)}"
     return None
+
+
+def _depth_and_numbers_ok(data: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(node, dict):
+            for v in node.values():
+                push((v, depth + 1))
+        elif isinstance(node, list):
+            for v in node:
+                push((v, depth + 1))
+        elif isinstance(node, float) and not math.isfinite(node):
+            return False
+    return True
+
+
+def _trie() -> dict[str, Any]:
+    """SHAPE as a tree of steps, so that patterns sharing a prefix ("facts.gpus[]...") walk it once."""
+    root: dict[str, Any] = {"kinds": None, "next": {}}
+    for _, steps, kinds in _COMPILED:
+        node = root
+        for step in steps:
+            node = node["next"].setdefault(step, {"kinds": None, "next": {}})
+        node["kinds"] = kinds
+        node["types"] = frozenset(_EXACT_TYPES[k] for k in kinds if k in _EXACT_TYPES) | \
+            (frozenset({int, float}) if any(k not in _EXACT_TYPES for k in kinds) else frozenset())
+    return root
+
+
+def _shapes_ok(data: Any) -> bool:
+    stack: list[tuple[dict[str, Any], Any, bool]] = [(_TRIE, data, False)]
+    while stack:
+        trie, node, in_facts = stack.pop()
+        for step, sub in trie["next"].items():
+            if step == "[]":
+                values = [(in_facts, v) for v in node] if isinstance(node, list) else []
+            elif isinstance(node, dict) and not is_unavailable(node):
+                top = trie is _TRIE
+                if step == "*":
+                    values = [(in_facts or (top and k == "facts"), v) for k, v in node.items()]
+                else:
+                    values = [(in_facts or (top and step == "facts"), node[step])] if step in node else []
+            else:
+                values = []
+            for inside, value in values:
+                # exact types: JSON gives exactly these, and a bool is not an int here (NaN was refused before)
+                if sub["kinds"] is not None and type(value) not in sub["types"] and \
+                        not _value_ok(inside, value, sub["kinds"]):
+                    return False
+                if sub["next"]:
+                    stack.append((sub, value, inside))
+    return True
+
+
+def _value_ok(in_facts: bool, value: Any, kinds: list[str]) -> bool:
+    if any(_is(value, k) for k in kinds):
+        return True
+    return in_facts and is_unavailable(value) and isinstance(value.get("unavailable"), str)
+
+
+_EXACT_TYPES = {_OBJ: dict, _LIST: list, _STR: str, _BOOL: bool, "null": type(None), _INT: int}
+_TRIE = _trie()

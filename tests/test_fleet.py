@@ -697,3 +697,38 @@ def test_p2p_pairs_are_compared_with_pairs_joined_the_same_way():
     assert models == {"NVIDIA H200, NV18", "NVIDIA H200, no NVLink"}
     facts = with_fact(facts, "multigpu.p2p.pairs.0.wrong_elements", 12)
     assert len(fleet.samples(facts, metric)) == 11
+
+
+def test_each_samples_peers_median_is_the_median_of_the_others():
+    """fleet.median_without answers in O(1) what statistics.median of the other samples would say."""
+    import random
+    import statistics
+
+    from gpudoctor.fleet import median_without
+
+    rng = random.Random(20261123)
+    for n in range(2, 40):
+        values = sorted(rng.choice([1.0, 2.0, 3.5, rng.random()]) for _ in range(n))
+        for k in range(n):
+            assert median_without(values, k) == pytest.approx(statistics.median(values[:k] + values[k + 1:]))
+
+
+def test_a_large_fleet_read_in_worker_processes_merges_exactly_as_in_one(tmp_path, monkeypatch):
+    """merge reads, redacts and judges many reports in worker processes (cli/reports.py PARALLEL_FROM);
+    the merged result must be the same as reading them one by one."""
+    from gpudoctor.cli import reports as reports_cli
+
+    real = Path(__file__).parent / "fixtures/real"
+    sources = [real / f for f in ("h100x1-20261123/full.json", "h200x1-20261123/full.json", "h100x1-20261123/shared_gpu.json",
+                                  "h200x4-20261121/deep-report-1709.json", "h200x2-20261121/workload-report-1712.json",
+                                  "h100x1-20261123/bogus_alloc.json")]
+    files = []
+    for i, src in enumerate(sources):
+        dst = tmp_path / f"node-{i}.json"
+        dst.write_bytes(src.read_bytes())
+        files.append(str(dst))
+    serial = CliRunner().invoke(cli, ["merge", "-f", "json", *files])
+    monkeypatch.setattr(reports_cli, "PARALLEL_FROM", 2)
+    parallel = CliRunner().invoke(cli, ["merge", "-f", "json", *files])
+    assert parallel.exit_code == serial.exit_code == 1  # bogus_alloc.json's node has an error
+    assert json.loads(parallel.stdout) == json.loads(serial.stdout)

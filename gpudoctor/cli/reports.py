@@ -150,13 +150,13 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     report gpudoctor prints, the output is redacted unless --no-redact (name the files after the nodes).
     """
     from gpudoctor import fleet
-    from gpudoctor.redact import redact_report
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
     from gpudoctor.render.safe import terminal
 
     fmt = format_for(click.get_current_context(), fmt, output, ("text", "markdown", "json"))
-    reports = [(str(p), redact_report(load_report(p), identities=not no_redact)) for p in report_files]
-    merged = rep.encodable(fleet.merge(reports, fail_on=fail_on))
+    reports, judged = _load_fleet(report_files, identities=not no_redact)
+    merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
+        id(facts), None) or fleet.judge_node(facts, created)))
     render = {"json": rep.to_json,
               "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
     text = render(merged)
@@ -166,3 +166,45 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
         write(output, text)
         click.echo(f"gpudoctor: merged report written to {terminal(output)}", err=True)
     sys.exit(fleet.exit_code(merged))
+
+
+#: From this many reports on, merge reads, redacts and judges them in worker processes (one per CPU):
+#: each report's work is independent and pure, and a thousand-node fleet is otherwise CPU-bound here.
+PARALLEL_FROM = 64
+
+
+def _load_fleet(paths: tuple[Path, ...], identities: bool) -> tuple[list[tuple[str, dict]], dict[int, dict]]:
+    """(source, redacted report) per file in order, and the verdicts already reached, by ``id`` of each
+    report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs, are judged there)."""
+    import os
+
+    import threading
+
+    workers = min(os.cpu_count() or 1, 8)
+    # fork: spawn would re-run the user's __main__ (a pipx shim, pytest, a zipapp); forking is safe only
+    # while this process runs no other thread (nothing gpudoctor starts for merge does)
+    if len(paths) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
+        from gpudoctor.redact import redact_report
+
+        return [(str(p), redact_report(load_report(p), identities=identities)) for p in paths], {}
+    import concurrent.futures
+    import multiprocessing
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:  # a value that still breaks a check is bad input (DoctorGroup), as in one process
+        from gpudoctor.cli.base import LOADED_REPORTS
+
+        ctx.meta.setdefault(LOADED_REPORTS, []).extend(str(p) for p in paths)
+    chunk = max(1, len(paths) // (workers * 4))
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
+    return [(str(p), report) for p, (report, _) in zip(paths, done)], {id(r["facts"]): j for r, j in done}
+
+
+def _prepare_node(path: Path, identities: bool) -> tuple[dict, dict]:
+    """In a worker: one node's report, loaded, redacted and judged (BadInput travels back to the parent)."""
+    from gpudoctor import fleet
+    from gpudoctor.redact import redact_report
+
+    report = redact_report(load_report(path), identities=identities)
+    return report, fleet.judge_node(report["facts"], report.get("created"))
