@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 import pytest
 
@@ -25,7 +25,6 @@ from gpudoctor import compat, matrix
 
 RAW = json.loads((matrix.data_dir() / "gpus.json").read_text(encoding="utf-8"))
 ENTRIES: list[dict[str, Any]] = RAW["entries"]
-LEGACY: list[dict[str, Any]] = RAW["legacy_entries"]
 REAL = Path(__file__).parent / "fixtures" / "real"
 
 # https://developer.nvidia.com/cuda-gpus, read 2026-11-23
@@ -147,13 +146,6 @@ def words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def first_match(name: str, rows: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """compat.gpu_entry's rule (first entry with a whole-word match string in the name) over any list of rows,
-    so that legacy_entries, which gpu_entry does not read, are held to the same rule."""
-    padded = f" {words(name)} "
-    return next((r for r in rows if any(words(p) and f" {words(p)} " in padded for p in r["match"])), None)
-
-
 def page_names() -> Iterator[tuple[str, str, str]]:
     for page, lists in (("CUDA-GPUS", NVIDIA_CURRENT), ("CUDA-LEGACY-GPUS", NVIDIA_LEGACY)):
         for cc, names in lists.items():
@@ -177,7 +169,7 @@ def test_every_name_on_nvidias_pages_is_listed_by_exactly_one_entry_per_compute_
     """listed_as records the page names an entry stands for: per compute capability they are the page's
     names, none missing and none added."""
     listed: dict[str, list[str]] = {}
-    for row in ENTRIES + LEGACY:
+    for row in ENTRIES:
         for name in row.get("listed_as", []):
             listed.setdefault(row["compute_capability"], []).append(name)
     expected: dict[str, list[str]] = {}
@@ -189,10 +181,7 @@ def test_every_name_on_nvidias_pages_is_listed_by_exactly_one_entry_per_compute_
 
 # --- NVIDIA's names resolve, with NVIDIA's compute capability ----------------------------------------------
 
-MAIN_CCS = {r["compute_capability"] for r in ENTRIES}
-
-
-@pytest.mark.parametrize("page, cc, name", [p for p in page_names() if p[1] in MAIN_CCS], ids=lambda v: str(v))
+@pytest.mark.parametrize("page, cc, name", list(page_names()), ids=lambda v: str(v))
 def test_gpudoctors_lookup_finds_every_gpu_on_nvidias_pages(page: str, cc: str, name: str):
     want = TWICE_LISTED.get(clean(name), cc)
     for spelled in (clean(name), f"NVIDIA {clean(name).removeprefix('NVIDIA ')}"):
@@ -200,13 +189,6 @@ def test_gpudoctors_lookup_finds_every_gpu_on_nvidias_pages(page: str, cc: str, 
         assert row is not None, spelled
         assert row["compute_capability"] == want, (spelled, row["model"])
         assert clean(name) in row.get("listed_as", []) or row["source"] == page or row.get("cc_source") == page
-
-
-@pytest.mark.parametrize("page, cc, name", [p for p in page_names() if p[1] not in MAIN_CCS], ids=lambda v: str(v))
-def test_gpus_below_the_matrixs_targets_resolve_in_legacy_entries(page: str, cc: str, name: str):
-    row = first_match(clean(name), LEGACY + ENTRIES)
-    assert row is not None and row in LEGACY, name
-    assert row["compute_capability"] == TWICE_LISTED.get(clean(name), cc)
 
 
 # The models named in issue 15 as missing in real tickets, as the driver names them (OGKM README 595.45.04:
@@ -248,12 +230,11 @@ def test_the_models_missing_in_tickets_are_found(nvml_name: str, model: str, cc:
 def test_every_match_string_resolves_to_its_own_entry():
     """Each match string is a name a source gives (the driver's NVML name without "NVIDIA ", or NVIDIA's page
     name): spelled bare and with the prefix, it must find its own entry and no earlier one."""
-    for rows, lookup in ((ENTRIES, compat.gpu_entry), (LEGACY, lambda n: first_match(n, LEGACY + ENTRIES))):
-        for row in rows:
-            for pattern in row["match"]:
-                for spelled in (pattern, f"NVIDIA {pattern}"):
-                    hit = lookup(spelled)
-                    assert hit == row, f"{spelled!r} of {row['model']} resolves to {hit and hit['model']}"
+    for row in ENTRIES:
+        for pattern in row["match"]:
+            for spelled in (pattern, f"NVIDIA {pattern}"):
+                hit = compat.gpu_entry(spelled)
+                assert hit == row, f"{spelled!r} of {row['model']} resolves to {hit and hit['model']}"
 
 
 @pytest.mark.parametrize("longer, shorter", [
@@ -274,6 +255,11 @@ def test_every_match_string_resolves_to_its_own_entry():
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"),
     ("NVIDIA RTX A4000H", "NVIDIA RTX A4000"),
     ("NVIDIA GeForce RTX 4070 Ti SUPER", "NVIDIA GeForce RTX 4070 Ti"),
+    # the legacy page lists the Fermi "GeForce GT 730 DDR3" at 2.1 and the Kepler "GeForce GT 730" at 3.5
+    ("GeForce GT 730 DDR3", "GeForce GT 730"),
+    ("GeForce GT 640 GDDR3", "GeForce GT 640 GDDR5"),
+    ("Quadro K2000D", "Quadro K2000"),
+    ("GeForce GTX 650 Ti BOOST", "GeForce GTX 650 Ti"),
 ])
 def test_neighbours_resolve_to_different_entries(longer: str, shorter: str):
     a, b = compat.gpu_entry(longer), compat.gpu_entry(shorter)
@@ -339,10 +325,9 @@ def test_recorded_pci_device_ids_are_in_the_resolved_entry():
 
 # --- every entry is cited and dated ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("section", ["entries", "legacy_entries"])
-def test_every_entry_cites_declared_sources_and_an_as_of_date(section: str):
+def test_every_entry_cites_declared_sources_and_an_as_of_date():
     sources = RAW["sources"]
-    for row in RAW[section]:
+    for row in ENTRIES:
         assert row["source"] in sources, row["model"]
         for key, value in row.items():
             if key.endswith("_source"):
@@ -354,7 +339,7 @@ def test_every_entry_cites_declared_sources_and_an_as_of_date(section: str):
 
 def test_a_compute_capability_not_from_nvidias_pages_says_how_it_was_derived():
     pages = {"CUDA-GPUS", "CUDA-LEGACY-GPUS"}
-    for row in ENTRIES + LEGACY:
+    for row in ENTRIES:
         if row["source"] in pages:
             assert row.get("listed_as"), row["model"]
             continue
@@ -363,14 +348,39 @@ def test_a_compute_capability_not_from_nvidias_pages_says_how_it_was_derived():
         assert row.get("cc_note", "").startswith("derived:"), row["model"]
 
 
-def test_legacy_entries_are_exactly_the_gpus_the_matrix_cannot_describe_yet():
-    """gpu_entry reads only "entries", whose compute capabilities architectures.json and cuda_targets.json must
-    know (tests/test_matrix_data.py). Once those files learn 3.0, 3.2, 2.x and 1.x, this fails: then move
-    legacy_entries into entries (keeping an entry whose match string contains another's first)."""
-    known = ({r["compute_capability"] for r in matrix.load_topic("architectures")["entries"]}
-             & {r["compute_capability"] for r in matrix.load_topic("cuda_targets")["entries"]})
-    assert all(r["compute_capability"] in known for r in ENTRIES)
-    assert LEGACY and not any(r["compute_capability"] in known for r in LEGACY)
+def test_every_gpu_is_one_the_matrix_can_judge():
+    """gpu_entry reads only "entries": every GPU on NVIDIA's pages is there (the former legacy_entries, compute
+    capability 3.2 and below, included), and architectures.json and cuda_targets.json describe every compute
+    capability in it, so no catalogued GPU falls back to "unknown" for want of its architecture."""
+    assert "legacy_entries" not in RAW
+    archs = {r["compute_capability"]: r["architecture"] for r in matrix.load_topic("architectures")["entries"]}
+    targets = {r["compute_capability"] for r in matrix.load_topic("cuda_targets")["entries"]}
+    assert {cc for _, cc, _ in page_names()} <= {r["compute_capability"] for r in ENTRIES}
+    for row in ENTRIES:
+        assert row["compute_capability"] in targets, row["model"]
+        assert archs.get(row["compute_capability"]) == row["architecture"], row["model"]
+
+
+# The oldest GPUs, by NVIDIA's legacy page, and the last toolkit that targets them (cuda_targets.json: clang's
+# MaxVersionForOffloadArch, Wikipedia's CUDA table, the CUDA 6.5 deprecation of sm_1x):
+#   1.0 (CUDA 6.0), 1.1-1.3 (6.5), 2.x Fermi (8.0), 3.0/3.2 Kepler (10.2), 3.5/3.7 Kepler (11.8).
+@pytest.mark.parametrize("name, cc, architecture, last_good, first_bad", [
+    ("GeForce 8800 GTX", "1.0", "tesla", "6.0", "6.5"),
+    ("Tesla C1060", "1.3", "tesla", "6.5", "7.0"),
+    ("Tesla C2050", "2.0", "fermi", "8.0", "9.0"),
+    ("GeForce GT 730 DDR3", "2.1", "fermi", "8.0", "9.0"),
+    ("Tesla K10", "3.0", "kepler", "10.2", "11.0"),
+    ("Jetson TK1", "3.2", "kepler", "10.2", "11.0"),
+    ("GeForce GT 730", "3.5", "kepler", "11.8", "12.0"),
+])
+def test_the_oldest_gpus_resolve_and_get_a_toolkit_verdict(name: str, cc: str, architecture: str, last_good: str,
+                                                         first_bad: str):
+    row = compat.gpu_entry(f"NVIDIA {name}") or compat.gpu_entry(name)
+    assert row is not None and (row["compute_capability"], row["architecture"]) == (cc, architecture), name
+    assert matrix.architecture_for(cc) == architecture
+    assert compat.toolkit_targets(last_good, cc).status == compat.OK
+    verdict = compat.toolkit_targets(first_bad, cc)
+    assert verdict.status == compat.FAIL and last_good in verdict.reason
 
 
 def test_performance_rows_name_gpus_of_the_catalogue():

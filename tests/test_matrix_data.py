@@ -384,3 +384,7 @@ def test_jax_and_cupy():
     cupy = {r["package"]: r for r in topic("cupy")["entries"]}
     assert set(cupy) == {"cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"}
     assert {p: r["cuda_major"] for p, r in cupy.items()} == {"cupy-cuda11x": 11, "cupy-cuda12x": 12, "cupy-cuda13x": 13}
+    # measured on nvidia-h100-x1, 2026-11-23 (tests/fixtures/real/h100x1-20261123/build_facts.txt: cuobjdump)
+    assert extras["jax[cuda13]"]["arch_list"] == ["sm_75", "sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
+    assert extras["jax[cuda13]"]["ptx"] == ["compute_120"]
+    assert cupy["cupy-cuda13x"]["min_compute_capability"] == "7.5"

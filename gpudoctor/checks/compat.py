@@ -44,6 +44,7 @@ class Build:
     sass: Optional[list[str]] = None  # machine code; None: not known
     ptx: Optional[list[str]] = None  # PTX; None: not known
     min_cc: Optional[str] = None  # a stated minimum compute capability instead of a list (JAX wheels)
+    min_cc_source: str = "JAX's installation guide"  # where that minimum is stated
     arch_by_toolkit: bool = False  # kernels compiled at run time by NVRTC of its CUDA major (CuPy)
     cudnn_built: Optional[str] = None  # the cuDNN it was built with (TensorFlow): runtime needs same major, >= minor
     cudnn_min: Optional[str] = None  # the oldest cuDNN it accepts (JAX)
@@ -160,12 +161,12 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
         stack.unknown.append(f"JAX {text}")
         return None
     majors = [int(m) for m in release.get("cuda_majors") or [] if str(m).isdigit()]
-    want = re.match(r"^cuda(\d+)(?:[-_.]?local)?$", extra.lower()) if extra else None
+    want = re.match(r"^cuda(\d+)(?:[-_.]?(local|pip))?$", extra.lower()) if extra else None  # cuda12_pip: before 0.6
     if extra and not want:
         stack.unknown.append(f"JAX {text} (extra {extra!r}: expected cuda12, cuda13, cuda12-local or cuda13-local)")
         return None
     major = int(want.group(1)) if want else (max(majors) if majors else None)
-    local = bool(extra) and "local" in extra.lower()
+    local = bool(want) and want.group(2) == "local"
     extra_name = f"jax[cuda{major}{'-local' if local else ''}]" if major else None
     extra_row = next((e for e in release.get("extras") or [] if isinstance(e, dict) and e.get("name") == extra_name), {})
     if major is not None and majors and major not in majors:
@@ -173,6 +174,7 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     label = f"JAX {text}" + ("" if extra or not extra_name else f" ({extra_name})")
     return Build(label, "jax", str(major) if major else None, python_spec=release.get("python"), version=text,
                  min_cc=extra_row.get("min_compute_capability"), cudnn_min=release.get("min_cudnn"),
+                 min_cc_source=_cited(release, extra_row.get("min_cc_source")),
                  installed=installed, release=release)
 
 
@@ -276,7 +278,16 @@ def _arch_unknown_fix(build: Build) -> str:
                 "(JAX's installation guide states it per CUDA major).")
     how = {"torch": "torch.cuda.get_arch_list()", "tensorflow": "tf.sysconfig.get_build_info()['cuda_compute_capabilities']"}
     return ("Update gpudoctor, or pass --matrix FILE with the build's architecture lists (arch_list for machine code, "
-            f"ptx for PTX)" + (f"; on a machine with the build, {how[build.framework]} gives them." if build.framework in how else "."))
+            "ptx for PTX)" + (f"; on a machine with the build, {how[build.framework]} gives them." if build.framework in how else "."))
+
+
+def _cited(release: dict, key: Optional[str]) -> str:
+    """A source key of jax.json, as the words a finding quotes (the bundled file names them in "sources")."""
+    if not key:
+        return "JAX's installation guide"
+    text = str((matrix.load_topic("jax").get("sources") or {}).get(key) or "")
+    url = re.search(r"https?://\S+", text)
+    return f"as {url.group().rstrip('.,;:')} states" if url else "JAX's installation guide"
 
 
 def _min_cc_verdict(build: Build, cc: str) -> compat.Verdict:
@@ -285,7 +296,7 @@ def _min_cc_verdict(build: Build, cc: str) -> compat.Verdict:
         return compat.Verdict(compat.UNKNOWN, f"compute capability {cc!r} cannot be read")
     if gpu < floor:
         return compat.Verdict(compat.FAIL, f"its CUDA {build.cuda} wheels support compute capability {floor} and newer "
-                                           f"(JAX's installation guide); this GPU is {gpu}")
+                                           f"({build.min_cc_source}); this GPU is {gpu}")
     return compat.Verdict(compat.OK, f"its wheels support compute capability {floor} and newer")
 
 
