@@ -7,11 +7,11 @@ from __future__ import annotations
 import statistics
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.checks.topology import pair_subject
 from gpudoctor.checks.visibility import resolve
 from gpudoctor.findings import Finding, Subject
-from gpudoctor.snapshot import get, known, link_label, slowest_pair
+from gpudoctor.snapshot import known, link_label, slowest_pair
 
 #: CUresult -> (what it means here, how to fix it, commands)
 CUDA_ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
@@ -33,9 +33,9 @@ CUDA_ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
           "(NVIDIA_DRIVER_CAPABILITIES must include compute).", ()),
     222: ("the PTX is newer than this driver can compile", "Upgrade the driver.", ()),
     700: ("the kernel accessed an illegal address", "The GPU or driver misbehaved on a known-good kernel: reset the GPU or reboot, "
-          "and check the kernel log for Xid errors.", ("sudo dmesg | grep -i xid | tail -n 20",)),
+          "and check the kernel log for Xid errors.", (XID_COMMAND,)),
     719: ("the kernel launch failed", "The GPU or driver misbehaved on a known-good kernel: check the kernel log for Xid errors.",
-          ("sudo dmesg | grep -i xid | tail -n 20",)),
+          (XID_COMMAND,)),
     802: ("the system is not ready: on NVSwitch systems the Fabric Manager is not running",
           "Start the NVIDIA Fabric Manager service matching the driver version.",
           ("systemctl status nvidia-fabricmanager", "sudo systemctl enable --now nvidia-fabricmanager")),
@@ -70,7 +70,7 @@ def check_smoke(facts: Facts) -> Iterator[Finding]:
     if len(count["devices"]) < expected:
         yield finding("RUN003", f"CUDA enumerates {len(count['devices'])} GPU(s) but {expected} should be visible",
                       text="A GPU NVML lists is missing from CUDA's enumeration; check its state and the kernel log.",
-                      commands=["nvidia-smi -L", "sudo dmesg | grep -i xid | tail -n 20"])
+                      commands=["nvidia-smi -L", XID_COMMAND])
     for run in smoke.get("runs") or []:
         subject = Subject("gpu", _nvml_index(facts, run.get("uuid")), run.get("uuid"))
         where = f"cuda:{run.get('ordinal')} ({run.get('name')})"
@@ -82,7 +82,7 @@ def check_smoke(facts: Facts) -> Iterator[Finding]:
                           subject=subject, detail=f"First wrong elements [index, got, expected]: {run.get('first_wrong')}.",
                           text="A GPU that computes a known-good kernel wrongly is faulty or unstable: drain it, check "
                                "ECC errors and the kernel log, and run the vendor's diagnostics (dcgmi diag -r 3).",
-                          commands=["nvidia-smi -q -d ECC", "sudo dmesg | grep -i xid | tail -n 20"])
+                          commands=["nvidia-smi -q -d ECC", XID_COMMAND])
 
 
 def _nvml_index(facts: Facts, uuid: Any) -> Any:
@@ -181,7 +181,7 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
                 yield finding("RUN011", f"{label}: wrong results ({what})", subject=subject,
                               text="The GPU returns results far from the CPU reference: a faulty GPU, or a broken "
                                    "library. Check ECC errors and the kernel log.",
-                              commands=["nvidia-smi -q -d ECC", "sudo dmesg | grep -i xid | tail -n 20"])
+                              commands=["nvidia-smi -q -d ECC", XID_COMMAND])
         training = run.get("training") or {}
         if run.get("device") == "cpu" and training.get("ok"):
             yield finding("RUN017", f"{label}: no GPU here, so the training step ran on the CPU only "
@@ -290,7 +290,6 @@ CHECKS = CHECKS + (
 
 # --- multi-GPU (check --deep): P2P between every pair, an NCCL all-reduce across all ------------------
 
-XID_COMMAND = "sudo dmesg | grep -i xid | tail -n 20"
 
 
 def _multigpu(facts: Facts) -> dict[str, Any]:

@@ -54,3 +54,8 @@ def require_gpus(facts: Facts) -> list[dict[str, Any]]:
     if not found:
         raise NotApplicable("no GPU could be read")
     return found
+
+
+#: Where an NVIDIA GPU's hardware and driver faults are logged (Xid events): the first look after a
+#: GPU fell off the bus, a kernel failed or memory errors were counted.
+XID_COMMAND = "sudo dmesg | grep -i xid | tail -n 20"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import get, gpus, known
 
@@ -106,7 +106,7 @@ def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
                       detail=f"NVML: {message}",
                       text="Reboot (or reset the lost GPU when nothing uses it). If it recurs, check power, cooling "
                            "and seating, and report the Xid to the system vendor.",
-                      commands=["sudo dmesg | grep -i xid | tail -n 20"])
+                      commands=[XID_COMMAND])
     else:
         yield finding("DRV006", f"NVML could not start: {message or reason}",
                       detail=f"NVML error code {init.get('code')} ({reason}).",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready, require_gpus
+from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready, require_gpus
 from gpudoctor.findings import Finding, gpu_subject
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
 
@@ -33,13 +33,13 @@ def check_lost(facts: Facts) -> Iterator[Finding]:
                           subject=gpu_subject(gpu),
                           text="A GPU whose queries hang will hang CUDA programs too. Check the kernel log for Xid "
                                "errors; the GPU probably needs a reset or the machine a reboot.",
-                          commands=["sudo dmesg | grep -i xid | tail -n 20"])
+                          commands=[XID_COMMAND])
         elif _lost(gpu):
             yield finding("GPU101", f"GPU {gpu['index']} has fallen off the bus",
                           subject=gpu_subject(gpu),
                           text="Reboot (or reset the GPU when nothing uses it); if it recurs, check power, cooling "
                                "and seating and report the Xid to the vendor.",
-                          commands=["sudo dmesg | grep -i xid | tail -n 20"])
+                          commands=[XID_COMMAND])
         elif is_unavailable(handle):
             yield finding("GPU103", f"GPU {gpu['index']}: NVML could not open it ({handle['unavailable'].replace('_', ' ')})",
                           subject=gpu_subject(gpu),
