@@ -22,7 +22,7 @@ leftovers() {  # processes started from this tree that are still alive (by the c
   sleep 1
   local n=0
   for p in /proc/[0-9]*; do
-    if tr '\0' '\n' < "$p/environ" 2>/dev/null | grep -q '^GPUDOCTOR_CHILD='; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
+    if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -q '^GPUDOCTOR_CHILD='; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
   done
   echo "$1 leftovers=$n" | tee -a "$d/summary.txt"
 }
@@ -47,7 +47,8 @@ leftovers nvcc-hang
 # SIGTERM, SIGHUP and SIGKILL of gpudoctor while framework children run: nothing must be left
 for sig in TERM HUP KILL; do
   python3 -m gpudoctor check --format json -o "$d/sig-$sig.json" 2> "$d/sig-$sig.err" & pid=$!
-  sleep 4; kill -$sig $pid; wait $pid; echo "SIG$sig during check rc=$?" | tee -a "$d/summary.txt"
+  sleep 1.5; alive=$(ls /proc/$pid >/dev/null 2>&1 && echo yes || echo no)
+  kill -$sig $pid; wait $pid; echo "SIG$sig during check (running when signalled: $alive) rc=$?" | tee -a "$d/summary.txt"
   leftovers "SIG$sig"
 done
 PYTHONWARNINGS=error PYTHONDEVMODE=1 python3 -m gpudoctor check --format json -o "$d/devmode.json" 2> "$d/devmode.err"; echo "devmode rc=$? exception-ignored=$(grep -c 'Exception ignored\|ResourceWarning' "$d/devmode.err")" | tee -a "$d/summary.txt"
