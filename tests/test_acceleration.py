@@ -289,7 +289,7 @@ def test_real_checks_of_the_same_code_on_each_machine_are_all_clear(path, device
     ("NVIDIA GeForce RTX 3090 Ti", None), ("NVIDIA GeForce RTX 5090 D", None),
 ])
 def test_expected_figures_belong_to_that_very_product(name, model):
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     entry = compat.performance_entry(name)
     assert (entry and entry["model"]) == model

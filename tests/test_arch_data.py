@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor import matrix
+from gpudoctor.compat import data as matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "tests" / "fixtures" / "real" / "h100x1-20261123"
@@ -153,7 +153,7 @@ def test_tensorflow_runs_where_tensorflow_itself_says_it_was_built_for() -> None
     """compute_80 (2.4-2.15) and compute_90 (2.16-2.21) count as built for 8.0 and 9.0, as TensorFlow's own
     start-up check counts them (no false "PTX only" on a healthy A100 or H100); a cc 6.1 GPU on 2.10 runs sm_60
     machine code, 12.0 on 2.20 only through PTX, and a cc 3.5 GPU has no code in 2.15+ (Kepler dropped)."""
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
     rows = {e["version"]: e for e in _load("tensorflow")["entries"]}
     def verdict(cc: str, version: str) -> str:
         return compat.build_runs_on(cc, rows[version]["arch_list"], rows[version]["ptx"]).status

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor import compat
+from gpudoctor.compat import rules as compat
 
 TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]  # torch.cuda.get_arch_list(), recorded on H100
 

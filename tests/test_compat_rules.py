@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudoctor.cli import cli
-from gpudoctor.matrix import clear_overlays
+from gpudoctor.compat.data import clear_overlays
 
 
 @pytest.fixture(autouse=True)

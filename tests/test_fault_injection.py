@@ -618,7 +618,7 @@ CASES: list[Case] = [
          stderr=r"gpudoctor: compared with the verdict saved by gpudoctor 0\.1\.0: 0 new, 0 no longer reported, 0 unchanged",
          setup=setup_reports, verify=verify_surrogates_escaped),
     Case("analyze-endless-input", ("analyze", "/dev/zero"), 2,
-         error=r"Error: /dev/zero is not a gpudoctor report \(larger than 16 MiB\)"),
+         error=r"Error: /dev/zero is too large to analyze \(larger than 16 MiB\)"),
     Case("merge-malformed", ("merge", "{tmp}/reports/good.json", "{tmp}/reports/malformed.json"), 2,
          error=r"Error: {tmp}/reports/malformed\.json is not valid JSON \(.+\)", setup=setup_reports),
     Case("merge-truncated", ("merge", "{tmp}/reports/good.json", "{tmp}/reports/truncated.json"), 2,

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from gpudoctor import compat, matrix
+from gpudoctor.compat import data as matrix, rules as compat
 
 RAW = json.loads((matrix.data_dir() / "gpus.json").read_text(encoding="utf-8"))
 ENTRIES: list[dict[str, Any]] = RAW["entries"]

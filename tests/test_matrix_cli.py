@@ -25,8 +25,9 @@ from click.testing import CliRunner
 
 from gpudoctor import pipeline
 from gpudoctor.checks import compat as compat_check
+from gpudoctor.compat import stack as judge
 from gpudoctor.cli import cli
-from gpudoctor.matrix import clear_overlays
+from gpudoctor.compat.data import clear_overlays
 
 from conftest import REAL
 
@@ -117,7 +118,7 @@ def test_unknown_architecture_list_is_unknown_never_ok(tmp_path):
 
 
 def test_sass_without_known_ptx_is_unknown_not_fail():
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     assert compat.build_runs_on("12.0", ["sm_80", "sm_90"], None).status == compat.UNKNOWN
     assert compat.build_runs_on("12.0", ["sm_80", "sm_90"], []).status == compat.FAIL
@@ -129,7 +130,7 @@ def test_sass_without_known_ptx_is_unknown_not_fail():
 @pytest.mark.parametrize("text,want", [("12.2", "12.2"), ("11040", "11.4"), ("12080", "12.8"), ("13000", "13.0"),
                                        ("13.0.1", "13.0"), ("abc", None), ("", None), ("12.2rc1", None)])
 def test_driver_cuda_forms(text, want):
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     assert compat.parse_driver_cuda(text) == want
 
@@ -179,22 +180,22 @@ def test_overlay_is_capped_and_its_shapes_validated(tmp_path):
 # --- one judge -------------------------------------------------------------------------------------
 
 def test_matrix_check_and_check_on_facts_call_the_same_judge(monkeypatch):
-    """Both entry points go through checks.compat.judge_stack's parts; a spy on them sees both."""
-    from gpudoctor import matrix_cli
+    """Both entry points go through compat.stack.judge_stack's parts; a spy on them sees both."""
+    from gpudoctor.compat import queries
 
     seen = []
-    real = compat_check.judge_versions
+    real = judge.judge_versions
 
     def spy(stack, *a, **k):
         seen.append(stack)
         return real(stack, *a, **k)
 
-    monkeypatch.setattr(compat_check, "judge_versions", spy)
+    monkeypatch.setattr(judge, "judge_versions", spy)
     CliRunner().invoke(cli, ["matrix", "check", "--driver", "580.65.06", "--torch", "2.11.0+cu130"])
     facts = json.loads((REAL / "h100x1-20261123" / "quick.json").read_text())["facts"]
     pipeline.judge(facts)
     assert len(seen) == 2
-    assert matrix_cli.judge_stack is compat_check.judge_stack
+    assert queries.judge_stack is judge.judge_stack
 
 
 def test_the_recorded_stack_gets_the_same_verdict_from_both_entry_points():

@@ -12,7 +12,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from gpudoctor import matrix
+from gpudoctor.compat import data as matrix
 
 FILES = sorted(matrix.data_dir().glob("*.json"))
 TOPICS = [p.stem for p in FILES]
@@ -226,7 +226,7 @@ def test_unknown_names_do_not_match_a_neighbour(nvml_name: str):
 
 
 def test_the_engines_gpu_matcher_agrees_with_this_one():
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     for name in ("NVIDIA A10G", "NVIDIA A100-SXM4-80GB", "NVIDIA RTX 6000 Ada Generation", "NVIDIA L4", "NVIDIA L40S",
                  "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 5090", "NVIDIA T400"):
@@ -310,7 +310,7 @@ def test_cuda_13_dropped_everything_below_7_5():
 
 
 def test_engine_reads_the_toolkit_matrix():
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     assert compat.driver_runs_cuda("12.4", driver="550.54.14").status == compat.OK
     assert compat.driver_runs_cuda("12.8", driver="535.104.05").status == compat.LIMITED
@@ -346,7 +346,7 @@ def test_pytorch_releases():
 
 
 def test_engine_reads_the_pytorch_matrix():
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     release, variant, name = compat.torch_build("2.7.1")
     assert (release["version"], name) == ("2.7", "cu126")

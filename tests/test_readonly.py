@@ -137,6 +137,8 @@ def test_only_binding_imports_pynvml():
     ("checks", ("click", "gpudoctor.render")),
     ("probes", ("click", "gpudoctor.render")),
     ("render", ("gpudoctor.probes",)),
+    ("compat", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli")),
+    ("pastes", ("click", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
 ])
 def test_layers_import_downwards(layer, forbidden):
     files = sorted((PACKAGE / layer).rglob("*.py"))

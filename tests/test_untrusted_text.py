@@ -37,6 +37,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudoctor.cli import cli
+from gpudoctor.pastes import markdown_report
 from gpudoctor.render import facts_text as ft
 from gpudoctor.render.markdown import render_markdown
 from gpudoctor.render.quiet import render_quiet
@@ -61,7 +62,8 @@ HOSTILE_ERROR = ("\x1b[1;31mValueError\x1b[0m: Unrecognized key 'bogus_option' i
 HOSTILE_HOST = f"node{CLEAR}\n[✓] forged-host | {MARKDOWN}"
 HOSTILE_TITLE = f"retired check{TITLE}\n  new: FORGED fake"
 #: Our own headings and HTML in the Markdown report; nothing else may start a heading or close a <details>.
-OUR_HEADINGS = re.compile(r"^(## gpudoctor (report|merge): .*|### (Findings|Findings \(errors and warnings\)|Drift|Outliers))$")
+OUR_HEADINGS = re.compile(r"^(## gpudoctor (report|merge): .*|### (Findings|Findings \(errors and warnings\)|Drift|Outliers"
+                          r"|Proof of acceleration))$")
 
 
 @pytest.fixture(autouse=True)
@@ -172,22 +174,30 @@ def test_analyze_text_shows_hostile_strings_as_escapes(tmp_path):
     assert not any(line.startswith("  new: FORGED") for line in result.stderr.splitlines())
 
 
-def test_analyze_verbose_facts_stay_exact_json(tmp_path):
-    """-v prints the facts as JSON: the escapes are JSON's, so the facts read back are the hostile ones,
-    exactly, and nothing raw reached the terminal."""
+def test_analyze_verbose_facts_are_shown_escaped_in_place(tmp_path):
+    """-v prints the facts as sections of `Key : value` lines (render/facts_view.py): each hostile string
+    is shown with its controls as escapes, a one-line fact on its one line, a multi-line error's lines
+    under its value column; no line of data starts at the margin; the exact strings stay in --format json."""
     path = save(hostile(), tmp_path / "report.json")
     result = invoke("analyze", str(path), "--no-redact", "-v")
     assert_terminal_safe(result.stdout)
-    facts = json.loads(result.stdout.split("\nFacts\n-----\n", 1)[1])
-    assert facts["gpus"][0]["name"] == HOSTILE_NAME
-    assert facts["nvml"]["driver_version"] == HOSTILE_DRIVER
-    assert facts["frameworks"]["torch"]["info"]["init_error"] == HOSTILE_ERROR
+    facts = result.stdout.split("\nFacts\n-----\n", 1)[1].splitlines()
+    assert any(line.endswith(" : " + terminal(HOSTILE_NAME)) for line in facts)
+    assert any(line.endswith(" : " + terminal(HOSTILE_DRIVER)) for line in facts)
+    first, *rest = HOSTILE_ERROR.split("\n")
+    at = next(i for i, line in enumerate(facts) if line.endswith(" : " + terminal(first)))
+    column = len(facts[at]) - len(terminal(first))
+    assert [line[column:] for line in facts[at + 1:at + 1 + len(rest)]] == [terminal(r) for r in rest]
+    assert all(not line[:column].strip() for line in facts[at + 1:at + 1 + len(rest)])
+    titles = ("Host", "Driver", "GPU ", "Topology", "CUDA toolkit", "CUDA libraries", "Python", "Framework: ",
+              "Smoke", "Workloads", "Multi-GPU", "Cluster", "Options", "Paste", "Probes")
+    assert all(line.startswith(titles) for line in facts if line and not line.startswith(" "))
+    report = json.loads(invoke("analyze", str(path), "--no-redact", "--format", "json").stdout)
+    assert report["facts"]["gpus"][0]["name"] == HOSTILE_NAME
     # every check line of -v is one line: a reason holding data cannot add one
-    checks = json.loads(invoke("analyze", str(path), "--no-redact", "--format", "json").stdout)["checks"]
     listed = [line for line in result.stdout.split("\nFacts\n")[0].splitlines()
               if re.match(r"      (pass|warn|fail|skip|timeout) ", line)]
-    assert len(listed) == len(checks)
-
+    assert len(listed) == len(report["checks"])
 
 def test_analyze_json_is_untouched(tmp_path):
     """The JSON format is the data: the hostile strings come back exactly (json escapes the controls)."""
@@ -221,11 +231,12 @@ def test_analyze_markdown_holds_no_markup_from_data(tmp_path):
     assert "&lt;/details>&lt;img src=x onerror=alert(1)>" in text
     assert "@\u2060everyone" in text
     assert "&amp;#64;everyone" in text
-    # every code block closed where the renderer closed it: the facts' JSON reads back whole and exact
-    (facts_json,) = [body for info, body in blocks if info == "json"]
-    facts = json.loads(facts_json)
+    # every code block closed where the renderer closed it: the compressed facts read back whole and exact
+    (packed,) = [body for info, body in blocks if info == "gpudoctor-facts"]
+    assert re.fullmatch(r"zlib\+base64 json v1\n[A-Za-z0-9+/=\n]+", packed)  # inert to GitHub: base64 only
+    facts = markdown_report.embedded_facts(markdown)
+    assert facts is not None and facts == json.loads(path.read_text())["facts"]
     assert facts["gpus"][0]["name"] == HOSTILE_NAME and facts["host"]["hostname"] == HOSTILE_HOST
-    assert "<img" not in facts_json and "@everyone" not in facts_json
     (devices,) = [body for info, body in blocks if info == ""]
     assert len(devices.splitlines()) == 2  # the header and the one GPU: the name did not add rows
     # the area table: one row per area, each with its three cells
@@ -317,10 +328,11 @@ def test_recorded_reports_are_unchanged_by_cleaning(name):
     assert json_text(facts) == json.dumps(facts, indent=2, ensure_ascii=False)
     assert json_text(facts, markdown=True) == json.dumps(facts, indent=2, ensure_ascii=False)
     for area in report["summary"]["areas"]:
-        phrase = ft.area_headline(area, facts)
+        phrase = ft.area_headline(area, facts, report["findings"])
         assert markdown_inline(phrase) == phrase.replace("|", "\\|")
     markdown = render_markdown(report, {0: [0]})
-    assert "\n```json\n" in markdown and "\n```\n" in markdown  # three backticks, as before
+    assert "\n```gpudoctor-facts\n" in markdown and "\n```\n" in markdown  # three backticks, as before
+    assert markdown_report.embedded_facts(markdown) == facts  # the facts as recorded, exactly
 
 
 def test_text_matches_what_the_machine_printed():
@@ -329,7 +341,13 @@ def test_text_matches_what_the_machine_printed():
     report = json.loads((RECORDED / "full.json").read_text())
     printed = (RECORDED / "full-text.txt").read_text().splitlines()
     rendered = render_text(report).splitlines()
-    assert rendered[1:] == printed[1:]  # the first line is the date of each run
+    # the first line is the date of each run (and now the verdict); since that recording the Compatibility line
+    # says its result, and the Acceleration line is followed by the proof table (indented, tests/test_proof_table.py)
+    changed = ("[✓] Compatibility: ", "[✓] Acceleration: ", "    ")
+    assert [line for line in rendered[1:] if not line.startswith(changed)] == \
+           [line for line in printed[1:] if not line.startswith(changed)]
+    accel = next(line for line in printed if line.startswith("[✓] Acceleration: "))
+    assert next(line for line in rendered if line.startswith("[✓] Acceleration: ")).startswith(accel)
 
 
 # The functions ------------------------------------------------------------------------------------

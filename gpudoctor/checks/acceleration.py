@@ -191,7 +191,7 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
 
 def check_throughput(facts: Facts) -> Iterator[Finding]:
     workload = _workload(facts)
-    from gpudoctor import compat, matrix
+    from gpudoctor.compat import data as matrix, rules as compat
 
     measured = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r["throughput"].get("ok") and r.get("name")]
     if not measured:  # a pass here would say throughput is fine when none was measured (a gate reads that)
@@ -375,7 +375,7 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
 def _slow_links(facts: Facts, index: dict[Any, int], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Finding]:
     """An NVLink pair whose copies run at less than half the median of the other pairs with as many NVLinks
     (the same pair's other direction left out). Fewer than two such pairs: nothing to compare with."""
-    from gpudoctor import matrix
+    from gpudoctor.compat import data as matrix
 
     share = matrix.load_topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
     nvlinked = [(p, l) for p, l in pairs if l.get("nvlink_count") and isinstance(p.get("gbs"), (int, float))]
@@ -441,7 +441,7 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         yield finding("RUN026", f"no reference all-reduce bandwidth for {where}; measured {measured}",
                       text="Update gpudoctor, or add the figure to the matrix with --matrix FILE.")
         return
-    from gpudoctor import matrix
+    from gpudoctor.compat import data as matrix
 
     share = matrix.load_topic("performance").get("thresholds", {}).get("allreduce_reference_share", 0.7)
     if busbw < share * reference["busbw_gbs"]:
@@ -455,7 +455,7 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
 
 def _allreduce_reference(facts: Facts, multigpu: dict[str, Any], world: Any) -> tuple[Any, str, Any]:
     """(GPU model, link type among the GPUs, the matrix's reference row or None)."""
-    from gpudoctor import compat
+    from gpudoctor.compat import rules as compat
 
     names = {d.get("name") for d in multigpu.get("devices") or []} - {None}
     index = _nvml_indices(facts, multigpu)

@@ -88,8 +88,8 @@ def _image_verdict(cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
     """The same driver-versus-CUDA verdict the compatibility checks give a framework build."""
     if not cuda:
         return None
-    from gpudoctor import compat
-    from gpudoctor.matrix import MatrixError
+    from gpudoctor.compat import rules as compat
+    from gpudoctor.compat.data import MatrixError
 
     try:
         return compat.driver_runs_cuda(cuda, driver if driver != "unknown" else None, driver_cuda)
@@ -130,7 +130,7 @@ def _compare(have: Version, op: str, want: Version) -> bool:
 
 
 def _version(text: Any) -> Optional[Version]:
-    from gpudoctor.compat import version
+    from gpudoctor.compat.rules import version
 
     return version(text) if text is not None else None
 

@@ -201,8 +201,8 @@ def _gpu_build_commands(name: str, facts: Facts, version: str = "") -> list[str]
 def _torch_variant_command(version: str, facts: Facts) -> Optional[str]:
     """The same release's CUDA variant from the matrix: one this driver fully supports, else one it runs
     under minor-version compatibility; None when the matrix does not know the release."""
-    from gpudoctor import compat
-    from gpudoctor.matrix import MatrixError
+    from gpudoctor.compat import rules as compat
+    from gpudoctor.compat.data import MatrixError
 
     try:
         release, _, _ = compat.torch_build(version)

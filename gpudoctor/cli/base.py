@@ -104,7 +104,7 @@ def _stdout_to_devnull() -> None:
 
 def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
     if value:
-        from gpudoctor.matrix import MatrixError, set_overlay
+        from gpudoctor.compat.data import MatrixError, set_overlay
 
         try:
             set_overlay(value)

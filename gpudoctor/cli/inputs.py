@@ -17,12 +17,12 @@ def load_report(path: Path) -> dict[str, Any]:
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         ctx.meta.setdefault(LOADED_REPORTS, []).append(str(path))
+    from gpudoctor.files import TooLarge, read_capped
+
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(rep.MAX_REPORT_BYTES + 1)
-        if len(data) > rep.MAX_REPORT_BYTES:
-            raise BadInput(f"{path} is not a gpudoctor report (larger than {rep.MAX_REPORT_BYTES // (1024 * 1024)} MiB)")
-        text = data.decode("utf-8")
+        text = read_capped(str(path), rep.MAX_REPORT_BYTES).decode("utf-8")
+    except TooLarge as exc:
+        raise BadInput(f"{path} is not a gpudoctor report ({exc})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:

@@ -1,13 +1,19 @@
-"""`gpudoctor matrix`: the bundled compatibility matrix without the stack installed."""
+"""`gpudoctor matrix`: the bundled compatibility matrix without the stack installed. The commands
+validate their options and print; what they ask of the matrix is gpudoctor/compat/queries.py."""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import click
 
 from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, BadInput, cli
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.stack import Stack
 
 OS_CHOICE = click.Choice(("linux", "windows", "wsl", "macos"), case_sensitive=False)
 
@@ -39,14 +45,15 @@ def matrix_group() -> None:
 @MATRIX_OPTION
 def matrix_check(driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cuda, cudnn, python, os_name, as_json) -> None:
     """Judge a hypothetical stack: exit 1 on an error verdict, 2 on bad input, else 0."""
-    from gpudoctor import matrix_cli
+    from gpudoctor.compat import queries
 
     if not any((driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cuda, cudnn, python)):
         raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
                        "--cuda, --cudnn, --python")
-    stack = _matrix_call(lambda: matrix_cli.stack_from_args(driver, gpu, cc, torch, tensorflow, cuda, cudnn, python,
-                                                            os_name and os_name.lower(), jax, cupy, driver_cuda))
-    sys.exit(_matrix_call(lambda: matrix_cli.run_check(stack, as_json)))
+    parsed = check_inputs(driver, cc, python, cuda, cudnn, driver_cuda, torch, tensorflow, jax, cupy)
+    stack = _matrix_call(lambda: queries.stack_from_args(driver, gpu, cc, torch, tensorflow, cuda, cudnn, python,
+                                                         os_name and os_name.lower(), jax, cupy, parsed))
+    sys.exit(_matrix_call(lambda: _print_check(stack, as_json)))
 
 
 @matrix_group.command("suggest")
@@ -59,17 +66,17 @@ def matrix_check(driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cud
 @MATRIX_OPTION
 def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
     """The newest PyTorch and TensorFlow builds that will work here, with their install commands."""
-    from gpudoctor import compat, matrix_cli
+    from gpudoctor.compat import queries, rules
 
     if not (gpu or cc):
         raise BadInput("give --gpu NAME or --cc X.Y")
-    parsed = _matrix_call(lambda: matrix_cli.check_inputs(driver=driver, cc=cc, python=python, driver_cuda=driver_cuda))
+    parsed = check_inputs(driver=driver, cc=cc, python=python, driver_cuda=driver_cuda)
     if cc is None:
-        row = _matrix_call(lambda: compat.gpu_entry(gpu))
+        row = _matrix_call(lambda: rules.gpu_entry(gpu))
         if row is None:
             raise BadInput(f"--gpu {gpu!r} is not in gpudoctor's matrix; give --cc X.Y instead")
         cc = row["compute_capability"]
-    lines = _matrix_call(lambda: matrix_cli.suggest(driver, cc, python, os_name and os_name.lower(), parsed))
+    lines = _matrix_call(lambda: queries.suggest(driver, cc, python, os_name and os_name.lower(), parsed))
     for line in lines or ["nothing in the matrix fits this driver and GPU"]:
         click.echo(line)
 
@@ -79,15 +86,70 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
 @MATRIX_OPTION
 def matrix_show(topic) -> None:
     """The matrix data as tables, with sources (TOPIC: one of the compat_matrix files)."""
-    from gpudoctor import matrix, matrix_cli
+    from gpudoctor.compat import queries
+    from gpudoctor.compat.data import topics
 
-    if topic and topic not in matrix.topics():
-        raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(matrix.topics())}")
-    click.echo(_matrix_call(lambda: matrix_cli.show(topic)))
+    if topic and topic not in topics():
+        raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
+    click.echo(_matrix_call(lambda: queries.show(topic)))
+
+
+def _print_check(stack: Stack, as_json: bool) -> int:
+    """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error."""
+    from gpudoctor.compat import queries
+
+    verdict, findings = queries.verdict(stack)
+    if as_json:
+        click.echo(json.dumps({"verdict": verdict, "stack": queries.stack_json(stack),
+                               "findings": [f.to_dict() for f in findings]}, indent=2))
+    else:
+        click.echo(f"verdict: {verdict}")
+        for f in findings:
+            click.echo(f"  {f.severity:<7} {f.code} {f.title}")
+            for label, text in (("why", f.detail), ("fix", f.remediation.text)):
+                if text:
+                    click.echo(f"          {label}: {text}")
+            for cmd in f.remediation.commands:
+                click.echo(f"          $ {cmd}")
+            for link in f.remediation.links:
+                click.echo(f"          see {link}")
+    return 1 if verdict == "error" else 0
+
+
+def _need_version(value: Optional[str], option: str, what: str = "a version") -> None:
+    from gpudoctor.compat.rules import version
+
+    if value is not None and version(value.partition("+")[0] if option in ("--torch", "--jax", "--cupy") else value) is None:
+        raise BadInput(f"{option}: {value!r} is not {what}")
+
+
+def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
+                 cuda: Optional[str] = None, cudnn: Optional[str] = None, driver_cuda: Optional[str] = None,
+                 torch: Optional[str] = None, tensorflow: Optional[str] = None, jax: Optional[str] = None,
+                 cupy: Optional[str] = None) -> Optional[str]:
+    """Every value that must be a version is one, or a one-line usage error (exit 2). Returns the
+    driver's CUDA version, normalised ("11040" -> "11.4")."""
+    from gpudoctor.compat.rules import parse_driver_cuda
+
+    for value, option in ((driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
+                          (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"), (cupy, "--cupy")):
+        _need_version(value, option)
+    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip()):
+        raise BadInput(f"--cc: {cc!r} is not a compute capability (X.Y, e.g. 8.6)")
+    if python is not None and not re.fullmatch(r"3\.\d{1,2}(\.\d+)?", python.strip()):
+        raise BadInput(f"--python: {python!r} is not a Python 3 version (X.Y, e.g. 3.12)")
+    if driver is not None and not re.fullmatch(r"\d{2,4}(\.\d{1,3}){1,2}", driver.strip()):
+        raise BadInput(f"--driver: {driver!r} is not an NVIDIA driver version (e.g. 535.104.05)")
+    if driver_cuda is None:
+        return None
+    parsed = parse_driver_cuda(driver_cuda)
+    if parsed is None:
+        raise BadInput(f"--driver-cuda: {driver_cuda!r} is not a CUDA version (12.2, as nvidia-smi prints it, or 12020)")
+    return parsed
 
 
 def _matrix_call(fn: Callable[[], Any]) -> Any:
-    from gpudoctor.matrix import MatrixError
+    from gpudoctor.compat.data import MatrixError
 
     try:
         return fn()

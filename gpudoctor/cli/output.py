@@ -59,7 +59,7 @@ def render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool, f
         return render_markdown(report, pipeline.cuda_numbers(report["facts"]))
     from gpudoctor.render.text import render_text
 
-    colour = to_terminal and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    colour = to_terminal and sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     return render_text(report, verbose=verbose, colour=colour, unicode=can_encode("✓✗⏱"))
 
 

@@ -1,21 +1,29 @@
 """gpudoctor's own Markdown report (``check --format markdown``), pasted back into `analyze`.
 
-Two ways, the first that works: the report's facts, when it carries them as JSON (today's renderer
-puts them in a "<details><summary>All facts (JSON)" block; gpudoctor/render/markdown.py), which are
-then judged exactly as a saved JSON report; else what the Markdown shows in words: the area table's
-Driver, GPUs, Python and Frameworks cells and the devices table's compute capabilities, which feed
-the same checks as any other paste. A Markdown report that was cut short loses its JSON block first,
-so the second way is what keeps a long report that did not fit a ticket readable.
+Two ways, the first that works: the report's facts, when it carries them, which are then judged
+exactly as a saved JSON report; else what the Markdown shows in words: the area table's Driver, GPUs,
+Python and Frameworks cells and the devices table's compute capabilities, which feed the same checks
+as any other paste. Today's renderer (gpudoctor/render/markdown.py) carries the facts compressed, so
+that the report fits a GitHub issue: a ```` ```gpudoctor-facts ```` block whose first line names the
+format ("zlib+base64 json v1", and what was left out to fit) and whose other lines are base64 of the
+zlib-compressed JSON; reports written before it carry them as plain JSON under "All facts (JSON)",
+which is still read. A Markdown report that was cut short loses its facts block first (zlib's
+checksum then fails), so the second way is what keeps a long report that did not fit a ticket readable.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
+import zlib
 from typing import Any, Optional
 
 TITLE = re.compile(r"^\s*#{1,6}\s*gpudoctor report\s*:\s*(\w+)", re.M)
 _FACTS_BLOCK = re.compile(r"(?:All facts|Facts)[^\n]*\(JSON\)[^\n]*\n\s*(`{3,}|~{3,})json[ \t]*\n(.*?)(?:\n\1[ \t]*(?:\n|$)|\Z)", re.S)
+_COMPRESSED = re.compile(r"^[ \t>]*(`{3,}|~{3,})gpudoctor-facts[ \t]*\n(.*?)(?:\n[ \t>]*\1[ \t]*$|\Z)", re.S | re.M)
+_QUOTED = re.compile(r"^\s{0,3}(?:>\s?)*")
 _ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*(.*?)\s*\|\s*$")
 _DRIVER = re.compile(r"^([\d.]+)\b.*?supports CUDA up to ([\d.]+)")
 _GPUS = re.compile(r"(\d+) x (.+?)(?: \((\d+) MiB\))?(?:,|$)")
@@ -28,15 +36,52 @@ def looks_like(text: str) -> bool:
 
 
 def embedded_facts(text: str) -> Optional[dict[str, Any]]:
-    """The facts object the Markdown carries as JSON, or None (absent, cut short, or not an object)."""
-    m = _FACTS_BLOCK.search(text)
-    if not m:
+    """The facts object the Markdown carries (compressed, or as JSON in older reports), or None (absent,
+    cut short, damaged, larger than a saved report may be, or not an object)."""
+    m = _COMPRESSED.search(text)
+    if m:
+        data = _decompress(m.group(2))
+    else:
+        m = _FACTS_BLOCK.search(text)
+        if not m:
+            return None
+        try:
+            data = json.loads(m.group(2))
+        except (ValueError, RecursionError):
+            return None
+    return data if isinstance(data, dict) else None
+
+
+def facts_left_out(text: str) -> list[str]:
+    """What the report left out of its compressed facts to fit an issue, as its header line names it."""
+    m = _COMPRESSED.search(text)
+    header = _unquote(m.group(2)).split("\n", 1)[0] if m else ""
+    _, _, left = header.partition("; left out to fit: ")
+    return [part.strip() for part in left.split("; ") if part.strip()]
+
+
+def _unquote(block: str) -> str:
+    """The block's lines without the quote markers a reply adds (``> ``) or surrounding blanks."""
+    return "\n".join(_QUOTED.sub("", line).strip() for line in block.splitlines())
+
+
+def _decompress(block: str) -> Any:
+    """The JSON value in a compressed facts block, or None. Decompression stops past the size a saved
+    report may have (a small block that inflates without end is refused, not held in memory)."""
+    from gpudoctor.report import MAX_REPORT_BYTES
+
+    lines = _unquote(block).split("\n")
+    if not lines or not lines[0].startswith("zlib+base64 json"):
         return None
     try:
-        data = json.loads(m.group(2))
-    except (ValueError, RecursionError):
+        raw = base64.b64decode("".join(lines[1:]), validate=True)
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(raw, MAX_REPORT_BYTES + 1)
+        if len(data) > MAX_REPORT_BYTES or inflate.unconsumed_tail or not inflate.eof:
+            return None
+        return json.loads(data.decode("utf-8"))
+    except (binascii.Error, zlib.error, ValueError, RecursionError):
         return None
-    return data if isinstance(data, dict) else None
 
 
 def parse_shown(text: str) -> dict[str, Any]:

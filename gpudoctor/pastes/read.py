@@ -36,18 +36,14 @@ class Inputs:
 
 
 def read_bytes(name: str, stdin: Optional[BinaryIO] = None) -> bytes:
+    from gpudoctor.files import TooLarge, read_capped
+
     try:
-        if name == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            data = stream.read(MAX_REPORT_BYTES + 1)
-        else:
-            with open(name, "rb") as fh:
-                data = fh.read(MAX_REPORT_BYTES + 1)
+        return read_capped((stdin if stdin is not None else sys.stdin.buffer) if name == "-" else name, MAX_REPORT_BYTES)
     except OSError as exc:
         raise PasteError(f"cannot read {name}: {exc.strerror or exc}") from None
-    if len(data) > MAX_REPORT_BYTES:
-        raise PasteError(f"{name} is too large to analyze (larger than {MAX_REPORT_BYTES // (1024 * 1024)} MiB)")
-    return data
+    except TooLarge as exc:
+        raise PasteError(f"{name} is too large to analyze ({exc})") from None
 
 
 def decode(data: bytes, name: str) -> tuple[str, list[str]]:

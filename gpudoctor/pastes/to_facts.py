@@ -119,8 +119,6 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
 
 
 def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
-    from gpudoctor import compat
-
     listed = [p for p in smi if p.parsed.get("gpus")]
     if not listed or not (facts.get("nvml") or {}).get("init", {}).get("ok"):
         return
@@ -135,7 +133,7 @@ def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
         index = raw.get("index") if isinstance(raw.get("index"), int) else i
         gpu: dict[str, Any] = {"index": index, "name": name, "source": best.kind}
         cc = raw.get("compute_capability")
-        entry = None if cc else _matrix_gpu(compat, name)
+        entry = None if cc else _matrix_gpu(name)
         if cc:
             gpu["compute_capability"] = cc
         elif entry:
@@ -163,11 +161,13 @@ def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
                      + f"); {best.kind}'s list is used")
 
 
-def _matrix_gpu(compat: Any, name: str) -> Optional[dict[str, Any]]:
+def _matrix_gpu(name: str) -> Optional[dict[str, Any]]:
+    from gpudoctor.compat.rules import gpu_entry
+
     if not name or name.strip(". ") in ("NVIDIA", "NVIDIA GeForce", "GeForce", "Tesla"):
         return None
     try:
-        return compat.gpu_entry(name.rstrip(". "))
+        return gpu_entry(name.rstrip(". "))
     except Exception:  # noqa: BLE001 - an unreadable matrix leaves the capability unknown, never a crash
         return None
 
@@ -256,17 +256,17 @@ def _torch_arch(version: str, cuda: str) -> Optional[tuple[list[str], str]]:
     """The architectures of a PyTorch wheel the matrix knows, only when the version names that exact wheel
     (``+cu121``, or a plain PyPI version whose default variant is the stated CUDA): a conda or source build
     may carry others."""
-    from gpudoctor import compat
-    from gpudoctor.matrix import MatrixError
+    from gpudoctor.compat import rules
+    from gpudoctor.compat.data import MatrixError
 
     try:
-        release, variant, name = compat.torch_build(version)
+        release, variant, name = rules.torch_build(version)
     except MatrixError:
         return None
     local = version.partition("+")[2]
     if release is None or variant is None or (local and local != name) or re.search(r"[a-z]", version.partition("+")[0]):
         return None
-    if compat.major_minor(variant.get("cuda")) != compat.major_minor(cuda):
+    if rules.major_minor(variant.get("cuda")) != rules.major_minor(cuda):
         return None
     arch = list(variant.get("arch_list") or []) + list(variant.get("ptx") or [])
     return (arch, f"gpudoctor's matrix: PyTorch {release['version']} {name} wheel") if arch else None

@@ -7,7 +7,7 @@ control character or newline in them is shown as an escape (render/safe.py), nev
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import get, gpus, is_unavailable, known, link_label, slowest_pair
@@ -96,8 +96,12 @@ def container_line(facts: dict[str, Any]) -> str:
 
 
 @_one_line
-def area_headline(area: str, facts: dict[str, Any]) -> str:
-    """The phrase after an area's mark: what was found there, judged or not."""
+def area_headline(area: str, facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] = None) -> str:
+    """The phrase after an area's mark: what was found there, judged or not. ``findings`` (the report's)
+    let an area say its result rather than describe its check (compat)."""
+    nc = (facts.get("paste") or {}).get("not_checked") or {}
+    if isinstance(nc, dict) and area in nc:  # judged from a paste, which cannot tell this area
+        return "not checked: " + str(nc[area])
     if area == "driver":
         return driver_line(facts)
     if area == "gpus":
@@ -115,18 +119,111 @@ def area_headline(area: str, facts: dict[str, Any]) -> str:
     if area == "frameworks":
         return frameworks_line(facts)
     if area == "acceleration":
-        runs = (facts.get("smoke") or {}).get("runs") or []
-        if not facts.get("smoke"):
-            return "no GPU work run (--quick)"
-        good = sum(1 for r in runs if r.get("ok"))
-        line = f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs else "no GPU to run on"
-        return "; ".join([line, *multigpu_phrases(facts), *cluster_phrases(facts)])
+        return acceleration_line(facts)
     if area == "compat":
-        return "driver, GPUs, toolkit and builds against the bundled matrix"
+        return compat_line(facts, findings)
     if area == "visibility":
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
     return "probes and checks"
+
+
+@_one_line
+def acceleration_line(facts: dict[str, Any]) -> str:
+    """What ran on the GPUs, counted; the figures are in the proof table (render/proof.py)."""
+    smoke = facts.get("smoke")
+    if not isinstance(smoke, dict):
+        return "no GPU work run (--quick)"
+    runs = [r for r in smoke.get("runs") or [] if isinstance(r, dict)]
+    good = sum(1 for r in runs if r.get("ok") is True)
+    from gpudoctor.render.proof import count_failure
+
+    failed = count_failure(smoke)
+    parts = [f"smoke kernel correct on {good} of {len(runs)} GPU(s)" if runs
+             else f"smoke kernel {failed}" if failed else "no GPU to run on"]
+    work = [r for r in (facts.get("workload") or {}).get("runs") or [] if isinstance(r, dict) and r.get("device") != "cpu"] \
+        if isinstance(facts.get("workload"), dict) else []
+    if work:
+        correct = sum(1 for r in work if _run_correct(r))
+        trained = [r.get("training") for r in work if isinstance(r.get("training"), dict)]
+        parts.append(f"framework results correct in {correct} of {len(work)} run(s)"
+                     + (f", training learned in {sum(1 for t in trained if t.get('ok') is True)} of {len(trained)}"
+                        if trained else ""))
+    return "; ".join([*parts, *multigpu_phrases(facts), *cluster_phrases(facts)])
+
+
+def _run_correct(run: dict[str, Any]) -> bool:
+    """A framework run that completed and whose every comparison with the CPU reference held."""
+    from gpudoctor.render.proof import comparisons
+
+    if run.get("error") or run.get("skipped"):
+        return False
+    checks = comparisons(run)
+    return bool(checks) and all("error" not in c and c.get("ok") is True for _, c in checks)
+
+
+@_one_line
+def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] = None) -> str:
+    """The compatibility verdict in words: each build with the CUDA and architectures it carries, the GPUs'
+    compute capabilities and the newest CUDA the driver runs ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)
+    runs on cc 9.0; driver 580.159.04 runs CUDA up to 13.0"), read as the compat checks read them
+    (compat/stack.py stack_from_facts, on the GPUs CUDA programs see). "runs on" only where those checks found no problem."""
+    from gpudoctor.checks.visibility import resolve
+    from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.stack import stack_from_facts
+
+    try:
+        stack = stack_from_facts(facts, resolve(facts).devices)
+    except (MatrixError, OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "the compatibility matrix could not be read"
+    mine = [f for f in findings or [] if isinstance(f, dict) and str(f.get("check", "")).startswith("compat.")]
+    problems = [f for f in mine if f.get("severity") in ("error", "warning")]
+    unknown = [f for f in mine if f.get("code") == "CMP008"]
+    builds = [_build_phrase(b) for b in stack.builds]
+    ccs = sorted({cc for _, cc in stack.gpus}, key=_version_key)
+    on = f"cc {', '.join(ccs)}" if ccs else "no GPU with a known compute capability"
+    driver = (f"driver {stack.driver} runs CUDA up to {stack.driver_cuda}" if stack.driver and stack.driver_cuda
+              else f"driver {stack.driver}, CUDA version unknown" if stack.driver else "driver unknown")
+    toolkit = [f"nvcc {stack.toolkit_cuda}"] if stack.toolkit_cuda else []
+    if not builds and not toolkit:
+        return f"no framework build or toolkit to judge; {driver}"
+    if problems:
+        codes = ", ".join(dict.fromkeys(str(f.get("code")) for f in problems))
+        return f"{len(problems)} problem(s) ({codes}): " + ", ".join(builds + toolkit) + f" on {on}; {driver}"
+    if unknown:  # the matrix does not know a build or its architectures: "runs" would be a guess
+        return ", ".join(builds + toolkit) + f" on {on}: whether all run is unknown (CMP008); {driver}"
+    verb = "runs" if len(builds) + len(toolkit) == 1 else "run"
+    return ", ".join(builds + toolkit) + f" {verb} on {on}; {driver}"
+
+
+def _build_phrase(build: Any) -> str:
+    """"torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)": the build as the compat checks see it."""
+    name = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "cupy"}.get(build.framework, build.framework)
+    if build.cpu_only:
+        return f"{name} {build.version} (CPU-only)"
+    if not build.cuda:
+        return f"{name} {build.version} (CUDA build unknown: not judged)"
+    what = [f"CUDA {build.cuda}"]
+    sass = sorted({a.lower() for a in build.sass or []}, key=_arch_key)
+    if sass:
+        what.append(sass[0] if len(sass) == 1 else f"{sass[0]}-{sass[-1]}")
+    ptx = sorted({a.lower() for a in build.ptx or []}, key=_arch_key)
+    if ptx:
+        what.append(f"PTX {ptx[-1]}")
+    if build.min_cc and not sass:
+        what.append(f"cc {build.min_cc}+")
+    if build.arch_by_toolkit and not sass:
+        what.append("kernels compiled at run time")
+    return f"{name} {build.version} ({', '.join(what)})"
+
+
+def _arch_key(arch: str) -> tuple[int, str]:
+    digits = "".join(c for c in arch.split("_", 1)[-1] if c.isdigit())
+    return (int(digits) if digits else 0, arch)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in str(text).split("."))
 
 
 @_one_line
@@ -226,7 +323,8 @@ def frameworks_line(facts: dict[str, Any]) -> str:
         info = fw.get("info") or {}
         if fw.get("status") == "metadata":
             build = _metadata_build(info)
-            parts.append(f"{name} {info.get('version')} ({build}, from package metadata)")
+            where = "from the paste" if fw.get("source") in ("collect_env", "gpudoctor-markdown") else "from package metadata"
+            parts.append(f"{name} {info.get('version')} ({build}, {where})")
             continue
         if fw.get("status") != "ok":
             parts.append(f"{name} ({fw.get('status')})")

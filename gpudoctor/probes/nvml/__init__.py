@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.matrix import architecture_for
+from gpudoctor.compat.data import architecture_for
 from gpudoctor.probes.child import run_module
 from gpudoctor.snapshot import is_unavailable, unavailable
 

@@ -1,8 +1,9 @@
-"""Loads the bundled compatibility matrix (compat_matrix/*.json).
+"""Loads the bundled compatibility matrix (compat_matrix/*.json) and the user's --matrix overlays.
 
-Installed, the data is the package ``gpudoctor.compat_matrix``; in a source checkout it is the
-top-level ``compat_matrix/`` folder. Each file has a topic, an "as of" date, named sources and
-entries that each cite one of those sources; tests validate that shape.
+Installed, the data is the package ``gpudoctor.compat_matrix`` (a sibling of this ``gpudoctor.compat``
+package, not inside it); in a source checkout it is the top-level ``compat_matrix/`` folder. Each file
+has a topic, an "as of" date, named sources and entries that each cite one of those sources; validate()
+and validate_shapes() hold the bundled files and every overlay to that shape.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ class MatrixError(ValueError):
 
 
 def data_dir() -> Path:
-    installed = Path(__file__).parent / "compat_matrix"
-    return installed if installed.is_dir() else Path(__file__).resolve().parent.parent / "compat_matrix"
+    """gpudoctor/compat_matrix when installed, else the checkout's top-level compat_matrix/."""
+    installed = Path(__file__).parent.parent / "compat_matrix"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "compat_matrix"
 
 
 _overlays: list[dict[str, Any]] = []
@@ -34,13 +36,14 @@ def set_overlay(path: str) -> None:
     Its entries come first, so they win over the bundled ones; nothing bundled is changed. The file is
     validated like the bundled ones, plus the types of the fields the rules read (shapes), so a wrong
     type is a one-line error, never an internal one."""
+    from gpudoctor.files import TooLarge, read_capped
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_OVERLAY_BYTES + 1)
+        raw = read_capped(path, MAX_OVERLAY_BYTES)
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if len(raw) > MAX_OVERLAY_BYTES:
-        raise MatrixError(f"{path}: larger than {MAX_OVERLAY_BYTES // (1024 * 1024)} MiB, not a matrix file")
+    except TooLarge as exc:
+        raise MatrixError(f"{path}: {exc}, not a matrix file") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -3,7 +3,8 @@
 Every comparison goes through packaging.version (never floats: "12.10" > "12.9"). Each rule
 answers with a Verdict whose status is "ok", "limited" (works, with a stated limit), "fail" or
 "unknown": when the matrix does not know a version or a GPU, the answer is unknown, never a
-guess. The checks (checks/compat.py) and `gpudoctor matrix check` share these functions.
+guess. The judge of a whole stack (compat/stack.py, behind both `check` and `gpudoctor matrix check`)
+and a few other checks (container, frameworks, acceleration) ask these functions.
 
 Rules and their sources (the data's own sources are in compat_matrix/*.json):
 - Driver vs CUDA: a CUDA X.Y build is fully supported by a driver whose CUDA version is >= X.Y
@@ -25,7 +26,7 @@ from typing import Any, Iterable, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from gpudoctor import matrix
+from gpudoctor.compat.data import load_topic
 
 OK, LIMITED, FAIL, UNKNOWN = "ok", "limited", "fail", "unknown"
 
@@ -62,7 +63,7 @@ def toolkit_entry(cuda: str) -> Optional[dict[str, Any]]:
     wanted = version(cuda)
     if wanted is None:
         return None
-    rows = matrix.load_topic("cuda_toolkits")["entries"]
+    rows = load_topic("cuda_toolkits")["entries"]
     exact = [r for r in rows if version(r.get("version")) == wanted]
     if exact:
         return exact[0]
@@ -71,7 +72,7 @@ def toolkit_entry(cuda: str) -> Optional[dict[str, Any]]:
 
 
 def mvc_floor(cuda_major: int, os_name: str = "linux") -> Optional[dict[str, Any]]:
-    data = matrix.load_topic("cuda_toolkits")
+    data = load_topic("cuda_toolkits")
     for row in data.get("minor_version_compatibility", []):
         if int(row.get("cuda_major", -1)) == cuda_major and row.get(f"min_driver_{os_name}"):
             return row
@@ -79,7 +80,7 @@ def mvc_floor(cuda_major: int, os_name: str = "linux") -> Optional[dict[str, Any
 
 
 def newest_known_cuda() -> Optional[Version]:
-    rows = matrix.load_topic("cuda_toolkits")["entries"]
+    rows = load_topic("cuda_toolkits")["entries"]
     known = [v for v in (version(r.get("version")) for r in rows) if v]
     return max(known) if known else None
 
@@ -214,7 +215,7 @@ def toolkit_targets(cuda: str, cc: str) -> Verdict:
     want, gpu = major_minor(cuda), version(cc)
     if want is None or gpu is None:
         return Verdict(UNKNOWN, "version cannot be read")
-    row = next((r for r in matrix.load_topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None)
+    row = next((r for r in load_topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None)
     if row is None:
         return Verdict(UNKNOWN, f"the matrix does not know compute capability {gpu}; update gpudoctor or pass --matrix")
     first, last = major_minor(row.get("first_cuda")), major_minor(row.get("last_cuda"))
@@ -232,7 +233,7 @@ def toolkit_targets(cuda: str, cc: str) -> Verdict:
 def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
     """The first entry of ``topic`` whose whole-word match string occurs in the NVML name (case-insensitive)."""
     lowered = f" {_words(name)} "
-    for words, row in _match_words(id(matrix.load_topic(topic)), topic):
+    for words, row in _match_words(id(load_topic(topic)), topic):
         if f" {words} " in lowered:
             return row
     return None
@@ -257,7 +258,7 @@ def _words(text: str) -> str:
 @functools.lru_cache(maxsize=16)
 def _match_words(loaded: int, topic: str) -> tuple[tuple[str, dict[str, Any]], ...]:
     """Each entry's match strings as words, in order; keyed by the loaded topic (an overlay reloads it)."""
-    rows = matrix.load_topic(topic)["entries"]
+    rows = load_topic(topic)["entries"]
     return tuple((w, row) for row in rows for w in (_words(p) for p in row.get("match", [])) if w)
 
 
@@ -266,7 +267,7 @@ def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[
     PyPI wheel for Linux x86_64), "2.7.1+cpu". Returns (release, variant, variant_name)."""
     base, _, local = torch_version.partition("+")
     release_v = major_minor(base)
-    rows = matrix.load_topic("pytorch")["entries"]
+    rows = load_topic("pytorch")["entries"]
     release = next((r for r in rows if major_minor(r.get("version")) == release_v), None)
     if release is None:
         return None, None, local or "?"
@@ -277,7 +278,7 @@ def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[
 
 def tensorflow_release(tf_version: str) -> Optional[dict[str, Any]]:
     want = major_minor(tf_version)
-    return next((r for r in matrix.load_topic("tensorflow")["entries"] if major_minor(r.get("version")) == want), None)
+    return next((r for r in load_topic("tensorflow")["entries"] if major_minor(r.get("version")) == want), None)
 
 
 def cudnn_satisfies(have: str, built: str) -> Optional[bool]:
@@ -310,7 +311,7 @@ def driver_cuda_of(driver: str, os_name: str = "linux") -> Optional[str]:
     have = version(driver)
     column = "min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux"
     best = None
-    for row in matrix.load_topic("cuda_toolkits")["entries"]:
+    for row in load_topic("cuda_toolkits")["entries"]:
         need, cuda = version(row.get(column)), major_minor(row.get("version"))
         if have and need and cuda and have >= need and (best is None or cuda > best):
             best = cuda
@@ -324,7 +325,7 @@ def jax_release(jax_version: str) -> Optional[dict[str, Any]]:
     want = version(jax_version)
     if want is None:
         return None
-    rows = sorted((r for r in matrix.load_topic("jax")["entries"] if version(r.get("version"))),
+    rows = sorted((r for r in load_topic("jax")["entries"] if version(r.get("version"))),
                   key=lambda r: version(r["version"]))
     if not rows or want < version(rows[0]["version"]):
         return None

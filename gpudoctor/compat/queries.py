@@ -1,68 +1,33 @@
-"""`gpudoctor matrix ...`: judge a hypothetical stack, suggest builds, show the data. Thin: the
-rules are gpudoctor/compat.py and checks/compat.py, the same ones `check` applies."""
+"""What `gpudoctor matrix check / suggest / show` ask of the matrix, without printing: the stack the
+options describe, its verdict, the builds to suggest, the data as tables. The command-line layer
+(cli/matrix.py) validates the options and prints; the rules are compat/rules.py and compat/stack.py,
+the same ones `check` applies."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, Optional
 
-import click
-
-from gpudoctor import compat, matrix
-from gpudoctor.checks.compat import Stack, build_from_matrix, judge_stack
-from gpudoctor.findings import ERROR, WARNING
-
-VERDICT_RANK = {"ok": 0, "warning": 1, "unknown": 2, "error": 3}
-
-
-class BadInput(click.ClickException):
-    exit_code = 2
-
-
-def _need_version(value: Optional[str], option: str, what: str = "a version") -> None:
-    if value is not None and compat.version(value.partition("+")[0] if option in ("--torch", "--jax", "--cupy") else value) is None:
-        raise BadInput(f"{option}: {value!r} is not {what}")
-
-
-def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
-                 cuda: Optional[str] = None, cudnn: Optional[str] = None, driver_cuda: Optional[str] = None,
-                 torch: Optional[str] = None, tensorflow: Optional[str] = None, jax: Optional[str] = None,
-                 cupy: Optional[str] = None) -> Optional[str]:
-    """Every value that must be a version is one, or a one-line usage error (exit 2). Returns the
-    driver's CUDA version, normalised ("11040" -> "11.4")."""
-    for value, option in ((driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
-                          (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"), (cupy, "--cupy")):
-        _need_version(value, option)
-    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip()):
-        raise BadInput(f"--cc: {cc!r} is not a compute capability (X.Y, e.g. 8.6)")
-    if python is not None and not re.fullmatch(r"3\.\d{1,2}(\.\d+)?", python.strip()):
-        raise BadInput(f"--python: {python!r} is not a Python 3 version (X.Y, e.g. 3.12)")
-    if driver is not None and not re.fullmatch(r"\d{2,4}(\.\d{1,3}){1,2}", driver.strip()):
-        raise BadInput(f"--driver: {driver!r} is not an NVIDIA driver version (e.g. 535.104.05)")
-    if driver_cuda is None:
-        return None
-    parsed = compat.parse_driver_cuda(driver_cuda)
-    if parsed is None:
-        raise BadInput(f"--driver-cuda: {driver_cuda!r} is not a CUDA version (12.2, as nvidia-smi prints it, or 12020)")
-    return parsed
+from gpudoctor.compat import rules
+from gpudoctor.compat.data import load_topic, topics
+from gpudoctor.compat.stack import TORCH_INDEX, Stack, build_from_matrix, fitting_torch, judge_stack
+from gpudoctor.findings import ERROR, WARNING, Finding
 
 
 def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
                     torch: Optional[str] = None, tensorflow: Optional[str] = None, cuda: Optional[str] = None,
                     cudnn: Optional[str] = None, python: Optional[str] = None, os_name: Optional[str] = None,
                     jax: Optional[str] = None, cupy: Optional[str] = None, driver_cuda: Optional[str] = None) -> Stack:
-    """The hypothetical stack the options describe; what the matrix does not know goes to stack.unknown."""
-    parsed_driver_cuda = check_inputs(driver, cc, python, cuda, cudnn, driver_cuda, torch, tensorflow, jax, cupy)
+    """The hypothetical stack the options describe, once they are known to be versions (cli/matrix.py
+    checks them; ``driver_cuda`` is already "X.Y"); what the matrix does not know goes to stack.unknown."""
     stack = Stack(driver=driver, python=python, cudnn=cudnn, os=os_name)
-    if parsed_driver_cuda:
-        stack.driver_cuda = parsed_driver_cuda
+    if driver_cuda:
+        stack.driver_cuda = driver_cuda
     elif driver:
-        stack.driver_cuda = compat.driver_cuda_of(driver, stack.driver_os)
+        stack.driver_cuda = rules.driver_cuda_of(driver, stack.driver_os)
         if stack.driver_cuda is None:
             stack.unknown.append(f"driver {driver} (which CUDA it supports)")
     if gpu:
-        row = compat.gpu_entry(gpu)
+        row = rules.gpu_entry(gpu)
         if row is None:
             stack.unknown.append(f"GPU {gpu!r}")
         else:
@@ -76,12 +41,18 @@ def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc:
                 stack.builds.append(build)
     if cuda:
         stack.toolkit_cuda = cuda
-        if compat.toolkit_entry(cuda) is None:
+        if rules.toolkit_entry(cuda) is None:
             stack.unknown.append(f"CUDA {cuda}")
     return stack
 
 
-def verdict_of(findings: list[Any], stack: Stack) -> str:
+def verdict(stack: Stack) -> tuple[str, list[Finding]]:
+    """The stack's verdict (error, unknown, warning or ok) and every finding the one judge gives it."""
+    findings = judge_stack(stack)
+    return verdict_of(findings, stack), findings
+
+
+def verdict_of(findings: list[Finding], stack: Stack) -> str:
     if any(f.severity == ERROR for f in findings):
         return "error"
     if stack.unknown or any(f.code == "CMP008" for f in findings):
@@ -89,28 +60,7 @@ def verdict_of(findings: list[Any], stack: Stack) -> str:
     return "warning" if any(f.severity == WARNING for f in findings) else "ok"
 
 
-def run_check(stack: Stack, as_json: bool) -> int:
-    """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error."""
-    findings = judge_stack(stack)
-    verdict = verdict_of(findings, stack)
-    if as_json:
-        click.echo(json.dumps({"verdict": verdict, "stack": _stack_json(stack),
-                               "findings": [f.to_dict() for f in findings]}, indent=2))
-    else:
-        click.echo(f"verdict: {verdict}")
-        for f in findings:
-            click.echo(f"  {f.severity:<7} {f.code} {f.title}")
-            for label, text in (("why", f.detail), ("fix", f.remediation.text)):
-                if text:
-                    click.echo(f"          {label}: {text}")
-            for cmd in f.remediation.commands:
-                click.echo(f"          $ {cmd}")
-            for link in f.remediation.links:
-                click.echo(f"          see {link}")
-    return 1 if verdict == "error" else 0
-
-
-def _stack_json(stack: Stack) -> dict[str, Any]:
+def stack_json(stack: Stack) -> dict[str, Any]:
     """What was judged, as the matrix read the options (the GPU's compute capability, the driver's CUDA,
     each build's CUDA and architectures)."""
     return {
@@ -127,10 +77,8 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
             driver_cuda: Optional[str] = None) -> list[str]:
     """The newest builds that will work here, each with its install command, and the driver that would
     unlock newer ones (only where a newer CUDA still targets this GPU: toolkits drop old architectures)."""
-    from gpudoctor.checks.compat import TORCH_INDEX, fitting_torch
-
     stack = Stack(driver=driver, python=python, os=os_name, gpus=[(f"compute capability {cc}", cc)])
-    stack.driver_cuda = driver_cuda or compat.driver_cuda_of(driver, stack.driver_os)
+    stack.driver_cuda = driver_cuda or rules.driver_cuda_of(driver, stack.driver_os)
     lines = []
     if os_name != "macos":
         choice = fitting_torch(stack)
@@ -138,10 +86,10 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
             release, variant = choice
             lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), stack)}): "
                          f"pip install 'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{variant['name']}")
-    for release in sorted(matrix.load_topic("tensorflow")["entries"], key=lambda r: compat.version(r["version"]), reverse=True):
+    for release in sorted(load_topic("tensorflow")["entries"], key=lambda r: rules.version(r["version"]), reverse=True):
         if os_name in ("windows", "macos") and not (os_name == "windows" and release.get("windows_native_gpu") is True):
             continue
-        if python and compat.python_in(release.get("python"), python) is False:
+        if python and rules.python_in(release.get("python"), python) is False:
             continue
         probe = Stack(driver=driver, driver_cuda=stack.driver_cuda, python=python, os=os_name, gpus=stack.gpus)
         build = build_from_matrix("tensorflow", release["version"], probe)
@@ -169,22 +117,22 @@ def _unlock(stack: Stack, cc: str) -> Optional[str]:
     if not stack.driver_cuda:
         return None
     column = "min_driver_windows" if stack.driver_os == "windows" else "min_driver_linux"
-    have = compat.version(stack.driver_cuda)
-    rows = [r for r in matrix.load_topic("cuda_toolkits")["entries"] if r.get(column) and compat.major_minor(r.get("version"))]
-    rows = [r for r in rows if compat.major_minor(r["version"]) > have and compat.toolkit_targets(r["version"], cc).status == compat.OK]
-    best = max(rows, key=lambda r: compat.version(r["version"]), default=None)
+    have = rules.version(stack.driver_cuda)
+    rows = [r for r in load_topic("cuda_toolkits")["entries"] if r.get(column) and rules.major_minor(r.get("version"))]
+    rows = [r for r in rows if rules.major_minor(r["version"]) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK]
+    best = max(rows, key=lambda r: rules.version(r["version"]), default=None)
     if best is None:
         return None
-    return f"Driver {best[column]} or newer unlocks builds for CUDA {compat.major_minor(best['version'])}, the newest CUDA that still targets compute capability {cc}."
+    return f"Driver {best[column]} or newer unlocks builds for CUDA {rules.major_minor(best['version'])}, the newest CUDA that still targets compute capability {cc}."
 
 
 def _mvc(cuda: Optional[str], stack: Stack) -> str:
-    status = compat.driver_runs_cuda(cuda or "", stack.driver, stack.driver_cuda, stack.driver_os).status
-    return ", under minor-version compatibility" if status == compat.LIMITED else ""
+    status = rules.driver_runs_cuda(cuda or "", stack.driver, stack.driver_cuda, stack.driver_os).status
+    return ", under minor-version compatibility" if status == rules.LIMITED else ""
 
 
 def _works(cuda: Optional[str], stack: Stack) -> bool:
-    return bool(cuda) and compat.driver_runs_cuda(cuda, stack.driver, stack.driver_cuda, stack.driver_os).status in (compat.OK, compat.LIMITED)
+    return bool(cuda) and rules.driver_runs_cuda(cuda, stack.driver, stack.driver_cuda, stack.driver_os).status in (rules.OK, rules.LIMITED)
 
 
 # --- show: the data as aligned tables ---------------------------------------------------------------
@@ -195,10 +143,10 @@ _MAX_CELL = 48
 def show(topic: Optional[str]) -> str:
     """Each topic as an aligned table: one row per entry (a PyTorch release's variants and a JAX release's
     extras get a row each), one column per field, the source last; then the sources."""
-    names = [topic] if topic else matrix.topics()
+    names = [topic] if topic else topics()
     out: list[str] = []
     for name in names:
-        data = matrix.load_topic(name)
+        data = load_topic(name)
         out.append(f"== {name}: {data.get('title', '')} (as of {data.get('as_of')})")
         rows = _rows(data["entries"])
         columns = [c for c in _columns(rows) if c != "source"] + ["source"]

@@ -1,0 +1,11 @@
+"""Compatibility: will this driver, these GPUs, this OS and these framework builds work together?
+
+data.py     the bundled matrix (compat_matrix/*.json, installed as gpudoctor.compat_matrix) and --matrix overlays
+rules.py    pure verdicts over versions: driver vs CUDA, GPU vs compiled architectures, toolkit vs GPU, lookups
+stack.py    a Stack (driver, GPUs, builds, toolkit) and judge_stack, the one judge behind `check`, `analyze`
+            and `matrix check`
+queries.py  what `gpudoctor matrix check / suggest / show` ask, without printing (cli/matrix.py prints)
+
+Imports flow one way: snapshot -> compat -> checks -> render -> cli. Nothing here imports checks/, render/
+or cli/, so a check, a renderer and the CLI can all ask the same rules.
+"""
