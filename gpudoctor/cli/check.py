@@ -97,6 +97,10 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
 
 def _launch() -> Any:
     """This process's rank in a torchrun job, or None; a launcher variable that makes no sense is bad input."""
+    import os
+
+    if not os.environ.get("WORLD_SIZE"):  # launch_from_env needs it: not a job (and no import on the quick path)
+        return None
     from gpudoctor.distributed import launch_from_env
 
     try:

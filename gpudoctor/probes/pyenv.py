@@ -40,11 +40,13 @@ def probe_python() -> dict[str, Any]:
 
 def _distributions(path: list[str]) -> list[dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
+    from gpudoctor.probes.frameworks.metadata import dist_version, header
+
     for dist in metadata.distributions(path=path):
-        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        name = (header(dist, "Name") or "").lower().replace("_", "-")
         if name in RELEVANT_NAMES or name.startswith(RELEVANT_PREFIXES):
-            key = f"{name}@{dist.version}"
-            found.setdefault(key, {"name": name, "version": dist.version, "location": str(dist.locate_file(""))})
+            version = dist_version(dist)
+            found.setdefault(f"{name}@{version}", {"name": name, "version": version, "location": str(dist.locate_file(""))})
     return sorted(found.values(), key=lambda d: (d["name"], d["version"]))
 
 

@@ -42,6 +42,39 @@ import sys
 from importlib import metadata
 from typing import Any, Dict, List, Optional, Tuple
 
+def header(dist: Any, key: str) -> Optional[str]:
+    """One header of a distribution's METADATA (``Name``, ``Version``), read from the header block only.
+
+    ``dist.metadata[...]`` and ``dist.version`` run the email parser over the whole file, long
+    description included, for every distribution in view: most of ``check --quick``'s own time on an
+    environment with a few hundred packages. Headers are never folded for these keys."""
+    cache = getattr(dist, "_gpudoctor_headers", None)
+    if cache is None:
+        text = ""
+        for name in ("METADATA", "PKG-INFO"):
+            try:
+                text = dist.read_text(name) or ""
+            except (OSError, UnicodeDecodeError):
+                text = ""
+            if text:
+                break
+        cache = {}
+        for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].splitlines():
+            field, sep, value = line.partition(":")
+            if sep and line[:1] not in (" ", "\t") and field not in cache:
+                cache[field] = value.strip()
+        try:
+            dist._gpudoctor_headers = cache
+        except AttributeError:
+            pass
+    value = cache.get(key)
+    return value if value else None
+
+
+def dist_version(dist: Any) -> str:
+    return header(dist, "Version") or ""
+
+
 FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
 #: The distributions that install each framework's module, most usual first.
 CANDIDATES = {
@@ -79,7 +112,7 @@ class _Index:
             found = []
         for dist in found:
             try:
-                name = _norm(dist.metadata["Name"] or "")
+                name = _norm(header(dist, "Name") or "")
             except Exception:  # noqa: BLE001 - a broken METADATA file
                 continue
             if name:
@@ -361,7 +394,7 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
     version = _versions(owners)
     if len(owners) > 1:
         claims.note("several distributions install " + name + " here: " +
-                    ", ".join(f"{d.metadata['Name']} {d.version}" for d in owners))
+                    ", ".join(f"{header(d, 'Name')} {dist_version(d)}" for d in owners))
     reader = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[name]
     module_version = reader(owners, mod_dir, index, claims, out)
     result = claims.conclude()
@@ -369,7 +402,7 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
         result["cpu_only_build"] = False  # CuPy has no CPU-only build: it is built for CUDA or ROCm
         result["evidence"].append("CuPy has no CPU-only build")
     out["version"] = module_version or version
-    out["distribution"] = ", ".join(_norm(d.metadata["Name"]) for d in owners) or None
+    out["distribution"] = ", ".join(_norm(header(d, "Name")) for d in owners) or None
     out.update(result)
     if owners:
         where = ", ".join(sorted({str(_site(d)) for d in owners}))
@@ -381,7 +414,7 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
 
 
 def _versions(owners: List[Any]) -> Optional[str]:
-    found = {str(d.version) for d in owners}
+    found = {dist_version(d) for d in owners}
     return found.pop() if len(found) == 1 else None
 
 
@@ -402,7 +435,7 @@ def _torch(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Cl
         elif cuda == "None":
             claims.add("cpu", "torch/version.py says cuda = None" + (", hip = None" if hip == "None" else ""), file=True)
     for dist in owners:
-        _local_tag(str(dist.version), claims)
+        _local_tag(dist_version(dist), claims)
         _cuda_requirements(dist, claims)
         _torch_record(dist, claims)
     return module_version
@@ -457,7 +490,7 @@ def _tensorflow(owners: List[Any], mod_dir: Optional[str], index: _Index, claims
         elif cuda:
             claims.add("cpu", f"{where} is_cuda_build = False" + (", is_rocm_build = False" if rocm else ""), file=True)
     for dist in owners:
-        name = _norm(dist.metadata["Name"])
+        name = _norm(header(dist, "Name"))
         if name in ("tensorflow-cpu", "tensorflow-cpu-aws"):
             claims.add("cpu", f"distribution name {name}")
         elif name == "tensorflow-gpu":
@@ -472,7 +505,7 @@ def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: Dict[str, 
     """Since 2.1 the ``tensorflow`` wheel for Linux x86_64 is a CUDA build (``tensorflow-gpu`` before),
     which loads the CUDA libraries from the ``and-cuda`` extra's nvidia-* packages if installed, else
     from the system. On other platforms the name says nothing certain."""
-    version = str(dist.version)
+    version = dist_version(dist)
     release = re.match(r"(\d+)\.(\d+)", version)
     tags = _wheel_tags(dist)
     linux_x86 = [t for t in tags if "manylinux" in t and t.endswith("x86_64")]
@@ -494,15 +527,15 @@ def _jax(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Clai
     plugins = [n for n in index.names() if re.match(r"^jax-(cuda|rocm)\d*-(plugin|pjrt)$", n)]
     out["plugins"] = plugins
     jaxlib = index.first("jaxlib")
-    out["jaxlib_version"] = str(jaxlib.version) if jaxlib else None
+    out["jaxlib_version"] = dist_version(jaxlib) if jaxlib else None
     for plugin in plugins:
         kind = re.match(r"^jax-(cuda|rocm)(\d*)-", plugin)
         dist = index.first(plugin)
         claims.add("cuda" if kind.group(1) == "cuda" else "rocm",
-                   f"distribution {plugin} {dist.version if dist else ''} installed".replace("  ", " "),
+                   f"distribution {plugin} {dist_version(dist) if dist else ''} installed".replace("  ", " "),
                    kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
     if jaxlib is not None:
-        local = str(jaxlib.version).partition("+")[2].lower()
+        local = dist_version(jaxlib).partition("+")[2].lower()
         tagged = re.match(r"cuda(\d+)", local)
         if tagged:
             claims.add("cuda", f"jaxlib local version tag +{local}", tagged.group(1))
@@ -518,13 +551,13 @@ def _jax(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Clai
         return None
     files = _record(jaxlib)
     if files is None:
-        claims.note(f"jaxlib {jaxlib.version} has no RECORD: whether it carries CUDA kernels is unknown")
+        claims.note(f"jaxlib {dist_version(jaxlib)} has no RECORD: whether it carries CUDA kernels is unknown")
         return None
     gpu = next((f for f in files if re.match(r"jaxlib/(cuda|rocm|gpu)/[^/]+\.(so|pyd)$", f)), None)
     if gpu:
         claims.add("cuda" if "/rocm/" not in gpu else "rocm", f"jaxlib's RECORD lists {gpu}")
         return None
-    claims.add("cpu", f"jaxlib {jaxlib.version} has no +cuda tag and no GPU kernels in its RECORD, and no "
+    claims.add("cpu", f"jaxlib {dist_version(jaxlib)} has no +cuda tag and no GPU kernels in its RECORD, and no "
                       "jax-cuda*-plugin or jax-cuda*-pjrt distribution or jax_plugins.xla_cuda* module is installed")
     return None
 
@@ -543,7 +576,7 @@ def _jax_plugin_modules(index: _Index) -> List[str]:
 
 def _cupy(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
     for dist in owners:
-        name = _norm(dist.metadata["Name"])
+        name = _norm(header(dist, "Name"))
         wide = re.fullmatch(r"cupy-cuda(\d+)x", name)
         exact = re.fullmatch(r"cupy-cuda(\d+)(\d)", name)
         if wide:
