@@ -1,7 +1,7 @@
 """The catalogue of finding codes: one documented entry per code, in the manner of a linter's rules.
 
 A code is an area prefix and three digits; it is never reused (a retired code keeps its entry with
-``removed_in``). docs/findings.md is generated from this catalogue (``python -m gpudoctor.docgen``)
+``removed_in``). docs/findings.md is generated from this catalogue (``python tools/docgen.py``)
 and a test fails when the two differ or when a check can emit a code missing here.
 """
 
@@ -94,7 +94,7 @@ _CODES = (
     Code("DRV018", "nvml-functions-missing", INFO,
          "The installed nvidia-ml-py asked for NVML functions this driver's NVML does not have.",
          "The facts those functions would give show as unavailable; nothing else is affected.",
-         "Install the nvidia-ml-py release matching the driver branch (its version is 13.<driver branch>.x) if the missing facts matter."),
+         "Install the nvidia-ml-py release matching the driver branch (its version is the CUDA major, the driver branch, then a patch number: 12.535.x for branch 535, 13.580.x for 580) if the missing facts matter."),
     Code("DRV019", "nvml-probe-crashed", ERROR,
          "The child process reading NVML crashed (for example a segmentation fault inside libnvidia-ml).",
          "A driver library that crashes when queried will usually crash CUDA programs too; the facts it had not read yet are missing.",

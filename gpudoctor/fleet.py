@@ -26,8 +26,8 @@ from typing import Any, Callable, Optional, Sequence
 from gpudoctor import __version__
 from gpudoctor import report as rep
 from gpudoctor.findings import ERROR, WARNING
-from gpudoctor.render.facts_text import cuda_version
 from gpudoctor.snapshot import get, gpus, is_unavailable, job_nodes, known
+from gpudoctor.views.driver import cuda_version
 
 MERGE_SCHEMA_VERSION = 1
 #: "Well below its peers": worse than this fraction of the peers' median (for a time: above median / WELL_BELOW).
@@ -164,7 +164,7 @@ def _show(value: Any) -> str:
 
 
 def _cuda(raw: Any) -> str:
-    return cuda_version(raw) if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else _show(raw)
+    return (None if isinstance(raw, bool) else cuda_version(raw)) or _show(raw)
 
 
 def _gpu_names(facts: dict[str, Any]) -> list[str]:

@@ -9,8 +9,8 @@ from gpudoctor.checks.base import Check
 from gpudoctor.checks.gates import REQUIRED_GPUS_CHECK, required_gpus, selection
 from gpudoctor.checks.registry import CHECKS, run_checks
 from gpudoctor.probes.child import kill_all, reopen
-from gpudoctor.checks.visibility import resolve
 from gpudoctor.runner import run_probes, select_probes
+from gpudoctor.views.visibility import resolve
 
 
 #: Probes every selection needs: what the machine is, whether the driver answers, and which Python is diagnosed.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import math
-import statistics
 from typing import Any, Iterator, Mapping, Optional
 
 SCHEMA_VERSION = 1
@@ -87,23 +86,6 @@ def job_nodes(facts: Any) -> list[dict[str, Any]]:
     nodes = get(facts, "cluster.nodes") if isinstance(facts, Mapping) else None
     return [n for n in nodes if isinstance(n, dict) and isinstance(n.get("report"), dict)
             and isinstance(n["report"].get("facts"), dict)] if isinstance(nodes, list) else []
-
-
-def link_label(pair: Mapping[str, Any]) -> str:
-    """The cell ``nvidia-smi topo -m`` prints for a topology pair: NV# for NVLinks, else the PCIe path."""
-    if pair.get("nvlink_count"):
-        return f"NV{pair['nvlink_count']}"
-    return str(known(pair.get("common_ancestor")) or "?")
-
-
-def slowest_pair(p2p: Any) -> Optional[tuple[dict[str, Any], float, int]]:
-    """(the slowest ordered pair, the median copy bandwidth, how many pairs were measured) among the
-    multi-GPU probe's P2P figures (``multigpu.p2p``), or None without figures: the one slow link is
-    what to look for."""
-    pairs = [p for p in (p2p or {}).get("pairs") or [] if isinstance(p, dict) and isinstance(p.get("gbs"), (int, float))]
-    if not pairs:
-        return None
-    return min(pairs, key=lambda p: p["gbs"]), statistics.median(p["gbs"] for p in pairs), len(pairs)
 
 
 # --- the shape of a saved report ------------------------------------------------------------------

@@ -128,7 +128,7 @@ def parse_topo_matrix(text: str) -> tuple[list[str], dict[str, list[str]]]:
 
 
 def compare_topology(facts: dict[str, Any], topo_m: str, topo_p2p: str) -> Comparison:
-    from gpudoctor.render.facts_text import link_label
+    from gpudoctor.views.topology import link_label
 
     c = Comparison()
     header, rows = parse_topo_matrix(topo_m)

@@ -1,22 +1,46 @@
 """The documentation and the code agree: docs/findings.md, the code catalogue, the checks' declared
-codes, the examples in gpudoctor/docexamples.py, and the CLI's help."""
+codes, the examples in tests/docexamples.py, and the CLI's help.
+
+The generator, tools/docgen.py, is not in the package; it is loaded here from its file, and imports
+docexamples by the name this test does (tests/ is on pytest's path), so both see one EXAMPLES."""
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from gpudoctor import docexamples, docgen
+import docexamples
 from gpudoctor.checks import registry
 from gpudoctor.cli import cli
 from gpudoctor.codes import CATALOGUE
 from gpudoctor.findings import SEVERITIES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCGEN_PATH = ROOT / "tools" / "docgen.py"
+
+
+def _load_docgen():
+    """tools/docgen.py as the module ``docgen`` (once: a second load would be a second module)."""
+    if "docgen" in sys.modules:
+        return sys.modules["docgen"]
+    spec = importlib.util.spec_from_file_location("docgen", DOCGEN_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docgen"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+docgen = _load_docgen()
 
 LIVE_CODES = sorted(code for code, entry in CATALOGUE.items() if not entry.removed_in)
 CHECK_IDS = [c.id for c in registry.CHECKS]
@@ -36,13 +60,32 @@ def test_findings_doc_is_up_to_date():
     assert reason is None, reason
 
 
+def test_docgen_and_these_tests_share_one_examples_module():
+    """The no-mutation test below would prove nothing if docgen read a second copy of the examples."""
+    assert docgen.docexamples is docexamples
+    assert Path(docexamples.__file__).resolve() == ROOT / "tests" / "docexamples.py"
+
+
 def test_docgen_check_exits_1_on_a_stale_file(tmp_path, capsys):
     stale = tmp_path / "findings.md"
     stale.write_text(docgen.generate().replace("## DRV002", "## DRV00two"), encoding="utf-8")
     assert docgen.main(["--check", "--path", str(stale)]) == 1
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "python -m gpudoctor.docgen" in err
+    assert len(err.splitlines()) == 1 and "python tools/docgen.py" in err
     assert docgen.main(["--check", "--path", str(tmp_path / "missing.md")]) == 1
+
+
+def test_docgen_script_runs_from_the_command_line(tmp_path):
+    """`python tools/docgen.py` as the docs say: a fresh interpreter whose path holds tools/ only must
+    find gpudoctor and tests/docexamples.py, write the page, and accept it with --check."""
+    target = tmp_path / "findings.md"
+    wrote = subprocess.run([sys.executable, str(DOCGEN_PATH), "--path", str(target)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert wrote.returncode == 0, wrote.stderr
+    assert target.read_text(encoding="utf-8") == docgen.generate()
+    checked = subprocess.run([sys.executable, str(DOCGEN_PATH), "--check", "--path", str(target)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_docgen_writes_what_check_accepts(tmp_path):

@@ -9,7 +9,7 @@
 - The README's "Findings" paragraph names every code prefix.
 - The `-v` view's section titles are the ones report-format.md lists.
 
-docs/findings.md is generated (`python -m gpudoctor.docgen`, tests/test_docs.py); report-format.md and
+docs/findings.md is generated (`python tools/docgen.py`, tests/test_docs.py); report-format.md and
 the README are written by hand, which is why they need this test.
 """
 

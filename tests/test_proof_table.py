@@ -165,7 +165,7 @@ def test_compatibility_says_its_result():
                     "cupy 14.2.0 (CUDA 13, kernels compiled at run time), nvcc 13.0 run on cc 9.0; "
                     "driver 580.159.04 runs CUDA up to 13.0")
     # an older driver than the build needs (the facts docs/findings.md shows for CMP001): the problem is named
-    from gpudoctor.docexamples import EXAMPLES
+    from docexamples import EXAMPLES
 
     facts = EXAMPLES["CMP001"]
     findings = pipeline.judge(copy.deepcopy(facts))["findings"]

@@ -139,12 +139,42 @@ def test_only_binding_imports_pynvml():
     ("render", ("gpudoctor.probes",)),
     ("compat", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli")),
     ("pastes", ("click", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
+    ("views", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
 ])
 def test_layers_import_downwards(layer, forbidden):
     files = sorted((PACKAGE / layer).rglob("*.py"))
     assert files
     bad = {_rel(p): sorted(m for m in forbidden if _imports_module(_imports(p), m)) for p in files}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+#: The check modules that hold the registry and its tools rather than checks: only they may import other
+#: check modules (the registry lists every check; the gates ask the registry which checks ran).
+CHECK_INFRASTRUCTURE = ("base", "registry", "gates")
+
+
+def test_checks_do_not_import_each_other():
+    """A check reads facts and the views of them (gpudoctor/views/), never another check's module: what two
+    checks share is a view of the facts, so one check can be read, moved or removed on its own."""
+    allowed = tuple(f"gpudoctor.checks.{name}" for name in CHECK_INFRASTRUCTURE)
+    bad = {}
+    for path in sorted((PACKAGE / "checks").rglob("*.py")):
+        if path.stem in ("registry", "gates"):
+            continue
+        own = f"gpudoctor.checks.{path.stem}"
+        siblings = sorted(m for m in _imports(path) if m.startswith("gpudoctor.checks.")
+                          and not any(m == a or m.startswith(a + ".") for a in (*allowed, own)))
+        if siblings:
+            bad[_rel(path)] = siblings
+    assert bad == {}
+
+
+def test_fleet_and_pipeline_import_no_renderer():
+    """The fleet summary and the pipeline sit below the renderers: a reading of the facts they share with a
+    renderer (the driver's CUDA version, the visible GPUs) is a view (gpudoctor/views/), not a renderer's helper."""
+    importers = sorted(_rel(p) for p in (PACKAGE / "fleet.py", PACKAGE / "pipeline.py")
+                       if _imports_module(_imports(p), "gpudoctor.render"))
+    assert importers == []
 
 
 def test_import_scanner_sees_relative_and_absolute_imports(tmp_path):

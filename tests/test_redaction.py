@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from gpudoctor import docexamples, pipeline
+import docexamples
+from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.probes.libraries import _ld_library_path
 from gpudoctor.probes.system import ENV_NAMES, probe_host

@@ -9,6 +9,7 @@ import pytest
 from gpudoctor.checks import visibility
 from gpudoctor.checks.registry import run_check
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, WARN, WARNING
+from gpudoctor.views.visibility import Visibility, resolve
 
 CHECK = visibility.CHECKS[0]
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -47,7 +48,7 @@ def make_facts(env: dict[str, str], names: Optional[list[str]] = None, mig_on: O
     }
 
 
-def mapping(vis: visibility.Visibility) -> list[tuple[int, int, Optional[str]]]:
+def mapping(vis: Visibility) -> list[tuple[int, int, Optional[str]]]:
     return [(d.cuda_index, d.gpu_index, d.mig_uuid) for d in vis.devices]
 
 
@@ -57,7 +58,7 @@ def judged(env: dict[str, str], **kw: Any):
 
 
 def test_unset_shows_every_gpu_and_the_check_skips():
-    vis = visibility.resolve(make_facts({}))
+    vis = resolve(make_facts({}))
     assert vis.mask is None
     assert mapping(vis) == [(0, 0, None), (1, 1, None), (2, 2, None), (3, 3, None)]
     r, found = judged({})
@@ -72,7 +73,7 @@ def test_check_skips_without_nvml():
 
 @pytest.mark.parametrize("mask", ["", "-1"])
 def test_hides_all(mask):
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": mask}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": mask}))
     assert vis.devices == []
     assert vis.invalid_entry == mask
     r, found = judged({"CUDA_VISIBLE_DEVICES": mask})
@@ -84,7 +85,7 @@ def test_hides_all(mask):
 
 
 def test_reordered():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "1,0"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "1,0"}))
     assert mapping(vis) == [(0, 1, None), (1, 0, None)]
     assert vis.invalid_entry is None
     r, found = judged({"CUDA_VISIBLE_DEVICES": "1,0"})
@@ -100,7 +101,7 @@ def test_vis004_lists_the_mapping():
 
 
 def test_invalid_entry_after_valid_ones():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,7"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,7"}))
     assert mapping(vis) == [(0, 0, None)]
     assert vis.invalid_entry == "7"
     assert vis.hidden_entries == []
@@ -114,7 +115,7 @@ def test_invalid_entry_after_valid_ones():
 
 
 def test_invalid_entry_hides_the_entries_after_it():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,7,1"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,7,1"}))
     assert mapping(vis) == [(0, 0, None)]
     assert (vis.invalid_entry, vis.hidden_entries) == ("7", ["1"])
     r, found = judged({"CUDA_VISIBLE_DEVICES": "0,7,1"})
@@ -123,7 +124,7 @@ def test_invalid_entry_hides_the_entries_after_it():
 
 
 def test_invalid_first_entry_hides_all():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "7,0"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "7,0"}))
     assert vis.devices == []
     assert (vis.invalid_entry, vis.hidden_entries) == ("7", ["0"])
     r, found = judged({"CUDA_VISIBLE_DEVICES": "7,0"})
@@ -132,7 +133,7 @@ def test_invalid_first_entry_hides_all():
 
 
 def test_uuid_unique_prefix():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "GPU-1a2b"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "GPU-1a2b"}))
     assert mapping(vis) == [(0, 0, None)]
     assert vis.devices[0].uuid == UUIDS[0]
     _, found = judged({"CUDA_VISIBLE_DEVICES": "GPU-1a2b"})
@@ -140,13 +141,13 @@ def test_uuid_unique_prefix():
 
 
 def test_full_uuids_in_any_order():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": f"{UUIDS[2]},{UUIDS[1]}"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": f"{UUIDS[2]},{UUIDS[1]}"}))
     assert mapping(vis) == [(0, 2, None), (1, 1, None)]
 
 
 def test_uuid_ambiguous_prefix():
     # GPU 1 and GPU 2 both start with GPU-3f
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "GPU-3f,0"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "GPU-3f,0"}))
     assert vis.devices == []
     assert vis.invalid_entry == "GPU-3f"
     assert vis.invalid_reason == "this UUID prefix matches several GPUs"
@@ -156,7 +157,7 @@ def test_uuid_ambiguous_prefix():
 
 def test_uuid_unknown():
     mask = f"{UUIDS[0]},GPU-ffffffff-0000-0000-0000-000000000000"
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": mask}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": mask}))
     assert mapping(vis) == [(0, 0, None)]
     assert vis.invalid_entry == "GPU-ffffffff-0000-0000-0000-000000000000"
     assert vis.invalid_reason == "no GPU has this UUID"
@@ -165,7 +166,7 @@ def test_uuid_unknown():
 
 
 def test_mig_uuid():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": MIG_UUIDS[1]}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": MIG_UUIDS[1]}))
     assert mapping(vis) == [(0, 3, MIG_UUIDS[1])]
     r, found = judged({"CUDA_VISIBLE_DEVICES": MIG_UUIDS[1]})
     assert found == ["VIS004"]
@@ -173,18 +174,18 @@ def test_mig_uuid():
 
 
 def test_unknown_mig_uuid():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "MIG-00000000-dead-beef-0000-000000000000"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "MIG-00000000-dead-beef-0000-000000000000"}))
     assert vis.devices == []
     assert vis.invalid_reason == "no MIG device has this UUID"
 
 
 def test_two_mig_devices_of_one_gpu():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": f"{MIG_UUIDS[0]},{MIG_UUIDS[1]}"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": f"{MIG_UUIDS[0]},{MIG_UUIDS[1]}"}))
     assert mapping(vis) == [(0, 3, MIG_UUIDS[0]), (1, 3, MIG_UUIDS[1])]
 
 
 def test_whitespace_around_entries():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": " 1 , 0 "}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": " 1 , 0 "}))
     assert mapping(vis) == [(0, 1, None), (1, 0, None)]
     assert vis.invalid_entry is None
     _, found = judged({"CUDA_VISIBLE_DEVICES": " 1 , 0 "})
@@ -192,7 +193,7 @@ def test_whitespace_around_entries():
 
 
 def test_not_a_gpu_at_all():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "cuda:0"}))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "cuda:0"}))
     assert vis.devices == []
     assert vis.invalid_entry == "cuda:0"
 
@@ -201,7 +202,7 @@ MIXED = [A100, A100, L4, L4]
 
 
 def test_mixed_models_numeric_mask_without_pci_order():
-    vis = visibility.resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,2"}, names=MIXED, mig_on=None))
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,2"}, names=MIXED, mig_on=None))
     assert vis.order_uncertain is True
     r, found = judged({"CUDA_VISIBLE_DEVICES": "0,2"}, names=MIXED, mig_on=None)
     assert found == ["VIS003", "VIS004"]
@@ -212,7 +213,7 @@ def test_mixed_models_numeric_mask_without_pci_order():
 
 def test_mixed_models_numeric_mask_with_pci_order():
     env = {"CUDA_VISIBLE_DEVICES": "0,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-    vis = visibility.resolve(make_facts(env, names=MIXED, mig_on=None))
+    vis = resolve(make_facts(env, names=MIXED, mig_on=None))
     assert vis.order_uncertain is False
     assert mapping(vis) == [(0, 0, None), (1, 2, None)]
     r, found = judged(env, names=MIXED, mig_on=None)

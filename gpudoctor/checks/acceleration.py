@@ -8,10 +8,12 @@ import statistics
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.checks.topology import pair_subject
-from gpudoctor.checks.visibility import resolve
 from gpudoctor.findings import Finding, Subject
-from gpudoctor.snapshot import known, link_label, slowest_pair
+from gpudoctor.snapshot import known
+from gpudoctor.views.frameworks import NAMES
+from gpudoctor.views.topology import (PCIE_GB_PER_LANE, allreduce_reference, cuda_to_nvml, link_label, links_by_pair,
+                                      pair_subject, slowest_pair)
+from gpudoctor.views.visibility import resolve
 
 #: CUresult -> (what it means here, how to fix it, commands)
 CUDA_ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
@@ -115,7 +117,6 @@ CHECKS = (
 # --- framework workloads: correctness, a training step, throughput --------------------------------
 
 STEPS = ("elementwise", "matmul", "conv")
-PCIE_GB_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # per direction, after encoding
 
 
 def _workload(facts: Facts) -> dict[str, Any]:
@@ -128,8 +129,6 @@ def _workload(facts: Facts) -> dict[str, Any]:
 
 
 def _label(run: dict[str, Any]) -> str:
-    from gpudoctor.checks.frameworks import NAMES
-
     where = "the CPU" if run.get("device") == "cpu" else f"cuda:{run.get('device')}" + (f" ({run['name']})" if run.get("name") else "")
     return f"{NAMES.get(run.get('framework'), run.get('framework'))} on {where}"
 
@@ -301,21 +300,6 @@ def _multigpu(facts: Facts) -> dict[str, Any]:
     return multigpu
 
 
-def _nvml_indices(facts: Facts, multigpu: dict[str, Any]) -> dict[Any, int]:
-    """CUDA ordinal -> NVML index: by UUID, else as the visibility check resolves CUDA's numbering."""
-    by_uuid = {known(g.get("uuid")): g.get("index") for g in facts.get("gpus") or [] if isinstance(known(g.get("uuid")), str)}
-    mapping = {d.get("ordinal"): by_uuid[d["uuid"]] for d in multigpu.get("devices") or [] if d.get("uuid") in by_uuid}
-    if not mapping and nvml_ready(facts):
-        mapping = {d.cuda_index: d.gpu_index for d in resolve(facts).devices if not d.mig_uuid}
-    return mapping
-
-
-def _links(facts: Facts) -> dict[frozenset, dict[str, Any]]:
-    """NVML's topology pairs, keyed by the pair of NVML indices."""
-    pairs = (facts.get("topology") or {}).get("pairs") or []
-    return {frozenset(p["gpus"]): p for p in pairs if isinstance(p, dict) and len(p.get("gpus") or []) == 2}
-
-
 def _arrow(pair: dict[str, Any]) -> str:
     return f"cuda:{pair.get('src')} -> cuda:{pair.get('dst')}"
 
@@ -341,7 +325,7 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
                       text="The error names the cause; a crash or hang copying between GPUs points at the driver, "
                            "the NVLink fabric or a GPU: read the kernel log.", commands=[XID_COMMAND])
         return
-    index, links = _nvml_indices(facts, multigpu), _links(facts)
+    index, links = cuda_to_nvml(facts, multigpu), links_by_pair(facts)
     pairs = [p for p in p2p.get("pairs") or [] if isinstance(p, dict)]
 
     def link(pair: dict[str, Any]) -> dict[str, Any]:
@@ -435,7 +419,7 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         return
     measured = f"bus bandwidth {busbw:.0f} GB/s (algorithm bandwidth {result.get('algbw_gbs', 0):.0f} GB/s, " \
                f"{result.get('bytes', 0) / 2**20:.0f} MiB {result.get('dtype', '')})"
-    model, label, reference = _allreduce_reference(facts, multigpu, world)
+    model, label, reference = allreduce_reference(facts, multigpu, world)
     where = f"{world} x {model or 'mixed GPUs'} ({label})"
     if reference is None:
         yield finding("RUN026", f"no reference all-reduce bandwidth for {where}; measured {measured}",
@@ -451,25 +435,6 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
                       text="Look at the slowest link named above, the P2P findings and other processes on the GPUs; "
                            "run gpudoctor again on idle GPUs.",
                       commands=["nvidia-smi topo -m", "nvidia-smi nvlink --status"])
-
-
-def _allreduce_reference(facts: Facts, multigpu: dict[str, Any], world: Any) -> tuple[Any, str, Any]:
-    """(GPU model, link type among the GPUs, the matrix's reference row or None)."""
-    from gpudoctor.compat import rules as compat
-
-    names = {d.get("name") for d in multigpu.get("devices") or []} - {None}
-    index = _nvml_indices(facts, multigpu)
-    gpus = sorted(i for i in index.values() if i is not None)
-    links = _links(facts)
-    labels = {link_label(links[frozenset((a, b))]) for n, a in enumerate(gpus) for b in gpus[n + 1:]
-              if frozenset((a, b)) in links}
-    complete = len(gpus) == world and all(frozenset((a, b)) in links for n, a in enumerate(gpus) for b in gpus[n + 1:])
-    label = next(iter(labels)) if len(labels) == 1 and complete else ("links " + ", ".join(sorted(labels)) if labels else "links unknown")
-    model = next(iter(names)) if len(names) == 1 else None
-    entry = compat.performance_entry(model) if model else None
-    rows = (entry or {}).get("allreduce") or []
-    row = next((r for r in rows if r.get("gpus") == world and r.get("link") == label), None)
-    return model, label, row
 
 
 def _slowest_link(multigpu: dict[str, Any]) -> str:

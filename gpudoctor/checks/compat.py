@@ -1,13 +1,12 @@
 """The compatibility checks: this machine's stack, read from the snapshot, before the one judge in
 gpudoctor/compat/stack.py (the same judge `gpudoctor matrix check` runs on a hypothetical stack).
-Only the GPUs a CUDA program sees here (checks/visibility.py) are judged."""
+Only the GPUs a CUDA program sees here (views/visibility.py) are judged."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.checks.visibility import resolve
 from gpudoctor.compat import stack as judge
 from gpudoctor.compat.data import MatrixError
 from gpudoctor.findings import Finding
@@ -17,7 +16,7 @@ def check_compat(facts: Facts) -> Iterator[Finding]:
     if not nvml_ready(facts):
         raise NotApplicable("NVML is not available")
     try:
-        stack = judge.stack_from_facts(facts, resolve(facts).devices)
+        stack = judge.stack_from_facts(facts)
         yield from judge.judge_versions(stack, judge.settled_by_known_bad(stack))
     except MatrixError as exc:
         yield finding("CMP008", f"the compatibility matrix could not be read: {exc}")
@@ -29,7 +28,7 @@ def check_known_bad(facts: Facts) -> Iterator[Finding]:
     judge_known_bad that `matrix check` runs. Needs no NVML: TensorFlow on Windows is known bad even
     where the driver cannot be read."""
     try:
-        stack = judge.stack_from_facts(facts, resolve(facts).devices)
+        stack = judge.stack_from_facts(facts)
     except MatrixError:
         return  # compat.stack reports the unreadable matrix (CMP008)
     if not stack.builds:

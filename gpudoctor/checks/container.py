@@ -74,7 +74,7 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
                   detail=(verdict.reason + ". " if verdict else "") +
                          "The NVIDIA container runtime refuses to start such an image unless NVIDIA_DISABLE_REQUIRE is set, "
                          "which is how this container must have started.",
-                  text="Upgrade the host driver, or use an image built for the CUDA version the driver supports.",
+                  text=f"Upgrade the host driver, or use an image built for CUDA {host['cuda']} or older (what this driver supports).",
                   links=[TOOLKIT_DOCS])
 
 

@@ -82,8 +82,8 @@ def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
     elif reason == "driver_not_loaded":
         yield finding("DRV002", "the NVIDIA kernel module is not loaded",
                       detail=f"NVML: {message}",
-                      text="Load the module. If modprobe fails, the module may not be built for the running kernel "
-                           "(check dkms status) or Secure Boot may refuse it (check mokutil --sb-state).",
+                      text="Load it with `sudo modprobe nvidia`. If that fails, `dkms status` shows whether a module is "
+                           "built for the running kernel (`uname -r`), and `mokutil --sb-state` whether Secure Boot is on.",
                       commands=["sudo modprobe nvidia", "dkms status", "mokutil --sb-state", "uname -r"],
                       links=[DRIVER_DOCS])
     elif reason == "driver_library_mismatch":

@@ -2,7 +2,7 @@
 program should see, and does it run with the cuDNN it was built for?
 
 The number of GPUs a framework should see is what NVML lists after CUDA_VISIBLE_DEVICES is
-applied (checks/visibility.py), so a deliberate selection is not reported as missing GPUs.
+applied (views/visibility.py), so a deliberate selection is not reported as missing GPUs.
 Driver-versus-build and architecture verdicts belong to the compatibility checks.
 """
 
@@ -13,12 +13,12 @@ from typing import Any, Iterator, Optional
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.checks.visibility import resolve
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
+from gpudoctor.views.framework_env import steering_cause
+from gpudoctor.views.frameworks import NAMES, TORCH_INDEX
+from gpudoctor.views.visibility import resolve
 
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
-TORCH_INDEX = "https://download.pytorch.org/whl"
 #: PyTorch's CUDA wheel indexes, newest first, with the CUDA version each needs from the driver
 #: (download.pytorch.org/whl/cuXXX; the driver must support at least that CUDA major.minor or, under
 #: minor-version compatibility, the same major).
@@ -109,11 +109,7 @@ def _own_step(facts: Facts, name: str, stage: Optional[str]) -> str:
 
 
 def _steering(facts: Facts, name: str) -> Optional[tuple[str, str, str]]:
-    """The environment variable that makes framework ``name`` fail here, with its fix (checks/environment.py)."""
-    try:
-        from gpudoctor.checks.environment import steering_cause
-    except ImportError:
-        return None
+    """The environment variable that makes framework ``name`` fail here, with its fix (views/framework_env.py)."""
     return steering_cause(facts, name)
 
 

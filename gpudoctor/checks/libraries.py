@@ -12,9 +12,9 @@ import re
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
-from gpudoctor.checks.frameworks import NAMES
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
+from gpudoctor.views.frameworks import NAMES
 
 SHADOWABLE = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libcudnn_sub", "libnccl", "libnvrtc", "libnvJitLink",
               "libcusparse")
@@ -154,7 +154,7 @@ def check_unloadable(facts: Facts) -> Iterator[Finding]:
         yield finding("LIB005", f"{copy['path']} cannot be loaded: {error.split(': ')[-1]}",
                       detail=f"It is reached through {' and '.join(reachable)}; a program that looks for "
                              f"{os.path.basename(copy['path'])} there fails to start or falls back to no GPU.",
-                      text="Remove or repair the file, or take its directory off the loader's path.",
+                      text=f"Remove or repair {copy['path']}, or take {directory} off the loader's path.",
                       commands=[_without(ld_path, directory)] if "LD_LIBRARY_PATH" in reachable
                       else [f"ls -l {copy['path']}", "sudo ldconfig"])
 

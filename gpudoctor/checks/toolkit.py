@@ -23,7 +23,8 @@ def check_nvcc_vs_home(facts: Facts) -> Iterator[Finding]:
     for var, home in homes.items():
         if not home.get("exists"):
             yield finding("CUDA002", f"{var}={home.get('path')} does not exist",
-                          text=f"Point {var} at an installed toolkit, or unset it.",
+                          text=(f"Point {var} at the toolkit nvcc comes from ({nvcc['toolkit_root']}), or unset it."
+                                if nvcc.get("toolkit_root") else f"Point {var} at an installed toolkit, or unset it."),
                           commands=[f"unset {var}"] + ([f"export {var}={nvcc['toolkit_root']}"] if nvcc.get("toolkit_root") else []))
             continue
         if not nvcc.get("found") or not nvcc.get("toolkit_root"):

@@ -5,13 +5,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
-from gpudoctor.findings import Finding, Subject
+from gpudoctor.findings import Finding
 from gpudoctor.snapshot import known
-
-
-def pair_subject(facts: Facts, a: int, b: int) -> Subject:
-    uuids = {g.get("index"): known(g.get("uuid")) for g in facts.get("gpus") or []}
-    return Subject("pair", a, uuids.get(a), b, uuids.get(b))
+from gpudoctor.views.topology import pair_subject
 
 
 def check_p2p(facts: Facts) -> Iterator[Finding]:

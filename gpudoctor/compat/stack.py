@@ -12,8 +12,8 @@ A build's facts come from the build itself when it was imported (torch.cuda.get_
 TensorFlow's build info), else from the matrix (build_from_matrix), so `check --quick` and
 `matrix check` judge the same build the same way.
 
-This package sits below checks/ (it never imports checks or render): the visible GPUs are given to
-stack_from_facts by its caller, and findings are made here from the code catalogue, as
+This package sits below checks/ (it never imports checks or render): stack_from_facts reads the visible
+GPUs through gpudoctor/views/visibility.py, and findings are made here from the code catalogue, as
 checks/base.py's finding() makes them.
 """
 
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Protocol, Sequence
+from typing import Any, Optional, Sequence
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gpudoctor.codes import lookup
 from gpudoctor.compat import rules
@@ -506,6 +505,8 @@ def _matches(when: dict[str, Any], build: Build, cc: str, stack: Stack) -> bool:
 
 
 def _in_spec(value: str, spec: Any) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # 50 ms to import: only when judged
+
     v = rules.major_minor(value)
     try:
         return v is not None and isinstance(spec, str) and v in SpecifierSet(spec)
@@ -532,16 +533,11 @@ def _known_bad_finding(entry: dict[str, Any], build: Build, gpu_label: str, cc: 
 
 # --- from a snapshot ------------------------------------------------------------------------------
 
-class VisibleGPU(Protocol):
-    """One GPU a CUDA program sees (checks/visibility.py's Visible): its NVML index and name."""
+def stack_from_facts(facts: Facts) -> Stack:
+    """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
+    there (views/visibility.py resolve) are judged."""
+    from gpudoctor.views.visibility import resolve
 
-    gpu_index: int
-    name: str
-
-
-def stack_from_facts(facts: Facts, visible: Iterable[VisibleGPU]) -> Stack:
-    """The stack a snapshot describes. ``visible`` are the GPUs a CUDA program sees there
-    (checks.visibility.resolve(facts).devices): only their compute capabilities are judged."""
     raw = known(get(facts, "nvml.cuda_driver_version"))
     host_os = str(get(facts, "host.os") or "")
     os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(host_os)
@@ -555,7 +551,7 @@ def stack_from_facts(facts: Facts, visible: Iterable[VisibleGPU]) -> Stack:
         os=os_name,
     )
     by_index = {g.get("index"): g for g in facts.get("gpus") or []}
-    for dev in visible:
+    for dev in resolve(facts).devices:
         cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
         if isinstance(cc, str):
             stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))

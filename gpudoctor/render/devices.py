@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.render.facts_text import link_label, mib, show, watts
+from gpudoctor.render.facts_text import mib, show, watts
 from gpudoctor.render.safe import printable
 from gpudoctor.snapshot import get, gpus, known
+from gpudoctor.views.topology import link_label
 
 
 def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:

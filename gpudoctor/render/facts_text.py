@@ -10,7 +10,9 @@ import functools
 from typing import Any, Callable, Optional, TypeVar
 
 from gpudoctor.render.safe import terminal
-from gpudoctor.snapshot import get, gpus, is_unavailable, known, link_label, slowest_pair
+from gpudoctor.snapshot import get, gpus, is_unavailable, known
+from gpudoctor.views import driver
+from gpudoctor.views.topology import link_label, slowest_pair
 
 MIB = 1024**2
 _Phrase = TypeVar("_Phrase", bound=Callable[..., str])
@@ -35,10 +37,8 @@ def show(value: Any, unit: str = "") -> str:
 
 
 def cuda_version(raw: Any) -> str:
-    """NVML's encoded CUDA version (1000*major + 10*minor): 13000 -> 13.0, 12040 -> 12.4."""
-    if isinstance(raw, int) and raw > 0:
-        return f"{raw // 1000}.{(raw % 1000) // 10}"
-    return show(raw)
+    """NVML's encoded CUDA version (1000*major + 10*minor): 13000 -> 13.0, 12040 -> 12.4; else n/a."""
+    return driver.cuda_version(raw) or show(raw)
 
 
 def mib(value: Any) -> str:
@@ -59,8 +59,11 @@ def driver_line(facts: dict[str, Any]) -> str:
         return "not available"
     flavour = known(module.get("flavour"))
     kind = f", {flavour} kernel module" if flavour else ""
+    cuda = nvml.get("cuda_driver_version")
+    if known(cuda) is None:  # a paste that names the driver but not its CUDA (collect_env): say no more
+        return f"{show(nvml.get('driver_version'))}{kind}; the newest CUDA it can run is not stated"
     return (f"{show(nvml.get('driver_version'))}{kind}; supports CUDA up to "
-            f"{cuda_version(nvml.get('cuda_driver_version'))} (the newest CUDA it can run, not an installed toolkit)")
+            f"{cuda_version(cuda)} (the newest CUDA it can run, not an installed toolkit)")
 
 
 @_one_line
@@ -168,12 +171,11 @@ def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] 
     compute capabilities and the newest CUDA the driver runs ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)
     runs on cc 9.0; driver 580.159.04 runs CUDA up to 13.0"), read as the compat checks read them
     (compat/stack.py stack_from_facts, on the GPUs CUDA programs see). "runs on" only where those checks found no problem."""
-    from gpudoctor.checks.visibility import resolve
     from gpudoctor.compat.data import MatrixError
     from gpudoctor.compat.stack import stack_from_facts
 
     try:
-        stack = stack_from_facts(facts, resolve(facts).devices)
+        stack = stack_from_facts(facts)
     except (MatrixError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return "the compatibility matrix could not be read"
     mine = [f for f in findings or [] if isinstance(f, dict) and str(f.get("check", "")).startswith("compat.")]

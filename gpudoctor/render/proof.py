@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gpudoctor.snapshot import known, slowest_pair
+from gpudoctor.snapshot import known
+from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_reference, slowest_pair
 
 #: (key, header) of each column, in order.
 COLUMNS = (("gpu", "GPU"), ("framework", "Framework"), ("smoke", "Smoke kernel"), ("results", "Results vs CPU"),
            ("training", "Training step"), ("matmul", "Matmul"), ("memory", "Memory copy"), ("host", "Host <-> GPU"))
 NONE = "-"
-#: Pinned host<->device copies are judged against the PCIe link's rate: GB/s per lane and direction,
-#: after encoding (the same figures as gpudoctor/checks/acceleration.py PCIE_GB_PER_LANE).
 STEPS = ("elementwise", "matmul", "conv")
 
 
@@ -217,9 +216,8 @@ def _throughput(facts: dict[str, Any], run: dict[str, Any], name: Optional[str])
 
 
 def _link(facts: dict[str, Any], run: dict[str, Any]) -> Optional[tuple[float, str]]:
-    """(GB/s one way, "PCIe Gen5 x16") of the run's GPU, found through the smoke count's UUID."""
-    from gpudoctor.checks.acceleration import PCIE_GB_PER_LANE
-
+    """(GB/s one way, "PCIe Gen5 x16") of the run's GPU, found through the smoke count's UUID: pinned
+    host<->device copies are judged against the PCIe link's rate (views/topology.py PCIE_GB_PER_LANE)."""
     smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else {}
     uuid = next((d.get("uuid") for d in (smoke.get("count") or {}).get("devices") or []
                  if isinstance(d, dict) and str(d.get("ordinal")) == str(run.get("device"))), None)
@@ -265,9 +263,7 @@ def between_gpus(facts: dict[str, Any]) -> list[str]:
 def _allreduce_reference(facts: dict[str, Any], multigpu: dict[str, Any], world: Any, busbw: float) -> str:
     """`` (101% of 337 expected for 4 x NVIDIA H200, NV18)``: the reference acceleration.allreduce judges by."""
     try:
-        from gpudoctor.checks.acceleration import _allreduce_reference as lookup
-
-        model, label, row = lookup(facts, multigpu, world)
+        model, label, row = allreduce_reference(facts, multigpu, world)
     except Exception:  # noqa: BLE001 - a reference is a nicety; the check itself reports a failure
         return ""
     ref = _num((row or {}).get("busbw_gbs"))

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.render import facts_text as ft
 from gpudoctor.render import proof
-from gpudoctor.render.safe import indented, json_text, printable, terminal
+from gpudoctor.render.safe import indented, printable, terminal
 
 AREA_TITLES = {
     "doctor": "gpudoctor itself",

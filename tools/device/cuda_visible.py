@@ -44,7 +44,7 @@ def driver_sees(mask: str | None) -> dict:
 
 
 def main() -> None:
-    from gpudoctor.checks.visibility import resolve
+    from gpudoctor.views.visibility import resolve
     from gpudoctor.probes.nvml import probe_nvml
     from gpudoctor.snapshot import with_fact
 

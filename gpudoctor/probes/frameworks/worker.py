@@ -9,7 +9,6 @@ listed there are the ones this framework really runs with, not a guess from the 
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import traceback

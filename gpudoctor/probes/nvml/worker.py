@@ -10,10 +10,9 @@ Command-line equivalents are given beside each part: ``nvidia-smi -q`` and ``nvi
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
 
 from gpudoctor.probes import protocol
 from gpudoctor.probes.nvml import _binding as nv

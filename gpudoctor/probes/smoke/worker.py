@@ -11,7 +11,6 @@ Each step's CUDA error is reported by number and name; the parent maps it to a f
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import struct
 import sys

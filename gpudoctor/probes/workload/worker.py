@@ -20,7 +20,6 @@ import contextlib
 import ctypes
 import fcntl
 import importlib
-import json
 import math
 import os
 import statistics

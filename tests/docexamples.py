@@ -1,10 +1,11 @@
 """Facts that make each finding code appear: the examples in docs/findings.md, and a test fixture.
 
 ``EXAMPLES`` maps every code in the catalogue to a minimal snapshot (the layout of
-docs/report-format.md, with only the parts the owning check reads). The doc generator runs the
-owning check on it and prints what the check really reported, so the documentation cannot drift
-from the code; tests/test_docs.py runs every check on every example to prove that each check can
-emit each code it declares and no code it does not.
+docs/report-format.md, with only the parts the owning check reads). The doc generator
+(tools/docgen.py) runs the owning check on it and prints what the check really reported, so the
+documentation cannot drift from the code; tests/test_docs.py runs every check on every example to
+prove that each check can emit each code it declares and no code it does not. It lives beside the
+tests, not in the package: nothing gpudoctor runs reads it, so the wheel does not carry it.
 
 Each example is meant to make its check emit exactly that code. Where the check always reports
 another code beside it, ``COMPANIONS`` says which (VIS004, the GPUs CUDA will see, accompanies
