@@ -636,6 +636,8 @@ EXAMPLES: dict[str, Facts] = {
     },
     "CMP009": {
         "host": {"os": "Windows"},
+        "nvml": _nvml(driver_version="566.36", cuda_driver_version=12070),
+        "gpus": [_gpu(0, "NVIDIA GeForce RTX 4090", compute_capability="8.9")],
         "frameworks": {"tensorflow": {"installed": True, "status": "ok",
                                       "info": {"version": "2.16.1", "cpu_only_build": True, "devices": []}}},
     },

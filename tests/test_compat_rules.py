@@ -152,10 +152,13 @@ def test_tensorflow_after_2_10_on_native_windows_is_known_bad():
     """TensorFlow's install guide: 2.10 was the last release supporting GPU on native Windows."""
     from gpudoctor.checks.compat import check_known_bad
 
-    def facts(os_name, version):
-        return {"host": {"os": os_name}, "frameworks": {"tensorflow": {"installed": True, "status": "ok",
-                                                                       "info": {"version": version}}}}
+    def facts(os_name, version, gpu=True):
+        gpus = {"nvml": {"init": {"ok": True}, "device_count": 1},
+                "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9"}]} if gpu else {}
+        return {"host": {"os": os_name}, **gpus, "frameworks": {"tensorflow": {"installed": True, "status": "ok",
+                                                                                "info": {"version": version}}}}
 
     assert [f.code for f in check_known_bad(facts("Windows", "2.16.1"))] == ["CMP009"]
+    assert list(check_known_bad(facts("Windows", "2.16.1", gpu=False))) == []  # no GPU left unused
     assert list(check_known_bad(facts("Windows", "2.10.1"))) == []
     assert list(check_known_bad(facts("Linux", "2.16.1"))) == []

@@ -243,6 +243,8 @@ def performance_entry(name: str) -> Optional[dict[str, Any]]:
     """The expected figures for this GPU, only when the row is for the very product the name is: "RTX 4090"
     must not judge an RTX 4090 Laptop GPU or a 4090 D, nor "H200" an H200 NVL, by a desktop card's figures.
     The product is the GPU catalogue's entry for the name and for the row's model or match strings."""
+    if re.search(r"\bMIG\b", name):
+        return None  # a MIG slice has a fraction of the GPU's engines and memory bandwidth: no reference for it
     row = gpu_entry(name, "performance")
     if row is None:
         return None

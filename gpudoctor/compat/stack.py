@@ -64,6 +64,7 @@ class Build:
     cudnn_min: Optional[str] = None  # the oldest cuDNN it accepts (JAX)
     cpu_only: bool = False
     installed: bool = False  # read from this machine (a wheel exists), not a hypothetical install
+    arch_measured: bool = False  # sass/ptx are what the build itself said (not the matrix's list for its wheel)
     ran: bool = False  # installed, imported and it reached the GPU: an unknown architecture list is moot
     release: Optional[dict[str, Any]] = None  # its matrix entry, when known
 
@@ -72,6 +73,8 @@ class Build:
             flags = [a for a in self.arch_list if isinstance(a, str)]
             self.sass = [a for a in flags if a.lower().startswith("sm_")]
             self.ptx = [a for a in flags if a.lower().startswith("compute_")]
+            if self.framework == "tensorflow":  # TensorFlow's compute_XY is SASS and PTX, as it counts it itself
+                self.sass += [a.lower().replace("compute_", "sm_", 1) for a in self.ptx]  # (tensorflow.json TF-NOTATION)
 
 
 @dataclass
@@ -252,6 +255,25 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
     return []
 
 
+def _is_jetson(label: str) -> bool:
+    entry = rules.gpu_entry(label)
+    return bool(entry) and entry.get("segment") == "jetson"
+
+
+def _on_tegra(build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
+    """Jetson (Tegra) GPUs: "binary compatibility is supported only for the desktop, not for Tegra" (CUDA
+    C++ Programming Guide, Binary Compatibility), and the wheels on PyPI are built for ARM servers (SBSA),
+    not for Jetson's CUDA (L4T; NVIDIA ships JetPack builds). So only the build's own list, with machine code
+    for exactly this compute capability or PTX, can be judged; the matrix's list for a wheel cannot."""
+    if not build.arch_measured or build.min_cc is not None or build.arch_by_toolkit:
+        return rules.Verdict(rules.UNKNOWN, "this is a Jetson GPU: PyPI's wheels are built for ARM servers (SBSA), not "
+                                            "for Jetson's CUDA (JetPack), and Tegra has no binary compatibility between "
+                                            "compute capabilities, so the matrix's architecture list does not apply")
+    gpu = rules.version(cc)
+    exact = [s for s in build.sass or [] if (rules.parse_arch(s) or ("", None, ""))[1] == gpu]
+    return rules.build_runs_on(cc, exact, build.ptx)
+
+
 def _driver_fix(verdict: rules.Verdict, build: Build, commands: list[str]) -> str:
     parts = [f"Install NVIDIA driver {verdict.needs} or newer" if verdict.needs else "Install a newer NVIDIA driver"]
     if commands:
@@ -269,6 +291,8 @@ def _arch_findings(stack: Stack, build: Build, label: str, cc: str) -> list[Find
         if verdict.status == rules.UNKNOWN and build.sass is None and build.framework == "jax":
             verdict = rules.Verdict(rules.UNKNOWN, "the oldest compute capability this JAX release's CUDA wheels support "
                                                      "is not known to gpudoctor's matrix")
+    if _is_jetson(label) and verdict.status != rules.UNKNOWN:
+        verdict = _on_tegra(build, cc, verdict)
     if verdict.status == rules.FAIL:
         commands = _install_commands(stack, build)
         return [finding("CMP003", f"{build.label} has no code for {label} (compute capability {cc})", detail=verdict.reason,
@@ -488,9 +512,11 @@ def _known_bad_matches(stack: Stack) -> list[tuple[dict[str, Any], Build, str, s
 
 def _matches(when: dict[str, Any], build: Build, cc: str, stack: Stack) -> bool:
     fw = when.get("framework")
+    if build.installed and not stack.gpus:
+        return False  # a machine with no NVIDIA GPU in view: no GPU use is expected of what it has installed
     if fw == "cuda":
-        if build.cpu_only and not build.installed:
-            return False
+        if build.cpu_only:
+            return False  # a CPU build (macOS's own torch) never asks for CUDA
     elif fw and fw != build.framework:
         return False
     if "cc_range" in when and build.cpu_only:
@@ -588,11 +614,13 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
     arch = info.get("arch_list")
     real_arch = [a for a in arch if isinstance(a, str)] if isinstance(arch, list) and arch else None
     build = Build(label, name, cuda, arch_list=real_arch or [], version=version, installed=True,
-                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True)
+                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True, arch_measured=real_arch is not None)
+    # PyPI's lists in the matrix are the x86_64 wheels'; an Arm machine's wheels are built for other archs
+    x86 = str(get(facts, "host.machine") or "x86_64").lower() in ("x86_64", "amd64")
     if from_matrix is not None and not from_matrix.cpu_only:
         build.release, build.python_spec = from_matrix.release, from_matrix.python_spec
         build.min_cc, build.arch_by_toolkit = from_matrix.min_cc, from_matrix.arch_by_toolkit
-        if real_arch is None and _same_cuda(from_matrix.cuda, cuda):
+        if real_arch is None and x86 and _same_cuda(from_matrix.cuda, cuda):
             build.sass, build.ptx = from_matrix.sass, from_matrix.ptx
     return build  # without a CUDA version only the known-bad combinations can judge it
 
