@@ -263,7 +263,7 @@ _CODES = (
     Code("FWK001", "cpu-only-framework-build", ERROR,
          "A framework installed here is a CPU-only build (a +cpu PyTorch wheel, tensorflow-cpu, jax without a CUDA plugin) on a machine with GPUs.",
          "It will never use the GPUs; work silently runs on the CPU.",
-         "Install the framework's CUDA build for this driver (the finding gives the exact pip command)."),
+         "Install a CUDA build of the framework that fits this driver, every GPU's architecture and the Python version (the finding gives the exact pip command when one fits)."),
     Code("FWK002", "framework-sees-no-gpu", ERROR,
          "A framework with CUDA support sees no GPU although CUDA programs here should see at least one.",
          "Everything it runs falls back to the CPU or fails; its own message (quoted) names the cause.",

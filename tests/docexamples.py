@@ -452,7 +452,8 @@ EXAMPLES: dict[str, Facts] = {
     # --- frameworks ---------------------------------------------------------------------------
     "FWK001": {
         "nvml": _nvml(cuda_driver_version=13000),
-        "gpus": [_gpu(0, _H100)],
+        "gpus": [_gpu(0, _H100, compute_capability="9.0")],
+        "python": {"version": "3.12.3"},
         "frameworks": _torch(version="2.13.0+cpu", built_cuda=None, cpu_only_build=True, devices=[],
                              init_error="AssertionError: Torch not compiled with CUDA enabled"),
     },

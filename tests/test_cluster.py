@@ -10,10 +10,8 @@ to rank 0 run for real, and the all-reduce is "not measured: CUDA shows this ran
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys

@@ -10,7 +10,6 @@ tests/fixtures/real/h100x1-20261123/ (see its README row).
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess

@@ -8,7 +8,7 @@ Driver-versus-build and architecture verdicts belong to the compatibility checks
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -19,11 +19,8 @@ from gpudoctor.views.framework_env import steering_cause
 from gpudoctor.views.frameworks import NAMES, TORCH_INDEX
 from gpudoctor.views.visibility import resolve
 
-#: PyTorch's CUDA wheel indexes, newest first, with the CUDA version each needs from the driver
-#: (download.pytorch.org/whl/cuXXX; the driver must support at least that CUDA major.minor or, under
-#: minor-version compatibility, the same major).
-TORCH_VARIANTS = (("cu130", "13.0"), ("cu128", "12.8"), ("cu126", "12.6"), ("cu118", "11.8"))
-
+if TYPE_CHECKING:
+    from gpudoctor.compat.stack import Stack
 
 def _installed(facts: Facts) -> dict[str, dict[str, Any]]:
     found = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict) and fw.get("installed")}
@@ -37,8 +34,21 @@ def _python(facts: Facts) -> str:
 
 
 def _driver_cuda(facts: Facts) -> Optional[Version]:
+    """The driver's CUDA: as NVML reports it, else from its version by Table 3 (a collect_env paste names
+    only the driver version)."""
+    from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.rules import driver_cuda_of
+
     raw = known(get(facts, "nvml.cuda_driver_version"))
-    return Version(f"{raw // 1000}.{(raw % 1000) // 10}") if isinstance(raw, int) and raw > 0 else None
+    if isinstance(raw, int) and raw > 0:
+        return Version(f"{raw // 1000}.{(raw % 1000) // 10}")
+    driver = known(get(facts, "nvml.driver_version"))
+    windows = get(facts, "host.os") == "Windows" or get(facts, "host.wsl") is True
+    try:
+        cuda = driver_cuda_of(driver, "windows" if windows else "linux") if isinstance(driver, str) else None
+    except MatrixError:
+        return None
+    return Version(cuda) if cuda else None
 
 
 def _expected_gpus(facts: Facts) -> int:
@@ -124,10 +134,10 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
             continue
         label = NAMES.get(name, name)
         if info.get("cpu_only_build") is True:  # proven; null (the package metadata cannot tell) is no verdict
+            text, commands = (_torch_install(str(info.get("version") or ""), facts) if name == "torch" else
+                              (f"Install a CUDA build of {label} for this driver.", _gpu_build_commands(name, facts)))
             yield finding("FWK001", f"{label} {info.get('version')} is a CPU-only build, on a machine with {expected} GPU(s)",
-                          detail=_why_cpu(name, fw),
-                          text=f"Install a CUDA build of {label} for this driver.",
-                          commands=_gpu_build_commands(name, facts, str(info.get("version") or "")))
+                          detail=_why_cpu(name, fw), text=text, commands=commands)
             continue
         if fw.get("status") != "ok":
             continue  # metadata only (check --quick): what it sees is unknown
@@ -175,17 +185,10 @@ def _why_cpu(name: str, fw: dict[str, Any]) -> str:
     return ""
 
 
-def _gpu_build_commands(name: str, facts: Facts, version: str = "") -> list[str]:
+def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
+    """TensorFlow's and JAX's CUDA builds (PyTorch's is chosen by _torch_install, from the matrix)."""
     py = _python(facts)
     cuda = _driver_cuda(facts)
-    if name == "torch":
-        from_matrix = _torch_variant_command(version, facts)
-        if from_matrix:
-            return [from_matrix]
-        variant = next((v for v, need in TORCH_VARIANTS if cuda and cuda >= Version(need)), None)
-        if variant is None:
-            return []
-        return [f"{py} -m pip install --force-reinstall torch --index-url {TORCH_INDEX}/{variant}"]
     if name == "tensorflow":
         return [f"{py} -m pip uninstall -y tensorflow-cpu", f"{py} -m pip install 'tensorflow[and-cuda]'"]
     if name == "jax":
@@ -194,31 +197,78 @@ def _gpu_build_commands(name: str, facts: Facts, version: str = "") -> list[str]
     return []
 
 
-def _torch_variant_command(version: str, facts: Facts) -> Optional[str]:
-    """The same release's CUDA variant from the matrix: one this driver fully supports, else one it runs
-    under minor-version compatibility; None when the matrix does not know the release."""
+def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
+    """FWK001's advice for a CPU-only PyTorch: (sentence, commands). The build is the one `matrix check`
+    picks (compat/stack.py fitting_torch) for this driver, every GPU a CUDA program sees and the
+    diagnosed Python: the user's release when one of its CUDA variants fits them all, else the newest
+    release that does. A driver known only by its version (collect_env without nvidia-smi) gets its
+    CUDA from Table 3 (rules.driver_cuda_of). Nothing that fits: no command, and the sentence says why,
+    since a wheel chosen by the driver alone can lack code for the GPU (sm_120 in 2.6's cu126)."""
     from gpudoctor.compat import rules as compat
     from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.stack import fitting_torch, stack_from_facts
 
     try:
-        release, _, _ = compat.torch_build(version)
-    except MatrixError:
-        return None
-    cuda = _driver_cuda(facts)
-    driver = known(get(facts, "nvml.driver_version"))
-    if release is None or cuda is None:
-        return None
-    ranked: dict[str, list[dict[str, Any]]] = {compat.OK: [], compat.LIMITED: []}
-    for variant in release.get("variants", []):
-        if variant.get("cuda") and str(variant.get("name", "")).startswith("cu"):
-            status = compat.driver_runs_cuda(variant["cuda"], driver, str(cuda)).status
-            ranked.get(status, []).append(variant)
-    for status in (compat.OK, compat.LIMITED):
-        if ranked[status]:
-            best = max(ranked[status], key=lambda v: compat.version(v["cuda"]))
-            return (f"{_python(facts)} -m pip install --force-reinstall 'torch=={release['version']}.*' "
-                    f"--index-url {TORCH_INDEX}/{best['name']}")
-    return None
+        stack = stack_from_facts(facts)
+        if not isinstance(stack.python, str):
+            stack.python = None
+        if stack.driver_cuda is None and stack.driver:
+            stack.driver_cuda = compat.driver_cuda_of(stack.driver, stack.driver_os)
+        if stack.driver is None and stack.driver_cuda is None:
+            return ("Install a CUDA build of PyTorch that this driver runs; the driver's version is not known here, "
+                    "so none is named (nvidia-smi shows it)."), []
+        release = compat.torch_build(version)[0] if version else None
+        prefer = str(release["version"]) if release and release.get("version") else None
+        choice = fitting_torch(stack, prefer)
+        if choice is None:
+            return (f"No CUDA build of PyTorch in gpudoctor's matrix runs here: {_torch_blocker(stack, None)}. "
+                    "`gpudoctor matrix suggest` lists what would."), []
+        chosen, variant = choice
+        why = ("" if prefer is None or chosen.get("version") == prefer else
+               f"No CUDA build of PyTorch {prefer} runs here: {_torch_blocker(stack, prefer)}. ")
+    except MatrixError as exc:
+        return f"Install a CUDA build of PyTorch for this driver and GPU; gpudoctor's matrix could not be read ({exc}).", []
+    what = (f"Install PyTorch {chosen['version']}, the newest release that does" if why else
+            f"Install the {variant['name']} build of PyTorch {chosen['version']}")
+    runs = compat.driver_runs_cuda(variant["cuda"], stack.driver, stack.driver_cuda, stack.driver_os).status
+    python = compat.major_minor(stack.python) if stack.python else None
+    text = f"{why}{what}: it runs on this driver" + (" under minor-version compatibility" if runs == compat.LIMITED else "") \
+           + ", has code for every GPU here" \
+           + (f" and a wheel for Python {python}." if python else " (the Python version is not known, so its wheel was not checked).")
+    unseen = _expected_gpus(facts) - len(stack.gpus)
+    if unseen > 0:
+        text += (f" The compute capability of {unseen} GPU(s) is not known, so whether it has code for "
+                 f"{'them' if unseen > 1 else 'it'} was not checked.")
+    return text, [f"{stack.python_executable} -m pip install --force-reinstall 'torch=={chosen['version']}.*' "
+                  f"--index-url {TORCH_INDEX}/{variant['name']}"]
+
+
+def _torch_blocker(stack: Stack, prefer: Optional[str]) -> str:
+    """Why no CUDA build of release ``prefer`` (None: of any release) fits ``stack``, found by dropping one
+    constraint at a time: the Python, then the GPUs' architectures; what is left is the driver."""
+    from dataclasses import replace
+
+    from gpudoctor.compat import rules
+    from gpudoctor.compat.stack import fitting_torch
+
+    def fits(s: Stack) -> bool:
+        choice = fitting_torch(s, prefer)
+        return choice is not None and (prefer is None or choice[0].get("version") == prefer)
+
+    if stack.python and fits(replace(stack, python=None)):
+        return f"{'it has' if prefer else 'the builds that fit have'} no wheel for Python {rules.major_minor(stack.python)}"
+    free = replace(stack, python=None, gpus=[])
+    if stack.gpus and fits(free):
+        lacking = [g for g in stack.gpus if not fits(replace(free, gpus=[g]))]
+        driver = f"driver {stack.driver}" if stack.driver else f"a driver for CUDA {stack.driver_cuda}"
+        whose = "none of its CUDA builds" if prefer else "no CUDA build"
+        if not lacking:
+            return f"{whose} that {driver} runs has code for all of these GPUs together"
+        return f"{whose} that {driver} runs has code for " + ", ".join(f"{label}, of compute capability {cc}"
+                                                                        for label, cc in lacking)
+    driver = f"driver {stack.driver}" + (f" (CUDA {stack.driver_cuda})" if stack.driver_cuda else "") if stack.driver \
+        else f"a driver for CUDA {stack.driver_cuda}"
+    return f"{driver} runs none of {'its' if prefer else 'the'} CUDA builds, even under minor-version compatibility"
 
 
 def _message(info: dict[str, Any]) -> str:

@@ -68,7 +68,6 @@ def parse(text: str) -> dict[str, Any]:
     """The values one collect_env paste states; ``notes`` says what could not be read."""
     out: dict[str, Any] = {"notes": []}
     field: Optional[str] = None
-    block: list[str] = []
     blocks: dict[str, list[str]] = {}
     for raw in text.splitlines():
         line = raw.rstrip()
