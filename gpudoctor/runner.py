@@ -106,6 +106,23 @@ class Progress:
 PROGRESS_EVERY_S = 0.1
 
 
+#: Probes started before the checks were imported (start_early), waiting for run_probes to adopt them.
+_EARLY: dict[str, tuple[Probe, threading.Thread, dict[str, Any], float]] = {}
+
+
+def start_early(names: Sequence[str]) -> None:
+    """Start these probes now, in the background: the NVML child (a Python start, NVML's own start) then runs
+    while the command imports the checks, instead of after. The next run_probes adopts each one it would
+    have started itself (the same Probe); one it does not need is left to the run's end, where kill_all
+    stops its child."""
+    for probe in PROBES:
+        if probe.name in names and probe.name not in _EARLY:
+            slot: dict[str, Any] = {}
+            thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
+            thread.start()
+            _EARLY[probe.name] = (probe, thread, slot, time.monotonic())
+
+
 def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[Progress], None]] = None,
                deadline: Optional[float] = None) -> dict[str, Any]:
     """Run the probes side by side. ``deadline`` (a time.monotonic() value) is a hard end for the
@@ -114,8 +131,15 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
     results: dict[str, dict[str, Any]] = {}
     threads = []
     begun = time.monotonic()
+    early = dict(_EARLY)
+    _EARLY.clear()
     for probe in probes:
-        slot: dict[str, Any] = {}
+        if probe.name in early and early[probe.name][0] == probe:
+            _, thread, slot, started = early[probe.name]
+            results[probe.name] = slot
+            threads.append((probe, thread, started))
+            continue
+        slot = {}
         results[probe.name] = slot
         thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
         thread.start()

@@ -57,6 +57,9 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
+    from gpudoctor import runner
+
+    runner.start_early(("nvml",))  # NVML's child (gpudoctor's own Python) starts while the checks are imported
     from gpudoctor import pipeline
 
     try:
