@@ -32,6 +32,8 @@ import sys
 import threading
 from typing import Any
 
+from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
+
 #: Names the descriptor of the child's end of its lifeline (see the module's docstring).
 LIFELINE_ENV = "GPUDOCTOR_LIFELINE_FD"
 
@@ -92,7 +94,7 @@ def die_with_parent() -> None:
     """gpudoctor is gone: kill every descendant of this child (one that left the group through setsid
     too), the child's group, and the child."""
     me = os.getpid()
-    for pid in _descendants(me) + _marked(me):
+    for pid in descendant_pids(me) + _marked(me):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -105,56 +107,14 @@ def die_with_parent() -> None:
     os._exit(1)
 
 
-def _descendants(pid: int) -> list[int]:
-    """The processes below ``pid``, from ``/proc/PID/task/TID/children`` (standard library only)."""
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            new = [k for k in kids if k not in found and k != pid]
-            found += new
-            todo += new
-    return found
-
-
 def _marked(me: int) -> list[int]:
     """The processes started since this child whose environment carries its mark (``GPUDOCTOR_CHILD``,
     processes.MARK_ENV): its descendants that left its tree (a double fork)."""
     token = os.environ.get("GPUDOCTOR_CHILD", "")
-    since = _start_ticks(me)
+    since = start_ticks(me)
     if not token or since is None:
         return []
-    needle, found = f"GPUDOCTOR_CHILD={token}".encode(), []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me or (_start_ticks(int(name)) or 0) < since:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            continue
-        if needle + b"\0" in env or env.endswith(needle):
-            found.append(int(name))
-    return found
-
-
-def _start_ticks(pid: int) -> Any:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+    return marked_pids(f"GPUDOCTOR_CHILD={token}".encode(), skip=me, since=since)
 
 
 def user_path(cwd: str = "/") -> list[str]:

@@ -40,6 +40,8 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import psutil
 
+from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
+
 #: In the environment of every process gpudoctor starts, a token of that process alone; inherited by
 #: everything it starts, it names them as its own after they left its tree.
 MARK_ENV = "GPUDOCTOR_CHILD"
@@ -81,16 +83,6 @@ def marked_env(env: Optional[dict[str, str]], token: str) -> dict[str, str]:
     return {**(env if env is not None else os.environ), MARK_ENV: token}
 
 
-def start_ticks(pid: int) -> Optional[int]:
-    """When ``pid`` started, in clock ticks since boot (/proc/PID/stat field 22), or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def descendants(pid: int) -> list[psutil.Process]:
     """Every process below ``pid`` in the tree, as psutil handles (which refuse to signal a reused pid).
     Read from ``/proc/PID/task/TID/children``, which costs only the tree's size (a scan of every process
@@ -98,25 +90,7 @@ def descendants(pid: int) -> list[psutil.Process]:
     the kernel has no such file."""
     if not _TREE_FILES:
         return _psutil_descendants(pid)
-    found: dict[int, None] = {}
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue  # the thread ended meanwhile
-            for kid in kids:
-                if kid not in found and kid != pid:
-                    found[kid] = None
-                    todo.append(kid)
-    return _handles(found)
+    return _handles(descendant_pids(pid))
 
 
 def _psutil_descendants(pid: int) -> list[psutil.Process]:
@@ -141,29 +115,9 @@ def marked(token: str, since: Optional[int] = None, after_pid: Optional[int] = N
     left the tree. Only processes started at or after ``since`` (clock ticks, start_ticks) are read,
     and with ``after_pid`` (the family's root) only pids the kernel gave out since it (pids go up, then
     wrap: ``/proc/sys/kernel/ns_last_pid``), so a scan costs a few reads, not one per process of a node."""
-    needle = f"{MARK_ENV}={token}".encode()
-    uid, me = os.getuid(), os.getpid()
     given = _given_since(after_pid) if after_pid is not None else None
-    found = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit() or int(name) == me or given is not None and not given(int(name)):
-            continue
-        try:
-            if uid and os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            if since is not None and (start_ticks(int(name)) or 0) < since:
-                continue
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            continue
-        if needle + b"\0" in env or env.endswith(needle):
-            found.append(int(name))
-    return _handles(found)
+    return _handles(marked_pids(f"{MARK_ENV}={token}".encode(), skip=os.getpid(), since=since, admit=given,
+                                uid=os.getuid()))
 
 
 def _given_since(first: int) -> Optional[Callable[[int], bool]]:

@@ -7,17 +7,7 @@
 set -u
 kind=${1:?kind}
 d=$(mktemp -d)
-chk() {  # NAME [VAR=VALUE ...] -- [check options]
-  local name=$1; shift
-  local envs=()
-  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  local t0=$EPOCHREALTIME
-  env "${envs[@]}" python3 -m gpudoctor check --format json -o "$d/$name.json" "$@" 2> "$d/$name.err"
-  local rc=$?
-  echo "$name rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
-  python3 -m gpudoctor analyze "$d/$name.json" --format text 2>/dev/null | grep -E '^\s+[✗!i] ' | sed "s/^/  $name: /" | tee -a "$d/summary.txt"
-}
+. "$(dirname "$0")/lib.sh"  # chk
 leftovers() {  # processes started from this tree that are still alive (by the child mark gpudoctor sets)
   sleep 1
   local n=0

@@ -5,17 +5,7 @@
 set -u
 kind=${1:?kind}
 d=$(mktemp -d)
-chk() {  # NAME [VAR=VALUE ...] -- [check options]
-  local name=$1; shift
-  local envs=()
-  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  local t0=$EPOCHREALTIME
-  env "${envs[@]}" python3 -m gpudoctor check --format json -o "$d/$name.json" "$@" 2> "$d/$name.err"
-  local rc=$?
-  echo "$name rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
-  python3 -m gpudoctor analyze "$d/$name.json" --format text 2>/dev/null | grep -E '^\s+[✗!i] ' | sed "s/^/  $name: /" | tee -a "$d/summary.txt"
-}
+. "$(dirname "$0")/lib.sh"  # chk
 nvidia-smi -q > "$d/nvidia-smi-q.txt" 2>&1
 date -u +%FT%TZ > "$d/when.txt"
 python3 -m pip show -f torch 2>/dev/null | grep -E "^(Name|Version|Requires)|libtorch_cuda|libcudart" > "$d/torch-show.txt"
