@@ -10,17 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-ERROR = "error"  # will not work
-WARNING = "warning"  # works, but degraded or risky
-INFO = "info"  # worth knowing; never fails a run
-SEVERITIES = (INFO, WARNING, ERROR)
-
-PASS, WARN, FAIL, SKIP, TIMEOUT = "pass", "warn", "fail", "skip", "timeout"
-STATUSES = (PASS, WARN, FAIL, SKIP, TIMEOUT)
-
-
-def severity_rank(severity: str) -> int:
-    return SEVERITIES.index(severity) if severity in SEVERITIES else 0
+# The severities and check statuses live in gpudoctor/status.py with every other layer's words; kept
+# importable from here, where most code has always found them.
+from gpudoctor.status import (ERROR, FAIL, INFO, PASS, SEVERITIES, SKIP, STATUSES, TIMEOUT, WARN, WARNING,  # noqa: F401
+                              severity_rank)
 
 
 @dataclass(frozen=True)

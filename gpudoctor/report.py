@@ -13,13 +13,12 @@ import math
 from typing import Any, Optional, Sequence
 
 from gpudoctor import __version__
-from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, STATUSES, TIMEOUT, WARN, WARNING, CheckResult, Finding
+from gpudoctor import status
+from gpudoctor.findings import CheckResult, Finding
 from gpudoctor.snapshot import SCHEMA_VERSION, shape_error
+from gpudoctor.status import ERROR, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, FAIL_ON, INFO, SKIP, STATUSES, WARNING  # noqa: F401
 
 TOP_LEVEL_KEYS = ("schema_version", "tool", "created", "facts", "checks", "findings", "summary")
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FAIL_ON = {"error": (ERROR,), "warning": (ERROR, WARNING), "never": ()}
-_STATUS_ORDER = (SKIP, PASS, WARN, TIMEOUT, FAIL)
 #: A saved report larger than this is refused: real ones are about 100 KB (4 x H200 with workloads), and
 #: re-judging and redacting a 50 MB one took a minute.
 MAX_REPORT_BYTES = 16 * 1024 * 1024
@@ -47,20 +46,14 @@ def summarise(results: Sequence[CheckResult]) -> dict[str, Any]:
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in (ERROR, WARNING, INFO)}
     areas: dict[str, str] = {}
     for r in results:
-        areas[r.area] = _worse(areas.get(r.area, SKIP), r.status)
-    verdict = "error" if counts[ERROR] else "warning" if counts[WARNING] else "ok"
-    if verdict == "ok" and any(r.status == TIMEOUT for r in results):
-        verdict = "warning"
+        areas[r.area] = status.worse_status(areas.get(r.area, SKIP), r.status)
+    verdict = status.report_verdict((f.severity for f in findings), (r.status for r in results))
     return {"verdict": verdict, "counts": counts, "areas": areas,
             "checks": {s: sum(1 for r in results if r.status == s) for s in STATUSES}}
 
 
-def _worse(a: str, b: str) -> str:
-    return max(a, b, key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else 0)
-
-
 def exit_code(findings: Sequence[Finding], fail_on: str = "error") -> int:
-    return EXIT_FINDINGS if any(f.severity in FAIL_ON[fail_on] for f in findings) else EXIT_OK
+    return status.exit_code((f.severity for f in findings), fail_on)
 
 
 def findings_of(report: dict[str, Any]) -> list[Finding]:

@@ -5,7 +5,10 @@ loads unchanged on another, old reports stay readable, and tests can derive a fa
 real recording by changing one value. The layout is documented in docs/report-format.md.
 
 A fact that could not be read is never None, "N/A" or NaN: it is ``{"unavailable": REASON}``,
-so that a check can tell "the GPU does not support this" from "we were not allowed to ask".
+REASON one of ``REASONS``, so that a check can tell "the GPU does not support this" from "we were
+not allowed to ask". It may carry the error message that explains it (``"error"``), which findings
+quote and nothing parses. The same words say why a probe was stopped (``stopped_by``): data, never
+a sentence to search; the sentence older reports carried instead is read in that one place.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import copy
 import math
 from typing import Any, Iterator, Mapping, Optional
+
+from gpudoctor.status import PROBE_TIMEOUT, STOPPED_DEADLINE, STOPPED_TIMEOUT
 
 SCHEMA_VERSION = 1
 
@@ -28,16 +33,34 @@ REASONS = (
     "not_applicable",
     "not_found",
     "unknown",
+    STOPPED_DEADLINE,  # the run's --timeout deadline passed first (a probe record's reason)
 )
 
 
-def unavailable(reason: str) -> dict[str, str]:
-    """The one representation of an absent fact."""
-    return {"unavailable": reason}
+def unavailable(reason: str, error: Optional[str] = None) -> dict[str, str]:
+    """The one representation of an absent fact, with the error message that explains it if there is one."""
+    return {"unavailable": reason} if error is None else {"unavailable": reason, "error": error}
 
 
 def is_unavailable(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) == {"unavailable"}
+    return isinstance(value, dict) and "unavailable" in value and set(value) <= {"unavailable", "error"}
+
+
+#: The ``error`` runner.py gives a probe stopped at the --timeout deadline. Reports saved before probe
+#: records carried ``reason`` say it only with this sentence; stopped_by reads it for them, nothing else does.
+DEADLINE_SENTENCE = "unfinished when the --timeout deadline passed"
+
+
+def stopped_by(record: Any) -> Optional[str]:
+    """Why a probe record (``facts.probes.<name>``) says the probe was stopped: "deadline" (the run's
+    --timeout deadline passed), "timeout" (it overran its own limit), or None (it was not stopped).
+    A record of an older report has no ``reason``: there, the deadline's sentence says "deadline"."""
+    if not isinstance(record, Mapping) or record.get("status") != PROBE_TIMEOUT:
+        return None
+    reason = record.get("reason")
+    if reason in (STOPPED_DEADLINE, STOPPED_TIMEOUT):
+        return reason
+    return STOPPED_DEADLINE if record.get("error") == DEADLINE_SENTENCE else STOPPED_TIMEOUT
 
 
 def known(value: Any) -> Any:

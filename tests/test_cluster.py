@@ -1,11 +1,12 @@
-"""`check --deep` under torchrun (gpudoctor/distributed.py, probes/multigpu/cluster.py, checks/cluster.py).
+"""`check --deep` under torchrun (gpudoctor/distributed.py, probes/multigpu/cluster.py): who is a rank, the
+ranks' summary, the nodes' reports carried to rank 0, redaction and merge of a job's report. How the
+job is judged (checks/cluster.py: acceleration.cluster, cluster_nodes, cluster_drift, cluster_network)
+is tested in test_area_acceleration.py.
 
-Judging: on the reports recorded on a real 2 x H200 machine (tests/fixtures/real/h200x2-20261121/cluster/,
-2026-11-21, `tools/device/record_cluster.sh`): 1 node x 2 GPUs and 2 "nodes" x 1 GPU all clear, NCCL
-pointed at a missing interface (RUN031), more ranks than GPUs (RUN035); and on faults derived from them
-one fact at a time. The whole path for real on this CPU machine: torchrun with the CPU-only PyTorch
-starts 2 ranks (one node, and two agents as two nodes); the rendezvous, the node's check and the gather
-to rank 0 run for real, and the all-reduce is "not measured: CUDA shows this rank no GPU".
+The reports were recorded on real 2 x H200 and 4 x H200 machines (tests/fixtures/real/h200x*-20261121/cluster/,
+2026-11-21, `tools/device/record_cluster.sh`). The whole path for real on this CPU machine: torchrun with
+the CPU-only PyTorch starts 2 ranks (one node, and two agents as two nodes); the rendezvous, the node's
+check and the gather to rank 0 run for real, and the all-reduce is "not measured: CUDA shows this rank no GPU".
 """
 
 from __future__ import annotations
@@ -26,41 +27,16 @@ from gpudoctor.cli import cli
 from gpudoctor.redact import redact_report
 from gpudoctor.snapshot import with_fact
 
-CLUSTER = Path(__file__).parent / "fixtures" / "real" / "h200x2-20261121" / "cluster"
-CLUSTER4 = Path(__file__).parent / "fixtures" / "real" / "h200x4-20261121" / "cluster"
+from helpers_deep import CLUSTER, CLUSTER4, recorded
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def recorded(name: str, folder: Path = CLUSTER) -> dict[str, Any]:
-    return json.loads((folder / f"{name}.json").read_text())
 
 
 def codes(facts: dict[str, Any]) -> list[str]:
     return [f["code"] for f in pipeline.judge(facts)["findings"] if f["code"].startswith("RUN03")]
 
 
-def warnings_and_errors(report: dict[str, Any]) -> list[str]:
-    return [f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")]
-
-
 # The real recordings -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("name, folder, busbw, ranks", [
-    ("job-1x2", CLUSTER, 298.7, 2), ("job-2x1", CLUSTER, 299.0, 2),  # 2 x H200, 13:59 UTC
-    ("job-1x4", CLUSTER4, 340.4, 4), ("job-2x2", CLUSTER4, 340.9, 4),  # 4 x H200, 2026-11-21 13:28 and 13:30 UTC
-])
-def test_real_jobs_are_all_clear(name, folder, busbw, ranks):
-    report = recorded(name, folder)
-    cluster = report["facts"]["cluster"]
-    assert cluster["allreduce"]["ok"] is True and cluster["allreduce"]["busbw_gbs"] == pytest.approx(busbw, abs=0.1)
-    assert cluster["allreduce"]["transports"] == ["P2P/CUMEM"]  # one host: NCCL never needed the network
-    assert [r["rank"] for r in cluster["ranks"]] == list(range(ranks))
-    rejudged = pipeline.judge(report["facts"])
-    assert warnings_and_errors(rejudged) == []
-    assert [(c["id"], c["status"]) for c in rejudged["checks"] if c["id"].startswith("acceleration.cluster")] == [
-        ("acceleration.cluster", "pass"), ("acceleration.cluster_nodes", "pass"),
-        ("acceleration.cluster_drift", "pass" if name.startswith("job-2x") else "skip"),
-        ("acceleration.cluster_network", "skip")]  # every rank on one host: no traffic between nodes
 
 
 def test_2_nodes_x_2_gpus_on_4_x_h200():
@@ -85,109 +61,7 @@ def test_the_two_node_job_carries_the_other_nodes_report():
     assert inner["facts"]["smoke"]["runs"][0]["ok"] is True
 
 
-def test_real_fault_nccl_on_a_missing_interface():
-    report = recorded("fault-no-such-interface")
-    assert codes(report["facts"]) == ["RUN031"]
-    finding = next(f for f in pipeline.judge(report["facts"])["findings"] if f["code"] == "RUN031")
-    assert "invalid usage" in finding["title"] and "NCCL version 2.28.9" in finding["title"]
-    assert finding["remediation"]["commands"][0].startswith("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET torchrun")
-
-
-def test_real_fault_two_ranks_on_one_gpu_quotes_nccl():
-    """Recorded 14:03 UTC, before shared_gpu existed: node 1 started 2 ranks with 1 GPU visible, both took it,
-    and NCCL refused. The finding carries NCCL's own words from its log."""
-    report = recorded("fault-two-ranks-one-gpu-before-fix")
-    finding = next(f for f in pipeline.judge(report["facts"])["findings"] if f["code"] == "RUN031")
-    assert "NCCL WARN Duplicate GPU detected : rank 1 and rank 2 both on CUDA device" in finding["detail"]
-
-
-def test_real_fault_nccl_warning_is_quoted():
-    finding = next(f for f in pipeline.judge(recorded("fault-no-such-interface")["facts"])["findings"]
-                   if f["code"] == "RUN031")
-    assert finding["detail"].startswith("NCCL WARN Bootstrap : no socket interface found")
-
-
-def test_real_fault_more_ranks_than_gpus():
-    report = recorded("fault-more-ranks-than-gpus")
-    assert codes(report["facts"]) == ["RUN035"]
-    assert "local rank 1 has no GPU of its own: CUDA shows 1 GPU(s)" in report["facts"]["cluster"]["allreduce"]["skipped"]
-    assert warnings_and_errors(pipeline.judge(report["facts"])) == []  # an info: the nodes' own findings stand
-
-
-# Faults derived from the real 2-node job, one fact at a time -----------------------------------------
-
-def derived(*changes: tuple[str, Any]) -> dict[str, Any]:
-    facts = recorded("job-2x1")["facts"]
-    for path, value in changes:
-        facts = with_fact(facts, path, value)
-    return facts
-
-
-def test_wrong_sums_are_an_error():
-    facts = derived(("cluster.allreduce.correct", False), ("cluster.allreduce.wrong_elements", 4096))
-    assert codes(facts) == ["RUN031"]
-
-
-def test_another_nodes_error_is_rank_0s_error():
-    node = recorded("job-2x1")["facts"]["cluster"]["nodes"][1]["report"]
-    ecc = {"code": "GPU101", "severity": "error", "title": "GPU 1 has 2 uncorrectable ECC errors"}
-    facts = derived(("cluster.nodes.1.report.findings", [*node["findings"], ecc]))
-    report = pipeline.judge(facts)
-    finding = next(f for f in report["findings"] if f["code"] == "RUN032")
-    assert finding["severity"] == "error" and finding["title"].endswith("reports 1 problem(s) of its own: GPU101")
-    assert report["summary"]["verdict"] == "error"
-
-
-def test_another_nodes_warning_is_a_warning_and_its_infos_stay_there():
-    facts = derived(("cluster.nodes.1.report.findings", [
-        {"code": "VIS004", "severity": "info", "title": "CUDA programs will see 1 GPU(s)"},
-        {"code": "GPU104", "severity": "warning", "title": "GPU 0 is throttled"}]))
-    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN032"]
-    assert [(f["severity"], f["title"].rsplit(": ", 1)[1]) for f in found] == [("warning", "GPU104")]
-
-
-def test_a_node_without_its_report_is_a_warning():
-    facts = derived(("cluster.nodes.1.report", None))
-    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN032"]
-    assert [(f["severity"], f["title"].endswith("sent no report of its own check")) for f in found] == [("warning", True)]
-
-
-@pytest.mark.parametrize("path, value, what", [
-    ("cluster.nodes.1.report.facts.nvml.driver_version", "570.172.08", "driver branch"),
-    ("cluster.ranks.1.nccl_version", "2.27.3", "NCCL"),
-    ("cluster.ranks.1.torch", "2.10.0+cu128", "PyTorch"),
-])
-def test_versions_that_differ_between_nodes(path, value, what):
-    facts = derived((path, value))
-    found = [f for f in pipeline.judge(facts)["findings"] if f["code"] == "RUN033"]
-    assert [f["title"] for f in found] == [f"the nodes of this job run different versions: {what}"]
-    assert value.split(".")[0] in found[0]["detail"]
-
-
-def test_patch_releases_of_one_driver_branch_are_no_drift():
-    assert codes(derived(("cluster.nodes.1.report.facts.nvml.driver_version", "580.95.05"))) == []
-
-
-def _two_hosts(networks: list[str], infiniband: list[str]) -> dict[str, Any]:
-    return derived(("cluster.ranks.1.hostname", "node-b"), ("cluster.nodes.1.hostname", "node-b"),
-                   ("cluster.nodes.1.infiniband", infiniband), ("cluster.allreduce.networks", networks))
-
-
-def test_sockets_between_nodes_with_infiniband_are_a_warning():
-    assert codes(_two_hosts(["Socket"], ["mlx5_0", "mlx5_1"])) == ["RUN034"]
-
-
-@pytest.mark.parametrize("networks, infiniband", [(["IB"], ["mlx5_0"]), (["Socket"], []),
-                                                  (["AWS Libfabric"], ["efa_0"]), (["Socket"], ["efa_0", "rdmap16s27"])])
-def test_rdma_used_or_absent_is_quiet(networks, infiniband):
-    assert codes(_two_hosts(networks, infiniband)) == []
-
-
-@pytest.mark.parametrize("setting", [{"NCCL_IB_DISABLE": "1"}, {"NCCL_NET": "Socket"}])
-def test_sockets_asked_for_are_quiet(setting):
-    facts = with_fact(_two_hosts(["Socket"], ["mlx5_0"]), "cluster.ranks.1.nccl_settings", setting)
-    assert codes(facts) == []
-
+# What a rank reads on its own node ------------------------------------------------------------------
 
 NCCL_LOG = """vm:1234:1300 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.
 vm:1234:1300 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:10.1.0.5<0>
@@ -222,12 +96,6 @@ def test_nccl_log_lines_are_read(tmp_path):
         "nccl_warnings": ["NET/IB : Got completion from peer 10.1.0.6<49152> with status=12 opcode=0"]}
     (tmp_path / "nccl.vm.1234").write_text("x NCCL INFO Using network AWS Libfabric\n x via NET/AWS Libfabric/0\n")
     assert nccl_log(str(tmp_path))["nccl_network"] == "AWS Libfabric"
-
-
-def test_no_cluster_facts_no_cluster_checks():
-    report = pipeline.judge(recorded("job-1x2")["facts"] | {"cluster": None})
-    statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("acceleration.cluster")}
-    assert set(statuses.values()) == {"skip"}
 
 
 # Summarising the ranks --------------------------------------------------------------------------------

@@ -15,11 +15,13 @@ Sources:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from gpudoctor.cli import cli
+from gpudoctor.compat import rules
 from gpudoctor.compat.data import clear_overlays
 
 
@@ -162,3 +164,57 @@ def test_tensorflow_after_2_10_on_native_windows_is_known_bad():
     assert list(check_known_bad(facts("Windows", "2.16.1", gpu=False))) == []  # no GPU left unused
     assert list(check_known_bad(facts("Windows", "2.10.1"))) == []
     assert list(check_known_bad(facts("Linux", "2.16.1"))) == []
+
+
+def _matrix_ranges() -> set[str]:
+    """Every version range the bundled matrix holds (Python, compute capability, version and cuDNN ranges)."""
+    import glob
+    import re
+
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str) and re.fullmatch(r"[<>=!~][<>=!~0-9., *]*", node):
+            found.add(node)
+
+    for path in glob.glob(str(Path(__file__).resolve().parents[1] / "compat_matrix" / "*.json")):
+        walk(json.loads(Path(path).read_text(encoding="utf-8")))
+    return found
+
+
+OTHER_RANGES = ("", ">=3.9,", " >= 3.9 , < 3.14 ", "==3.10", "!=3.11", ">3.9", "<=3.12", "==3.*", "~=3.10",
+                ">=3.10.0", "==3.10.0", "<3.13.1", ">=3.9,<3.14,!=3.12", ">=3.9;<3.14", "bogus", ">=abc", "===3.10")
+
+
+@pytest.mark.parametrize("spec", sorted(_matrix_ranges()) + list(OTHER_RANGES))
+def test_in_range_answers_as_packaging_does(spec: str) -> None:
+    """rules.in_range answers from Version's ordering to keep packaging.specifiers out of `check --quick`:
+    on every range in the matrix and on forms it leaves to packaging, it must agree with SpecifierSet."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    assert len(_matrix_ranges()) >= 15  # the matrix's Python and compute capability ranges are all here
+    for text in [f"{a}.{b}" for a in range(2, 14) for b in range(0, 16)]:
+        value = Version(text)
+        try:
+            expected: object = value in SpecifierSet(spec)
+        except InvalidSpecifier:
+            expected = None
+        assert rules.in_range(value, spec) == expected, (spec, text)
+
+
+def test_matrix_ranges_need_no_packaging_specifiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of in_range: judging the bundled matrix's ranges imports no packaging.specifiers."""
+    import sys
+
+    from packaging.version import Version
+
+    monkeypatch.setitem(sys.modules, "packaging.specifiers", None)  # any import of it now raises ImportError
+    answers = {spec: rules.in_range(Version("3.12"), spec) for spec in _matrix_ranges()}
+    assert answers[">=3.10,<3.14"] is True and answers[">=3.6,<3.10"] is False and answers[">=12.0,<13.0"] is False

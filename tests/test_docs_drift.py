@@ -4,8 +4,9 @@
   recording (tests/fixtures/real, see its README.md), of what the probes write when run here, and of
   what `analyze` writes for each kind of paste (tests/fixtures/pastes, each with its source link in
   index.json); each such section names every key of its section in those reports.
-- It lists every area of gpudoctor/checks/registry.py (`AREAS`) in its Areas table, with the title the
-  text renderer prints for it, and every code prefix of gpudoctor/codes.py.
+- It lists every area of gpudoctor/areas.py (the areas' one home, which the registry, the renderers and
+  docs/findings.md take them from) in its Areas table, in order, with the title the text and Markdown
+  reports print for it and its code prefix, and every code prefix of gpudoctor/codes.py.
 - The README's "Findings" paragraph names every code prefix.
 - The `-v` view's section titles are the ones report-format.md lists.
 
@@ -23,11 +24,14 @@ from typing import Any, Iterable
 import pytest
 from click.testing import CliRunner
 
-from gpudoctor.checks.registry import AREAS, CHECKS
+from gpudoctor import areas
+from gpudoctor.checks import registry
+from gpudoctor.checks.registry import CHECKS
 from gpudoctor.cli import cli
 from gpudoctor.codes import CATALOGUE
 from gpudoctor.render import facts_view
-from gpudoctor.render.text import AREA_TITLES
+from gpudoctor.render.markdown import render_markdown
+from gpudoctor.render.text import render_text
 from gpudoctor.runner import PROBES, run_probes, select_probes
 from helpers_faults import HOST_ENV
 
@@ -141,14 +145,26 @@ def test_the_selection_and_the_paste_sections_are_documented(tmp_path):
 def test_every_area_is_documented_with_the_title_the_report_prints():
     table = REPORT_FORMAT.split("## Areas", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
-    listed = [re.match(r"\| `([a-z]+)` \| ([^|]+) \|", row).groups() for row in rows]
-    assert [a for a, _ in listed] == list(AREAS)
-    assert {c.area for c in CHECKS} == set(AREAS)
-    assert set(AREA_TITLES) == set(AREAS)  # every area the text renderer prints, and only those
-    for area, title in listed:
-        assert title.strip() == AREA_TITLES[area], area
+    listed = [re.match(r"\| `([a-z]+)` \| ([^|]+) \|.*\| `([A-Z]+)` \|$", row).groups() for row in rows]
+    assert [(name, title.strip(), prefix) for name, title, prefix in listed] == [(a.name, a.title, a.prefix)
+                                                                                 for a in areas.AREAS]
+    assert registry.AREAS == areas.NAMES  # the registry's areas are the home's, in its order
+    assert {c.area for c in CHECKS} == set(areas.NAMES)  # every area has checks, and no check another area
     check_row = next(line for line in REPORT_FORMAT.splitlines() if line.startswith("| `area` | string |"))
-    assert all(f"`{a}`" in check_row for a in AREAS)
+    assert all(f"`{a}`" in check_row for a in areas.NAMES)
+
+
+def test_the_reports_print_each_area_under_its_documented_title():
+    """The text and Markdown reports print each area's line under the title the docs list for it."""
+    table = REPORT_FORMAT.split("## Areas", 1)[1].split("\n## ", 1)[0]
+    titles = [re.match(r"\| `[a-z]+` \| ([^|]+) \|", line).group(1).strip()
+              for line in table.splitlines() if line.startswith("| `")]
+    report = {"tool": {"version": "0"}, "created": "now", "findings": [], "checks": [], "facts": {},
+              "summary": {"verdict": "ok", "counts": {}, "areas": {name: "pass" for name in areas.NAMES}}}
+    text = render_text(report, verbose=True, unicode=False)
+    markdown = render_markdown(report, {})
+    assert [re.match(r"\[OK\] ([^:]+):", line).group(1) for line in text.splitlines() if line.startswith("[OK] ")] == titles
+    assert [line.split(" | ")[0][2:] for line in markdown.splitlines() if line.endswith(" |") and "✅ pass" in line] == titles
 
 
 def prefixes() -> set[str]:
@@ -156,6 +172,7 @@ def prefixes() -> set[str]:
 
 
 def test_every_code_prefix_is_in_the_readme_and_the_areas_table():
+    assert prefixes() == {a.prefix for a in areas.AREAS}  # each prefix is one area's (docs/findings.md lists them)
     findings = README.split("## Findings", 1)[1].split("\n## ", 1)[0]
     assert sorted(p for p in prefixes() if f"`{p}`" not in findings) == []
     table = REPORT_FORMAT.split("## Areas", 1)[1].split("\n## ", 1)[0]

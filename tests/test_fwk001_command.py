@@ -24,7 +24,8 @@ from click.testing import CliRunner
 from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.stack import Stack, fitting_torch
+from gpudoctor.compat.model import Stack
+from gpudoctor.compat.stack import fitting_torch
 from gpudoctor.snapshot import known
 
 from conftest import REAL, load_facts

@@ -28,6 +28,9 @@ CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py", "gpudo
                  "gpudoctor/trace.py", "gpudoctor/probes/libnames.py", "gpudoctor/probes/frameworks/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
                  "gpudoctor/probes/workload/worker.py", "gpudoctor/probes/workload/sharing.py",
+                 "gpudoctor/probes/workload/locks.py", "gpudoctor/probes/workload/common.py",
+                 "gpudoctor/probes/workload/torch_run.py", "gpudoctor/probes/workload/tensorflow_run.py",
+                 "gpudoctor/probes/workload/jax_run.py", "gpudoctor/probes/workload/cupy_run.py",
                  "gpudoctor/probes/smoke/__init__.py", "gpudoctor/probes/multigpu/__init__.py",
                  "gpudoctor/probes/multigpu/worker.py")
 
@@ -167,3 +170,27 @@ def test_user_path_keeps_relative_pythonpath_entries_from_the_users_folder(monke
     path = user_path("/home/u/proj")
     assert path[:2] == ["/home/u/proj/lib", "/abs"]
     assert "" not in path and "/home/u/proj" not in path
+
+
+WORKERS = (("gpudoctor.probes.frameworks.worker", ["torch"]), ("gpudoctor.probes.workload.worker", ["torch", "cpu"]),
+           ("gpudoctor.probes.smoke.worker", ["count"]), ("gpudoctor.probes.multigpu.worker", ["--help"]))
+
+
+@pytest.mark.parametrize("module,args", WORKERS)
+def test_workers_start_under_a_venv_without_gpudoctors_dependencies(tmp_path: Path, module: str, args: list[str]):
+    """A venv of the user's with nothing in it (no psutil, click, packaging or pynvml), as gpudoctor installed
+    with pipx diagnoses it: every worker that runs under the diagnosed interpreter must start there and say
+    what it found, not die importing gpudoctor's own dependencies on its way in (a package's __init__ that
+    reaches probes/child.py, which reaches probes/processes.py)."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    missing = subprocess.run([python, "-c", "import psutil"], capture_output=True).returncode
+    assert missing != 0  # the venv really lacks it
+    result = run_module(module, args=args, timeout_s=60, python=python)
+    assert "ModuleNotFoundError: No module named 'psutil'" not in result.stderr_tail
+    assert "Traceback" not in result.stderr_tail, result.stderr_tail[-800:]
+    if module.endswith("multigpu.worker"):
+        assert result.returncode == 2  # its usage, printed by the module itself
+    else:
+        assert result.returncode == 0 and result.lines, result.stderr_tail[-800:]

@@ -126,6 +126,30 @@ def test_several_findings_of_one_check_are_one_failure_listing_them_all():
     assert totals(result.stdout)["failures"] == len({f["check"] for f in report["findings"] if f["severity"] == "error"})
 
 
+def test_each_finding_is_its_parts_in_order_and_the_failure_names_the_first():
+    """A failing case's text is, for each finding of its check, the finding's head, detail, fix text and each
+    command (render/finding.py's order; links stay in the report), and the failure's message and type are its
+    first failing finding's code, title and severity."""
+    report = judged(STUB)
+    xml = analyze(STUB, "--format", "junit").stdout
+    failing = [c for c in cases(xml).values() if c.find("failure") is not None]
+    assert failing
+    for case in failing:
+        own = [f for f in report["findings"] if f["check"] == case.get("name")]
+        want = []
+        for f in own:
+            rem = f["remediation"]
+            want.append(f"{f['severity']} {f['code']}: {f['title']}")
+            want += [f"  {f['detail']}"] if f["detail"] else []
+            want += [f"  Fix: {rem['text']}"] if rem["text"] else []
+            want += [f"  $ {c}" for c in rem["commands"]]
+        failure = case.find("failure")
+        assert failure.text == "\n".join(want)
+        first = next(f for f in own if f["severity"] == "error")
+        assert failure.get("message").startswith(f"{first['code']} {first['title']}")
+        assert failure.get("type") == "error"
+
+
 @pytest.mark.parametrize("fail_on", ["error", "never"])
 def test_a_timed_out_check_is_an_error_unless_nothing_fails(tmp_path, fail_on):
     """One fact changed: the NVML probe timed out. Its checks time out, and doctor.gates reports INT004

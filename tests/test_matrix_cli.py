@@ -142,6 +142,24 @@ def test_text_output_shows_the_remediation():
     assert "$ python3 -m pip install --force-reinstall 'torch==2.11.*' --index-url https://download.pytorch.org/whl/cu128" in result.stdout
 
 
+def test_text_output_is_each_finding_of_the_json_in_order():
+    """`matrix check`'s text prints each finding of its --json output, in order: the severity, code and title,
+    then why (the detail), fix (the remediation's text), each command and each link (render/finding.py)."""
+    args = ["matrix", "check", "--driver", "575.57.08", "--torch", "2.11.0", "--python", "3.12", "--gpu", RTX5090,
+            "--tensorflow", "2.20.0"]  # MVC, TF-99592
+    text = CliRunner().invoke(cli, args).stdout
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"]).stdout)
+    want = [f"verdict: {data['verdict']}"]
+    for f in data["findings"]:
+        rem = f["remediation"]
+        want.append(f"  {f['severity']:<7} {f['code']} {f['title']}")
+        want += [f"          why: {f['detail']}"] if f["detail"] else []
+        want += [f"          fix: {rem['text']}"] if rem["text"] else []
+        want += [f"          $ {c}" for c in rem["commands"]] + [f"          see {u}" for u in rem["links"]]
+    assert len(data["findings"]) >= 2 and any(f["remediation"]["links"] for f in data["findings"])
+    assert text == "\n".join(want) + "\n"
+
+
 @pytest.mark.parametrize("command", ["check", "suggest"])
 @pytest.mark.parametrize("args", [["--driver", "abc"], ["--cc", "abc"], ["--python", "nope"], ["--driver-cuda", "banana"]])
 def test_not_a_version_is_a_one_line_usage_error(command, args):

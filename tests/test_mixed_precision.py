@@ -1,5 +1,5 @@
 """Mixed precision in the training steps of TensorFlow/Keras and JAX (PyTorch's bf16 autocast is held
-to the real recordings in test_acceleration.py): where it is chosen, and that the Keras bf16 step
+to the real recordings in test_area_acceleration.py): where it is chosen, and that the Keras bf16 step
 really learns. The device image has no TensorFlow, so the Keras bf16 step runs here on the CPU with
 tensorflow-cpu (the code path a GPU takes, on another device); JAX's bf16 step ran on real H200s
 (tests/fixtures/real/*/workload-report.json records its `mixed_precision`)."""
@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpudoctor.probes.workload.worker import _jax_bf16, _tf_bf16
+from gpudoctor.probes.workload.jax_run import _jax_bf16
+from gpudoctor.probes.workload.tensorflow_run import _tf_bf16
 
 
 @pytest.mark.parametrize("capability, expected", [("9.0", True), ("8.0", True), ("7.5", False), (None, False),
@@ -41,7 +42,7 @@ def test_keras_bf16_step_learns_with_float32_weights():
     pytest.importorskip("tensorflow")
     code = (
         "import json, numpy as np, tensorflow as tf\n"
-        "from gpudoctor.probes.workload.worker import _tf_training\n"
+        "from gpudoctor.probes.workload.tensorflow_run import _tf_training\n"
         "layer = tf.keras.layers.Conv2D(4, 3, dtype='mixed_bfloat16')\n"
         "layer.build((None, 8, 8, 3))\n"
         "out = _tf_training(tf, np, 'cpu', '/CPU:0', amp=True)\n"

@@ -50,6 +50,7 @@ def test_ok_error_timeout_records(release):
     assert records["broken"]["title"] == "a probe that raises"
 
     assert records["stuck"]["status"] == "timeout"
+    assert records["stuck"]["reason"] == "timeout"  # its own limit, as data
     assert records["stuck"]["error"] == "no answer within 0.5 s"
     assert records["stuck"]["duration_s"] >= hang_s
     assert "stuck" not in facts  # a probe that did not answer contributes no facts
@@ -171,6 +172,84 @@ def test_run_check_single_crash():
     assert [f.code for f in r.findings] == ["INT003"]
     assert r.findings[0].title == "check test.zero crashed: ZeroDivisionError: division by zero"
     assert r.duration_s >= 0
+
+
+def test_a_probe_stopped_at_the_deadline_says_so_as_data(release):
+    """The run's --timeout deadline passes before a probe's own limit: its record carries reason "deadline"
+    (for the checks) beside the sentence (for people), and the gate says the deadline passed."""
+    from gpudoctor.checks.gates import _timed_out
+    from gpudoctor.snapshot import DEADLINE_SENTENCE, stopped_by
+
+    probes = (Probe("host", "the host", lambda: {"host": {}}, 5.0),
+              Probe("cuda_stack", "the CUDA toolkit and libraries", lambda: (release.wait(), {})[1], 30.0))
+    start = time.monotonic()
+    facts = run_probes(probes, deadline=start + 0.3)
+    assert time.monotonic() - start < 0.3 + 2.0 + 1.0  # the deadline, the stopped probes' grace, some slack
+    record = facts["probes"]["cuda_stack"]
+    assert (record["status"], record["reason"], record["error"]) == ("timeout", "deadline", DEADLINE_SENTENCE)
+    assert stopped_by(record) == "deadline" and stopped_by(facts["probes"]["host"]) is None
+    stack_checks = [c for c in registry.CHECKS if "cuda_stack" in c.needs]
+    assert _timed_out(facts, stack_checks).title == f"{len(stack_checks)} check(s) did not finish before the --timeout deadline"
+
+
+def _nvml_stopped(h200x2: dict, record: dict) -> list:
+    from gpudoctor.snapshot import with_fact
+
+    facts = with_fact(h200x2, "probes.nvml", {"status": "timeout", "duration_s": 8.0, "title": "NVML", **record})
+    facts = with_fact(facts, "nvml.incomplete", {"while": "GPU 1", "reason": "timeout"})
+    return [(f.code, f.severity, f.title) for f in findings(registry.run_checks(facts), "DRV009")]
+
+
+def test_the_checks_read_why_a_probe_stopped_from_data_not_from_its_sentence(h200x2):
+    """DRV009 and INT004 follow ``reason``: the sentence in ``error`` is for people, and a record whose
+    sentence says nothing of a deadline is still judged as stopped at it."""
+    from gpudoctor.checks.gates import _timed_out
+
+    at_deadline = _nvml_stopped(h200x2, {"reason": "deadline", "error": "stopped"})
+    assert at_deadline == [("DRV009", "error", "NVML had not answered while reading GPU 1 when the --timeout "
+                                               "deadline passed (8 s in)")]
+    own_limit = _nvml_stopped(h200x2, {"reason": "timeout", "error": "unfinished when the --timeout deadline passed"})
+    assert own_limit == [("DRV009", "error", "NVML did not answer while reading GPU 1")]
+    stack_checks = [c for c in registry.CHECKS if "cuda_stack" in c.needs]
+    for reason, words in (("deadline", "before the --timeout deadline"), ("timeout", ": a probe they need did not answer in time")):
+        facts = {"probes": {"cuda_stack": {"status": "timeout", "title": "t", "error": "stopped", "reason": reason}}}
+        assert _timed_out(facts, stack_checks).title.endswith(words)
+
+
+def test_a_saved_report_of_the_legacy_form_is_judged_as_a_new_one(h200x2):
+    """A report saved before records carried ``reason`` says the deadline only in ``error``
+    (tests/fixtures/real/h100x1-20261123/hostile/nvcc-hang.json): snapshot.stopped_by reads that sentence,
+    so its findings are those of the same record with ``reason``."""
+    from gpudoctor.snapshot import DEADLINE_SENTENCE, stopped_by
+
+    legacy = {"error": DEADLINE_SENTENCE}
+    assert stopped_by({"status": "timeout", **legacy}) == "deadline"
+    assert stopped_by({"status": "timeout", "error": "no answer within 25 s"}) == "timeout"
+    assert stopped_by({"status": "ok", **legacy}) is None
+    assert _nvml_stopped(h200x2, legacy) == _nvml_stopped(h200x2, {**legacy, "reason": "deadline"})
+    assert _nvml_stopped(h200x2, {"error": "no answer within 25 s"}) == \
+        _nvml_stopped(h200x2, {"error": "no answer within 25 s", "reason": "timeout"})
+
+
+def test_one_mapping_from_findings_to_each_layer():
+    """gpudoctor/status.py: a report's verdict (a timed-out check alone makes it a warning), its areas (the
+    worst check), check's exit code per --fail-on, and `matrix check`'s verdict and exit code."""
+    from gpudoctor import report, status
+    from gpudoctor.findings import CheckResult
+
+    warn, err, info = finding("GPU131", "w"), finding("GPU101", "e"), finding("GPU171", "i")
+    results = [CheckResult("a.one", "a", "t", PASS, 0.0, [info]), CheckResult("a.two", "a", "t", TIMEOUT, 0.0),
+               CheckResult("b.one", "b", "t", SKIP, 0.0)]
+    summary = report.summarise(results)
+    assert (summary["verdict"], summary["areas"]) == ("warning", {"a": TIMEOUT, "b": SKIP})
+    assert report.summarise(results[:1])["verdict"] == "ok"
+    assert report.summarise([CheckResult("a.one", "a", "t", WARN, 0.0, [warn]), *results])["verdict"] == "warning"
+    assert report.summarise([CheckResult("a.one", "a", "t", FAIL, 0.0, [err]), *results])["verdict"] == "error"
+    assert [report.exit_code([warn], fail_on) for fail_on in ("error", "warning", "never")] == [0, 1, 0]
+    assert [report.exit_code([err], fail_on) for fail_on in ("error", "warning", "never")] == [1, 1, 0]
+    assert status.matrix_verdict([WARNING], unknown=True) == "unknown"
+    assert status.matrix_verdict(["error", WARNING], unknown=True) == "error"
+    assert [status.matrix_exit_code(v) for v in status.MATRIX_VERDICTS] == [0, 0, 0, 1]
 
 
 def test_status_of_worst_severity_wins():

@@ -14,7 +14,7 @@ import pytest
 
 from gpudoctor.probes import workload
 from gpudoctor.probes.child import child_env, run_json_lines
-from gpudoctor.probes.workload import Job, plan, worker
+from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worker
 
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
 
@@ -103,7 +103,7 @@ def test_references_are_computed_once_for_all_gpus_threads():
 
     key = f"test-{time.monotonic_ns()}"
     got = []
-    threads = [threading.Thread(target=lambda: got.append(worker.reference(key, compute))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: got.append(common.reference(key, compute))) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -114,8 +114,8 @@ def test_references_are_computed_once_for_all_gpus_threads():
 def test_a_failed_reference_is_tried_again():
     key = f"test-{time.monotonic_ns()}"
     with pytest.raises(ZeroDivisionError):
-        worker.reference(key, lambda: 1 / 0)
-    assert worker.reference(key, lambda: 42) == 42
+        common.reference(key, lambda: 1 / 0)
+    assert common.reference(key, lambda: 42) == 42
 
 
 def test_host_timed_steps_of_two_gpus_do_not_interleave():
@@ -126,7 +126,7 @@ def test_host_timed_steps_of_two_gpus_do_not_interleave():
         def step():
             log.append(name)
             time.sleep(0.01)
-        worker.host_timed(step, 5, "cpu")
+        common.host_timed(step, 5, "cpu")
 
     threads = [threading.Thread(target=loop, args=(n,)) for n in "ab"]
     for t in threads:
@@ -178,7 +178,7 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
         y = (x[:, 0] > 0).long()
-        opt = worker._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
+        opt = torch_run._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
         losses = []
         for _ in range(20):
             if not ours:
@@ -313,7 +313,7 @@ def test_untimed_work_shares_a_gpu_and_a_measurement_has_it_alone(monkeypatch, t
 
     def hold(name, shared, seconds, delay=0.0):
         time.sleep(delay)
-        with worker.gpu_lock("0", shared=shared):
+        with locks.gpu_lock("0", shared=shared):
             log.append((name, "in", time.monotonic()))
             time.sleep(seconds)
             log.append((name, "out", time.monotonic()))
@@ -374,13 +374,13 @@ def test_a_jax_compile_takes_the_gpu_lock_only_while_xla_autotunes_on_the_gpu(mo
         monkeypatch.delenv("XLA_FLAGS", raising=False)
     else:
         monkeypatch.setenv("XLA_FLAGS", flags)
-    assert worker.xla_autotunes() is autotunes
+    assert locks.xla_autotunes() is autotunes
 
 
 def test_the_flags_the_workloads_get_turn_autotuning_off_for_the_worker_too(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.setenv("XLA_FLAGS", workload.workload_env()["XLA_FLAGS"])
-    assert worker.xla_autotunes() is False
+    assert locks.xla_autotunes() is False
 
 
 class FakeLibcuda:

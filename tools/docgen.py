@@ -31,31 +31,18 @@ for _path in (ROOT / "tests", ROOT):
 
 import docexamples  # noqa: E402  (tests/docexamples.py, found through the path set above)
 
+from gpudoctor.areas import AREAS  # noqa: E402
 from gpudoctor.checks import registry  # noqa: E402
 from gpudoctor.checks.base import Check  # noqa: E402
 from gpudoctor.codes import CATALOGUE, Code  # noqa: E402
-from gpudoctor.findings import CheckResult, Finding  # noqa: E402
+from gpudoctor.findings import CheckResult, Finding, Subject  # noqa: E402
+from gpudoctor.render import finding  # noqa: E402
 
 DOC_PATH = ROOT / "docs" / "findings.md"
 GENERATE_COMMAND = "python tools/docgen.py"
 
 #: Codes the registry itself emits for any check (registry.run_check turns a crash into INT003).
 EMITTED_BY_REGISTRY = ("INT003",)
-
-AREAS = (
-    ("DRV", "the driver: NVML, the kernel module, device files"),
-    ("GPU", "each GPU's health and state"),
-    ("TOPO", "links between GPUs"),
-    ("VIS", "what a CUDA program will see"),
-    ("CTR", "what the container runtime passed in"),
-    ("CUDA", "the CUDA toolkit: nvcc and CUDA_HOME"),
-    ("LIB", "the CUDA libraries frameworks load"),
-    ("FWK", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)"),
-    ("PY", "the Python environment's packages"),
-    ("CMP", "compatibility of driver, GPUs, toolkit and framework builds"),
-    ("RUN", "the framework-free smoke kernel on each GPU"),
-    ("INT", "gpudoctor itself"),
-)
 
 
 class DocgenError(Exception):
@@ -96,7 +83,7 @@ def generate() -> str:
         "meaning for good and is never reused; a retired code keeps its entry here, marked with the version",
         "that removed it. Scripts, dashboards and bug reports can rely on them.",
         "",
-        "Areas: " + "; ".join(f"`{prefix}` {what}" for prefix, what in AREAS) + ".",
+        "Areas: " + "; ".join(f"`{area.prefix}` {area.what}" for area in AREAS) + ".",
         "",
         "Severities:",
         "",
@@ -182,18 +169,22 @@ def compact_json(value: Any, indent: int = 0, width: int = 100) -> str:
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
+#: The label of each part of a finding's body (render/finding.py), on the first row of its kind.
+LABELS = {finding.DETAIL: "detail", finding.FIX: "fix", finding.COMMAND: "commands", finding.LINK: "links"}
+
+
 def render_finding(f: Finding) -> list[str]:
-    """A finding as labelled lines: every field a user sees, in the order a report shows them."""
-    rows: list[tuple[str, str]] = [("code", f.code), ("severity", f.severity)]
-    if f.subject.kind != "host":
-        rows.append(("subject", _subject(f)))
-    rows.append(("title", f.title))
-    if f.detail:
-        rows.append(("detail", f.detail))
-    if f.remediation.text:
-        rows.append(("fix", f.remediation.text))
-    rows += [("commands" if i == 0 else "", f"$ {c}") for i, c in enumerate(f.remediation.commands)]
-    rows += [("links" if i == 0 else "", link) for i, link in enumerate(f.remediation.links)]
+    """A finding as labelled lines: every field a user sees, in the order a report shows them (its parts
+    as render/finding.py reads them for every format), the subject after the code and severity."""
+    p = finding.parts(f)
+    rows: list[tuple[str, str]] = [("code", p.code), ("severity", p.severity)]
+    if p.subject.kind != "host":
+        rows.append(("subject", _subject(p.subject)))
+    rows.append(("title", p.title))
+    previous = ""
+    for kind, text in p.body():
+        rows.append((LABELS[kind] if kind != previous else "", f"$ {text}" if kind == finding.COMMAND else text))
+        previous = kind
     width = max(len(label) for label, _ in rows) + 2
     out = []
     for label, value in rows:
@@ -203,8 +194,7 @@ def render_finding(f: Finding) -> list[str]:
     return out
 
 
-def _subject(f: Finding) -> str:
-    s = f.subject
+def _subject(s: Subject) -> str:
     text = s.label()
     ids = [u for u in (s.gpu_uuid, s.peer_uuid) if u]
     return f"{text} ({', '.join(ids)})" if ids else text

@@ -56,6 +56,15 @@ def require_gpus(facts: Facts) -> list[dict[str, Any]]:
     return found
 
 
+def nvml_index(facts: Facts, uuid: Any) -> Any:
+    """The NVML index of the GPU with this UUID, None if no GPU has it. The smoke kernel and the framework
+    workloads number GPUs as CUDA does; their findings name a GPU by the NVML index every other check uses."""
+    for gpu in facts.get("gpus") or []:
+        if gpu.get("uuid") == uuid:
+            return gpu.get("index")
+    return None
+
+
 #: Where an NVIDIA GPU's hardware and driver faults are logged (Xid events): the first look after a
 #: GPU fell off the bus, a kernel failed or memory errors were counted.
 XID_COMMAND = "sudo dmesg | grep -i xid | tail -n 20"

@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.compat import stack as judge
+from gpudoctor.compat.from_facts import stack_from_facts
+from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.data import MatrixError
+from gpudoctor.compat import stack as judge  # judge.judge_versions, as `matrix check` calls it (one judge, spied on in tests)
 from gpudoctor.findings import Finding
 
 
@@ -16,8 +18,8 @@ def check_compat(facts: Facts) -> Iterator[Finding]:
     if not nvml_ready(facts):
         raise NotApplicable("NVML is not available")
     try:
-        stack = judge.stack_from_facts(facts)
-        yield from judge.judge_versions(stack, judge.settled_by_known_bad(stack))
+        stack = stack_from_facts(facts)
+        yield from judge.judge_versions(stack, settled_by_known_bad(stack))
     except MatrixError as exc:
         yield finding("CMP008", f"the compatibility matrix could not be read: {exc}")
 
@@ -28,12 +30,12 @@ def check_known_bad(facts: Facts) -> Iterator[Finding]:
     judge_known_bad that `matrix check` runs. Needs no NVML: TensorFlow on Windows is known bad even
     where the driver cannot be read."""
     try:
-        stack = judge.stack_from_facts(facts)
+        stack = stack_from_facts(facts)
     except MatrixError:
         return  # compat.stack reports the unreadable matrix (CMP008)
     if not stack.builds:
         raise NotApplicable("no framework build to judge")
-    yield from judge.judge_known_bad(stack)
+    yield from judge_known_bad(stack)
 
 
 CHECKS = (

@@ -15,6 +15,7 @@ from packaging.version import Version
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
+from gpudoctor.status import COMPAT_LIMITED
 
 TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 _CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)\s*(>=|<=|==|=|>|<)\s*(\S+)$")
@@ -66,7 +67,7 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
     driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
     wanted = _required_cuda(require)
     verdict = _image_verdict(wanted, driver, str(host["cuda"]))
-    limited = verdict is not None and verdict.status == "limited"
+    limited = verdict is not None and verdict.status == COMPAT_LIMITED
     yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {driver}) does not meet "
                             f"NVIDIA_REQUIRE_CUDA={require!r}"
                             + (": the image's CUDA runs only under minor-version compatibility" if limited else ""),

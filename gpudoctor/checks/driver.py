@@ -7,7 +7,8 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
-from gpudoctor.snapshot import get, gpus, known
+from gpudoctor.snapshot import get, gpus, known, stopped_by
+from gpudoctor.status import STOPPED_DEADLINE
 
 DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
@@ -23,8 +24,8 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     nvml = facts.get("nvml") or {}
     incomplete = nvml.get("incomplete") or {}
     record = get(facts, "probes.nvml") or {}
-    stopped = record.get("status") == "timeout"  # the GPU checks cannot say it: they are blocked
-    at_deadline = stopped and "deadline" in str(record.get("error", ""))
+    stopped = stopped_by(record) is not None  # the GPU checks cannot say it: they are blocked
+    at_deadline = stopped_by(record) == STOPPED_DEADLINE
     if at_deadline and not nvml.get("incomplete") and nvml.get("init"):
         return  # NVML had answered everything; only its thread was late at the deadline
     if stopped:

@@ -20,7 +20,7 @@ from gpudoctor.views.frameworks import NAMES, TORCH_INDEX
 from gpudoctor.views.visibility import resolve
 
 if TYPE_CHECKING:
-    from gpudoctor.compat.stack import Stack
+    from gpudoctor.compat.model import Stack
 
 def _installed(facts: Facts) -> dict[str, dict[str, Any]]:
     found = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict) and fw.get("installed")}
@@ -206,7 +206,8 @@ def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
     since a wheel chosen by the driver alone can lack code for the GPU (sm_120 in 2.6's cu126)."""
     from gpudoctor.compat import rules as compat
     from gpudoctor.compat.data import MatrixError
-    from gpudoctor.compat.stack import fitting_torch, stack_from_facts
+    from gpudoctor.compat.from_facts import stack_from_facts
+    from gpudoctor.compat.stack import fitting_torch
 
     try:
         stack = stack_from_facts(facts)

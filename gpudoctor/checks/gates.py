@@ -19,6 +19,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 from gpudoctor.checks.base import Check, Facts, finding
 from gpudoctor.findings import PASS, SKIP, TIMEOUT, CheckResult, Finding
+from gpudoctor.snapshot import stopped_by
+from gpudoctor.status import PROBE_TIMEOUT, STOPPED_DEADLINE
 
 GATE_ID = "doctor.gates"
 REQUIRED_GPUS_CHECK = "visibility.required_gpus"
@@ -103,10 +105,10 @@ def _timed_out(facts: Facts, checks: Sequence[Check]) -> Finding:
     probes = facts.get("probes") if isinstance(facts.get("probes"), dict) else {}
     by_probe: dict[str, list[str]] = {}
     for check in checks:
-        probe = next((n for n in check.needs if _record(probes, n).get("status") == TIMEOUT), "?")
+        probe = next((n for n in check.needs if _record(probes, n).get("status") == PROBE_TIMEOUT), "?")
         by_probe.setdefault(probe, []).append(check.id)
     errors = {name: str(_record(probes, name).get("error", "timed out")) for name in by_probe}
-    deadline = all("--timeout deadline" in e for e in errors.values())
+    deadline = all(stopped_by(_record(probes, name)) == STOPPED_DEADLINE for name in by_probe)
     title = (f"{len(checks)} check(s) did not finish before the --timeout deadline" if deadline else
              f"{len(checks)} check(s) did not finish: a probe they need did not answer in time")
     detail = " ".join(f"Probe {name} ({errors[name]}): {', '.join(ids)}." for name, ids in by_probe.items())

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from gpudoctor.checks.base import Check, Facts, finding
 from gpudoctor.findings import Finding
+from gpudoctor.status import PROBE_ERROR, PROBE_TIMEOUT
 
 #: Probes whose timeouts are judged elsewhere, with a more specific code (NVML: DRV009).
 JUDGED_ELSEWHERE = {"nvml"}
@@ -14,11 +15,11 @@ JUDGED_ELSEWHERE = {"nvml"}
 def check_probes(facts: Facts) -> Iterator[Finding]:
     for name, record in sorted((facts.get("probes") or {}).items()):
         title = record.get("title", name)
-        if record.get("status") == "error":
+        if record.get("status") == PROBE_ERROR:
             yield finding("INT001", f"could not check {title}: {record.get('error', 'unknown error')}",
                           detail=record.get("traceback_tail", ""),
                           text="Please report this to gpudoctor with the JSON report attached.")
-        elif record.get("status") == "timeout" and name not in JUDGED_ELSEWHERE:
+        elif record.get("status") == PROBE_TIMEOUT and name not in JUDGED_ELSEWHERE:
             yield finding("INT002", f"could not check {title}: {record.get('error', 'timed out')}",
                           text="Run again; if it persists, the component this probe reads is hanging.")
 

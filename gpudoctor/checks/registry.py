@@ -10,11 +10,12 @@ import threading
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from gpudoctor.checks import acceleration, cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, pyenv, toolkit, topology, visibility
+from gpudoctor.checks import cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
 from gpudoctor.checks.base import Check, NotApplicable, finding
-from gpudoctor.findings import ERROR, FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING, CheckResult, Finding
+from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
+from gpudoctor.status import PROBE_ERROR, PROBE_TIMEOUT, check_status
 
-AREAS = ("doctor", "driver", "gpus", "topology", "visibility", "container", "toolkit", "libraries", "python", "frameworks", "compat", "acceleration")
+from gpudoctor.areas import NAMES as AREAS  # the areas, bottom of the stack to top: gpudoctor/areas.py
 
 CHECKS: tuple[Check, ...] = (
     *internal.CHECKS,
@@ -29,7 +30,9 @@ CHECKS: tuple[Check, ...] = (
     *frameworks.CHECKS,
     *environment.CHECKS,  # the variables that steer a framework, named as the cause
     *compat.CHECKS,
-    *acceleration.CHECKS,
+    *smoke.CHECKS,
+    *workload.CHECKS,
+    *multigpu.CHECKS,
     *cluster.CHECKS,
     *gates.CHECKS,  # last: it judges whether the checks before it could run
 )
@@ -93,20 +96,16 @@ def _blocked_by(check: Check, facts: dict[str, Any]) -> tuple[str, str] | None:
     for name in check.needs:
         record = probes.get(name) if isinstance(probes, dict) else None
         record = record if isinstance(record, dict) else {}
-        if record.get("status") == "timeout":
+        if record.get("status") == PROBE_TIMEOUT:
             return TIMEOUT, f"probe {name} timed out"
-        if record.get("status") == "error":
+        if record.get("status") == PROBE_ERROR:
             return SKIP, f"probe {name} failed"
     return None
 
 
 def status_of(found: Sequence[Finding]) -> str:
-    severities = {f.severity for f in found}
-    if ERROR in severities:
-        return FAIL
-    if WARNING in severities:
-        return WARN
-    return PASS
+    """A check's status from its findings: the mapping of gpudoctor/status.py."""
+    return check_status(f.severity for f in found)
 
 
 def codes_of(checks: Sequence[Check] = CHECKS) -> dict[str, str]:

@@ -58,10 +58,13 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     import time
 
     from gpudoctor import runner
+    from gpudoctor.trace import mark
 
+    mark("cli: check command starts")
     runner.start_early(("nvml",))  # NVML's child (gpudoctor's own Python) starts while the checks are imported
     from gpudoctor import pipeline
 
+    mark("cli: checks imported")
     try:
         pipeline.select_checks(only, skip)
     except ValueError as exc:
@@ -94,7 +97,9 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         report = node_check()
     else:
         report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
+    mark("cli: judged")
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on)
+    mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 

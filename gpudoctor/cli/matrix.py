@@ -13,7 +13,7 @@ import click
 from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, BadInput, cli
 
 if TYPE_CHECKING:
-    from gpudoctor.compat.stack import Stack
+    from gpudoctor.compat.model import Stack
 
 OS_CHOICE = click.Choice(("linux", "windows", "wsl", "macos"), case_sensitive=False)
 
@@ -95,8 +95,11 @@ def matrix_show(topic) -> None:
 
 
 def _print_check(stack: Stack, as_json: bool) -> int:
-    """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error."""
+    """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error. Each
+    finding's parts are read by render/finding.py, as in every report format."""
     from gpudoctor.compat import queries
+    from gpudoctor.render import finding
+    from gpudoctor.status import matrix_exit_code
 
     verdict, findings = queries.verdict(stack)
     if as_json:
@@ -105,15 +108,10 @@ def _print_check(stack: Stack, as_json: bool) -> int:
     else:
         click.echo(f"verdict: {verdict}")
         for f in findings:
-            click.echo(f"  {f.severity:<7} {f.code} {f.title}")
-            for label, text in (("why", f.detail), ("fix", f.remediation.text)):
-                if text:
-                    click.echo(f"          {label}: {text}")
-            for cmd in f.remediation.commands:
-                click.echo(f"          $ {cmd}")
-            for link in f.remediation.links:
-                click.echo(f"          see {link}")
-    return 1 if verdict == "error" else 0
+            for line in finding.lines(finding.parts(f), "  {severity:<7} {code} {title}", detail="          why: {}",
+                                      fix="          fix: {}", command="          $ {}", link="          see {}"):
+                click.echo(line)
+    return matrix_exit_code(verdict)
 
 
 def _need_version(value: Optional[str], option: str, what: str = "a version") -> None:

@@ -2,8 +2,11 @@
 
 data.py     the bundled matrix (compat_matrix/*.json, installed as gpudoctor.compat_matrix) and --matrix overlays
 rules.py    pure verdicts over versions: driver vs CUDA, GPU vs compiled architectures, toolkit vs GPU, lookups
-stack.py    a Stack (driver, GPUs, builds, toolkit) and judge_stack, the one judge behind `check`, `analyze`
-            and `matrix check`
+model.py    a Stack (driver, GPUs, builds, toolkit, OS, Python) and its Builds, and this layer's finding()
+stack.py    judge_stack, the one judge behind `check`, `analyze` and `matrix check`; builds from the matrix;
+            fitting_torch (FWK001's command, `matrix suggest`)
+known_bad.py  the sourced known-bad combinations (compat_matrix/known_bad.json): CMP009
+from_facts.py the Stack a snapshot describes (`check`, `analyze`)
 queries.py  what `gpudoctor matrix check / suggest / show` ask, without printing (cli/matrix.py prints)
 
 Imports flow one way: snapshot -> compat -> checks -> render -> cli. Nothing here imports checks/, render/

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from gpudoctor import status
 from gpudoctor.compat import rules
 from gpudoctor.compat.data import load_topic, topics
-from gpudoctor.compat.stack import TORCH_INDEX, Stack, build_from_matrix, fitting_torch, judge_stack
-from gpudoctor.findings import ERROR, WARNING, Finding
+from gpudoctor.compat.model import TORCH_INDEX, Stack
+from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
+from gpudoctor.findings import ERROR, Finding
 
 
 def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
@@ -53,11 +55,7 @@ def verdict(stack: Stack) -> tuple[str, list[Finding]]:
 
 
 def verdict_of(findings: list[Finding], stack: Stack) -> str:
-    if any(f.severity == ERROR for f in findings):
-        return "error"
-    if stack.unknown or any(f.code == "CMP008" for f in findings):
-        return "unknown"
-    return "warning" if any(f.severity == WARNING for f in findings) else "ok"
+    return status.matrix_verdict([f.severity for f in findings], bool(stack.unknown) or any(f.code == "CMP008" for f in findings))
 
 
 def stack_json(stack: Stack) -> dict[str, Any]:

@@ -20,6 +20,7 @@ Rules and their sources (the data's own sources are in compat_matrix/*.json):
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
@@ -27,8 +28,8 @@ from typing import Any, Iterable, Optional
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor.compat.data import load_topic
-
-OK, LIMITED, FAIL, UNKNOWN = "ok", "limited", "fail", "unknown"
+from gpudoctor.status import (COMPAT_FAIL as FAIL, COMPAT_LIMITED as LIMITED, COMPAT_OK as OK,
+                              COMPAT_UNKNOWN as UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -346,9 +347,27 @@ def python_in(spec: Optional[str], python: str) -> Optional[bool]:
     """Is Python X.Y inside a range like ">=3.9,<3.14"? None when the matrix gives no range."""
     if not spec:
         return None
+    parsed = version(python)
+    return None if parsed is None else in_range(Version(f"{parsed.major}.{parsed.minor}"), spec)
+
+
+_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*")
+_COMPARE = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+            ">": operator.gt}
+
+
+def in_range(value: Version, spec: str) -> Optional[bool]:
+    """Is the release ``value`` (3.12, 12.0: never a pre-release) inside a PEP 440 range such as
+    ">=3.9,<3.14"? None when the range is not valid. The matrix's ranges are plain comparisons of release
+    numbers, which Version's own ordering answers exactly as packaging's SpecifierSet does for a release;
+    anything else (~=, wildcards, pre-releases) goes to SpecifierSet, whose import costs about 70 ms of
+    `check --quick` (tests/test_compat_rules.py compares the two on every range in the matrix)."""
+    clauses = [_CLAUSE.fullmatch(c) for c in spec.split(",")]
+    if all(clauses) and not (value.pre or value.post or value.dev or value.local):
+        return all(_COMPARE[m.group(1)](value, Version(m.group(2))) for m in clauses if m)
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
-        return Version(f"{version(python).major}.{version(python).minor}") in SpecifierSet(spec)
-    except (InvalidSpecifier, AttributeError):
+        return value in SpecifierSet(spec)
+    except InvalidSpecifier:
         return None

@@ -1,111 +1,39 @@
 """A stack and its one judge: will each part of it run on this driver, these GPUs, this OS?
 
-A snapshot (stack_from_facts, for `check` and `analyze`) or the options of `gpudoctor matrix check`
-(compat/queries.py stack_from_args) are reduced to a Stack: the driver, the GPUs' compute capabilities,
-the OS, a system cuDNN, and each consumer of CUDA (a framework build, the toolkit) with the CUDA it was
-built for and the architectures it carries. judge_stack() is the one judge for every entry point:
-judge_versions() applies the rules of compat/rules.py, judge_known_bad() the sourced combinations in
+A snapshot (compat/from_facts.py stack_from_facts, for `check` and `analyze`) or the options of
+`gpudoctor matrix check` (compat/queries.py stack_from_args) are reduced to a Stack (compat/model.py):
+the driver, the GPUs' compute capabilities, the OS, a system cuDNN, and each consumer of CUDA (a
+framework build, the toolkit) with the CUDA it was built for and the architectures it carries.
+judge_stack() is the one judge for every entry point: judge_versions() applies the rules of
+compat/rules.py, judge_known_bad() (compat/known_bad.py) the sourced combinations in
 compat_matrix/known_bad.json. Anything the matrix does not know gives CMP008 (unknown), never an error
 and never a silent ok. The checks compat.stack and compat.known_bad (checks/compat.py) run these two.
 
 A build's facts come from the build itself when it was imported (torch.cuda.get_arch_list(),
-TensorFlow's build info), else from the matrix (build_from_matrix), so `check --quick` and
-`matrix check` judge the same build the same way.
+TensorFlow's build info), else from the matrix (build_from_matrix, here), so `check --quick` and
+`matrix check` judge the same build the same way. fitting_torch picks the PyTorch install that fits a
+stack, for FWK001's command and `matrix suggest`.
 
-This package sits below checks/ (it never imports checks or render): stack_from_facts reads the visible
-GPUs through gpudoctor/views/visibility.py, and findings are made here from the code catalogue, as
-checks/base.py's finding() makes them.
+This package sits below checks/ (it never imports checks or render); findings are made here from the
+code catalogue, as checks/base.py's finding() makes them.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-
-from gpudoctor.codes import lookup
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import MatrixError, load_topic
-from gpudoctor.findings import ERROR, WARNING, Finding, Remediation, Subject
-from gpudoctor.snapshot import get, known
-
-Facts = dict[str, Any]
-
-
-def finding(code: str, title: str, detail: str = "", text: str = "", commands: Sequence[str] = (),
-            links: Sequence[str] = (), severity: Optional[str] = None) -> Finding:
-    """A host finding of ``code`` at the catalogue's severity unless one is given (checks/base.py's
-    constructor, which this layer may not import)."""
-    return Finding(code=code, severity=severity or lookup(code).severity, title=title, detail=detail, subject=Subject(),
-                   remediation=Remediation(text=text, commands=tuple(commands), links=tuple(links)))
-
-
-COMPAT_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/"
-TORCH_INDEX = "https://download.pytorch.org/whl"
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
-OS_NAMES = ("linux", "windows", "wsl", "macos")
-
-
-@dataclass
-class Build:
-    label: str  # "PyTorch 2.11.0+cu130"
-    framework: str  # torch | tensorflow | jax | cupy
-    cuda: Optional[str]  # the CUDA it was built for; major-only builds give "13"
-    arch_list: list[str] = field(default_factory=list)  # a mixed list as the build reports it (sm_XY and compute_XY)
-    python_spec: Optional[str] = None
-    version: str = ""  # the framework version as given ("2.11.0+cu130")
-    sass: Optional[list[str]] = None  # machine code; None: not known
-    ptx: Optional[list[str]] = None  # PTX; None: not known
-    min_cc: Optional[str] = None  # a stated minimum compute capability instead of a list (JAX wheels)
-    min_cc_source: str = "JAX's installation guide"  # where that minimum is stated
-    arch_by_toolkit: bool = False  # kernels compiled at run time by NVRTC of its CUDA major (CuPy)
-    cudnn_built: Optional[str] = None  # the cuDNN it was built with (TensorFlow): runtime needs same major, >= minor
-    cudnn_min: Optional[str] = None  # the oldest cuDNN it accepts (JAX)
-    cpu_only: bool = False
-    installed: bool = False  # read from this machine (a wheel exists), not a hypothetical install
-    arch_measured: bool = False  # sass/ptx are what the build itself said (not the matrix's list for its wheel)
-    ran: bool = False  # installed, imported and it reached the GPU: an unknown architecture list is moot
-    release: Optional[dict[str, Any]] = None  # its matrix entry, when known
-
-    def __post_init__(self) -> None:
-        if self.arch_list and self.sass is None:
-            flags = [a for a in self.arch_list if isinstance(a, str)]
-            self.sass = [a for a in flags if a.lower().startswith("sm_")]
-            self.ptx = [a for a in flags if a.lower().startswith("compute_")]
-            if self.framework == "tensorflow":  # TensorFlow's compute_XY is SASS and PTX, as it counts it itself
-                self.sass += [a.lower().replace("compute_", "sm_", 1) for a in self.ptx]  # (tensorflow.json TF-NOTATION)
-
-
-@dataclass
-class Stack:
-    driver: Optional[str] = None
-    driver_cuda: Optional[str] = None
-    gpus: list[tuple[str, str]] = field(default_factory=list)  # (label, compute capability)
-    builds: list[Build] = field(default_factory=list)
-    toolkit_cuda: Optional[str] = None
-    cudnn: Optional[str] = None  # a cuDNN the user says is in use (matrix check --cudnn)
-    python: Optional[str] = None
-    python_executable: str = "python3"
-    os: Optional[str] = None  # linux | windows | wsl | macos; None: not known (judged as Linux where it matters)
-    unknown: list[str] = field(default_factory=list)  # inputs the matrix does not know
-
-    @property
-    def driver_os(self) -> str:
-        """Which Table 3 column applies: WSL runs the Windows driver."""
-        return "windows" if self.os in ("windows", "wsl") else "linux"
-
+from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
+from gpudoctor.compat.model import COMPAT_DOCS, NAMES, TORCH_INDEX, Build, Stack, _os_label, finding
+from gpudoctor.findings import ERROR, WARNING, Finding
 
 def judge_stack(stack: Stack) -> list[Finding]:
     """Every verdict on a stack: versions, architectures, Python, cuDNN, and the known-bad combinations.
     A known-bad error for a build on a GPU replaces the "unknown" or "PTX JIT" the architecture rule
     would give there (TensorFlow's compute_90 PTX does not JIT on 12.x)."""
     return judge_versions(stack, settled_by_known_bad(stack)) + judge_known_bad(stack)
-
-
-def settled_by_known_bad(stack: Stack) -> set[tuple[str, str]]:
-    """(build label, GPU label) pairs a known-bad error already decides."""
-    return {(b.label, label) for entry, b, label, _ in _known_bad_matches(stack) if entry.get("severity", ERROR) == ERROR and label}
 
 
 def judge_versions(stack: Stack, settled: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> list[Finding]:
@@ -221,9 +149,6 @@ def _cupy(text: str, stack: Stack, installed: bool) -> Optional[Build]:
 def _flags(value: Any) -> Optional[list[str]]:
     return [a for a in value if isinstance(a, str)] if isinstance(value, list) else None
 
-
-def _os_label(os_name: Optional[str]) -> str:
-    return {"windows": "Windows", "macos": "macOS", "wsl": "WSL", "linux": "Linux"}.get(os_name or "", "this OS")
 
 
 # --- the rules ------------------------------------------------------------------------------------
@@ -478,172 +403,4 @@ def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[
         for status in (rules.OK, rules.LIMITED):
             if ranked[status]:
                 return release, max(ranked[status], key=lambda v: rules.version(v["cuda"]))
-    return None
-
-
-# --- known-bad combinations (compat_matrix/known_bad.json) ---------------------------------------
-
-def judge_known_bad(stack: Stack) -> list[Finding]:
-    """Combinations recorded as broken whatever the version rules say, each with its source: CMP009 at
-    the entry's severity. An entry's "when" may name: framework (torch, tensorflow, jax, cupy, or "cuda"
-    for any CUDA build), version_range (a specifier on the release, major.minor), cc_range (a specifier
-    on the GPU's compute capability), os (a list). A condition the stack does not state never matches."""
-    try:
-        sources = load_topic("known_bad").get("sources", {})
-    except MatrixError:
-        return []
-    return [_known_bad_finding(entry, build, label, cc, stack, sources) for entry, build, label, cc in _known_bad_matches(stack)]
-
-
-def _known_bad_matches(stack: Stack) -> list[tuple[dict[str, Any], Build, str, str]]:
-    try:
-        entries = load_topic("known_bad")["entries"]
-    except MatrixError:
-        return []
-    out = []
-    for entry in entries:
-        when = entry.get("when") or {}
-        for build in stack.builds:
-            for gpu_label, cc in (stack.gpus if "cc_range" in when else [("", "")]):
-                if _matches(when, build, cc, stack):
-                    out.append((entry, build, gpu_label, cc))
-    return out
-
-
-def _matches(when: dict[str, Any], build: Build, cc: str, stack: Stack) -> bool:
-    fw = when.get("framework")
-    if build.installed and not stack.gpus:
-        return False  # a machine with no NVIDIA GPU in view: no GPU use is expected of what it has installed
-    if fw == "cuda":
-        if build.cpu_only:
-            return False  # a CPU build (macOS's own torch) never asks for CUDA
-    elif fw and fw != build.framework:
-        return False
-    if "cc_range" in when and build.cpu_only:
-        return False  # a CPU-only build does not touch the GPU (FWK001 speaks for it)
-    if "os" in when and stack.os not in (when["os"] or []):
-        return False
-    if "version_range" in when and not _in_spec(build.version.partition("+")[0], when["version_range"]):
-        return False
-    if "cc_range" in when and not _in_spec(cc, when["cc_range"]):
-        return False
-    return True
-
-
-def _in_spec(value: str, spec: Any) -> bool:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # 50 ms to import: only when judged
-
-    v = rules.major_minor(value)
-    try:
-        return v is not None and isinstance(spec, str) and v in SpecifierSet(spec)
-    except InvalidSpecifier:
-        return False
-
-
-def _known_bad_finding(entry: dict[str, Any], build: Build, gpu_label: str, cc: str, stack: Stack,
-                       sources: dict[str, str]) -> Finding:
-    fields = {"build": build.label, "gpu": gpu_label, "cc": cc, "os": _os_label(stack.os)}
-    try:
-        title = str(entry.get("message", "")).format(**fields)
-        fix = str(entry.get("fix", "")).format(**fields)
-    except (KeyError, IndexError, ValueError):
-        title, fix = str(entry.get("message", "")), str(entry.get("fix", ""))
-    links = [u for u in (re.search(r"https?://\S+", sources.get(k, "")) for k in [entry.get("source")] + list(entry.get("see_also") or []))
-             if u]
-    severity = entry.get("severity") if entry.get("severity") in (ERROR, WARNING) else ERROR
-    detail = str(entry.get("detail", "")) + (f" (known-bad entry {entry.get('id')}, as of {entry.get('as_of')})")
-    return finding("CMP009", title, detail=detail.strip(), text=fix, commands=[c.replace("python3", stack.python_executable, 1)
-                   if c.startswith("python3 ") else c for c in entry.get("fix_commands") or []],
-                   links=[m.group(0).rstrip(").,;") for m in links], severity=severity)
-
-
-# --- from a snapshot ------------------------------------------------------------------------------
-
-def stack_from_facts(facts: Facts) -> Stack:
-    """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
-    there (views/visibility.py resolve) are judged."""
-    from gpudoctor.views.visibility import resolve
-
-    raw = known(get(facts, "nvml.cuda_driver_version"))
-    host_os = str(get(facts, "host.os") or "")
-    os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(host_os)
-    if os_name == "linux" and get(facts, "host.wsl") is True:
-        os_name = "wsl"
-    stack = Stack(
-        driver=known(get(facts, "nvml.driver_version")),
-        driver_cuda=rules.parse_driver_cuda(raw) if isinstance(raw, int) and raw > 0 else None,
-        python=get(facts, "python.version"),
-        python_executable=str(get(facts, "python.executable") or "python3"),
-        os=os_name,
-    )
-    by_index = {g.get("index"): g for g in facts.get("gpus") or []}
-    for dev in resolve(facts).devices:
-        cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
-        if isinstance(cc, str):
-            stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
-    for name, fw in (facts.get("frameworks") or {}).items():
-        build = _build_from_probe(name, fw or {}, facts, stack)
-        if build:
-            stack.builds.append(build)
-    nvcc = get(facts, "toolkit.nvcc") or {}
-    if nvcc.get("found") and isinstance(known(nvcc.get("release")), str):
-        stack.toolkit_cuda = nvcc["release"]
-    return stack
-
-
-def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack) -> Optional[Build]:
-    """The installed build: what it said about itself, completed from the matrix (architectures when
-    it was only read from package metadata). Unknown to the matrix is not an error here: the build
-    exists, so only its own facts are judged."""
-    info = fw.get("info") or {}
-    if fw.get("status") not in ("ok", "metadata") or name not in NAMES:
-        return None
-    version = str(info.get("version") or "")
-    label = f"{NAMES[name]} {version}"
-    if info.get("cpu_only_build") is True:
-        return Build(label, name, None, version=version, cpu_only=True, installed=True)
-    # package metadata may name only the CUDA major it targets (a cu13 requirement): judged as a major
-    cuda = info.get("built_cuda") or (info.get("cuda_major") if info.get("cuda_build") is True else None)
-    if name in ("jax", "cupy"):
-        cuda = cuda or _package_cuda_major(name, facts)
-    scratch = Stack(os=stack.os)  # what the matrix does not know is not reported for an installed build
-    try:
-        from_matrix = build_from_matrix(name, _matrix_version(name, version, cuda, facts), scratch, installed=True) if version else None
-    except MatrixError:
-        from_matrix = None
-    arch = info.get("arch_list")
-    real_arch = [a for a in arch if isinstance(a, str)] if isinstance(arch, list) and arch else None
-    build = Build(label, name, cuda, arch_list=real_arch or [], version=version, installed=True,
-                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True, arch_measured=real_arch is not None)
-    # PyPI's lists in the matrix are the x86_64 wheels'; an Arm machine's wheels are built for other archs
-    x86 = str(get(facts, "host.machine") or "x86_64").lower() in ("x86_64", "amd64")
-    if from_matrix is not None and not from_matrix.cpu_only:
-        build.release, build.python_spec = from_matrix.release, from_matrix.python_spec
-        build.min_cc, build.arch_by_toolkit = from_matrix.min_cc, from_matrix.arch_by_toolkit
-        if real_arch is None and x86 and _same_cuda(from_matrix.cuda, cuda):
-            build.sass, build.ptx = from_matrix.sass, from_matrix.ptx
-    return build  # without a CUDA version only the known-bad combinations can judge it
-
-
-def _matrix_version(name: str, version: str, cuda: Optional[str], facts: Facts) -> str:
-    if name == "cupy":
-        dist = next((d.get("name") for d in get(facts, "python.distributions") or [] if str(d.get("name", "")).startswith("cupy-cuda")), None)
-        m = re.match(r"^cupy-(cuda\d+x)$", str(dist or ""))
-        return f"{version}+{m.group(1)}" if m else (f"{version}+cuda{cuda}x" if cuda and "." not in cuda else version)
-    if name == "jax" and cuda:
-        return f"{version}+cuda{str(cuda).split('.')[0]}"
-    return version
-
-
-def _same_cuda(a: Optional[str], b: Optional[str]) -> bool:
-    va, vb = rules.major_minor(a), rules.major_minor(b)
-    return va is not None and va == vb
-
-
-def _package_cuda_major(name: str, facts: Facts) -> Optional[str]:
-    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name."""
-    for dist in get(facts, "python.distributions") or []:
-        m = re.match(r"^(?:jax-cuda(\d+)-plugin|cupy-cuda(\d+)x)$", dist.get("name", ""))
-        if m and dist["name"].startswith("jax" if name == "jax" else "cupy"):
-            return m.group(1) or m.group(2)
     return None

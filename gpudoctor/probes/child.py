@@ -11,6 +11,15 @@ that started the child ends, and a probe thread may end while its child's exit i
 What a child starts is watched while it runs and killed when it ends or is killed, found by tree,
 group and the mark of its environment (processes.Family), so a grandchild that called setsid, or
 whose parent is gone, is not left behind, and none can hold the child's pipes open past its end.
+
+The children and the "no new child" switch (``_closed``, set by ``kill_all``, cleared by ``reopen``)
+are module state on purpose, not an object passed down to the probes: they are the process's own.
+``kill_all`` is called where Ctrl-C, SIGTERM or SIGHUP unwinds the command (cli/base.py), which has no
+run to hand, as well as at a run's deadline and end, and it must reach the children of every probe
+thread, including those the run stopped waiting for at its deadline, which keep running and would
+otherwise start new children after it. A run object threaded through every probe would not reach
+those, nor the interrupt; a flag that one lock guards does. The deadline itself never travels this way: the runner records it in the probe
+records as data (``reason``: "deadline").
 """
 
 from __future__ import annotations

@@ -186,9 +186,9 @@ def _child_facts(target: Target) -> dict[str, Any]:
     try:  # bounded like every program gpudoctor runs: its output capped, it and what it starts killed at the end
         ran = run_bounded(cmd, FACTS_TIMEOUT_S, 4 << 20, env=env, cwd="/")
     except OSError as exc:
-        return {"unavailable": "error", "executable": target.executable, "error": f"{type(exc).__name__}: {exc}"}
+        return {"unavailable": "unknown", "executable": target.executable, "error": f"{type(exc).__name__}: {exc}"}
     if ran.timed_out:
-        return {"unavailable": "error", "executable": target.executable, "error": "timeout"}
+        return {"unavailable": "timeout", "executable": target.executable, "error": "timeout"}
     lines = ran.stdout.strip().splitlines()
     try:
         facts = json.loads(lines[-1]) if lines else None
@@ -196,7 +196,7 @@ def _child_facts(target: Target) -> dict[str, Any]:
         facts = None
     if not isinstance(facts, dict):
         err = ran.stderr.strip().splitlines()
-        return {"unavailable": "error", "executable": target.executable,
+        return {"unavailable": "unknown", "executable": target.executable,
                 "error": (err[-1] if err else f"exit status {ran.rc}")[:500]}
     return facts
 

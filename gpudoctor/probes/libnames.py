@@ -12,6 +12,8 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from gpudoctor.snapshot import unavailable
+
 FAMILIES = {
     "libcuda": re.compile(r"^libcuda\.so(\.\d+)*$"),
     "libcudart": re.compile(r"^libcudart\.so(\.\d+)*$"),
@@ -28,6 +30,8 @@ _VERSION_SUFFIX = re.compile(r"\.so\.(\d+(?:\.\d+)*)$")
 
 
 def family_of(filename: str) -> Optional[str]:
+    if not filename.startswith("lib") or ".so" not in filename:  # every family's name does; most files' not
+        return None
     for family, pattern in FAMILIES.items():
         if pattern.match(filename):
             return family
@@ -141,15 +145,15 @@ def version_from_library(family: str, path: str) -> dict[str, Any]:
     """Ask the library for its own version. Loading it runs only its initialisers: no GPU work."""
     getter = GETTERS.get(family)
     if getter is None:
-        return {"unavailable": "not_supported"}
+        return unavailable("not_supported")
     try:
         lib = ctypes.CDLL(path)
         version = getter(lib)
     except (OSError, AttributeError) as exc:
-        return {"unavailable": "unknown", "error": str(exc)[:300]}
+        return unavailable("unknown", str(exc)[:300])
     except UnicodeDecodeError as exc:  # dlopen's message names a path that is not UTF-8
-        return {"unavailable": "unknown", "error": bytes(exc.object).decode("utf-8", "backslashreplace")[:300]}
-    return version if version else {"unavailable": "unknown"}
+        return unavailable("unknown", bytes(exc.object).decode("utf-8", "backslashreplace")[:300])
+    return version if version else unavailable("unknown")
 
 
 def describe(path: str, read_version: bool) -> dict[str, Any]:

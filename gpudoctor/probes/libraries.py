@@ -22,6 +22,7 @@ from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
 from gpudoctor.probes.processes import closed, run_bounded
+from gpudoctor.snapshot import unavailable
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",
                "/usr/lib/aarch64-linux-gnu", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/wsl/lib")
@@ -197,7 +198,7 @@ def _read_one(family: str, real_path: str, timeout_s: float) -> Any:
         if isinstance(line, dict) and line.get("path") == real_path:
             return line.get("version")
     if child.timed_out:
-        return {"unavailable": "timeout"}
-    return {"unavailable": "unknown", "error": f"loading it crashed ({child.signal_name or child.returncode})"}
+        return unavailable("timeout")
+    return unavailable("unknown", f"loading it crashed ({child.signal_name or child.returncode})")
 
 

@@ -36,11 +36,16 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import Any, Callable, NamedTuple, Optional, Sequence
-
-import psutil
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
+
+if TYPE_CHECKING:
+    import psutil
+
+# psutil is imported where a process is handled, not here: the package's workers import this module on
+# their way in (probes/child.py) under the diagnosed interpreter, which need not have psutil (a pipx
+# install of gpudoctor checking a venv without it). Only gpudoctor's own process handles processes.
 
 #: In the environment of every process gpudoctor starts, a token of that process alone; inherited by
 #: everything it starts, it names them as its own after they left its tree.
@@ -94,6 +99,8 @@ def descendants(pid: int) -> list[psutil.Process]:
 
 
 def _psutil_descendants(pid: int) -> list[psutil.Process]:
+    import psutil
+
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -101,6 +108,8 @@ def _psutil_descendants(pid: int) -> list[psutil.Process]:
 
 
 def _handles(pids: Any) -> list[psutil.Process]:
+    import psutil
+
     out = []
     for pid in pids:
         try:
@@ -180,6 +189,8 @@ class Family:
     def _group(self, sig: int, root: bool) -> None:
         """Signal the root's process group, unless the root is to be spared and still there, or its pid
         now names another process (a group's number is not reused while a member of it is left)."""
+        import psutil
+
         alive = bool(self.root) and self.root[0].is_running()
         if alive and not root or not alive and psutil.pid_exists(self.pid):
             return
@@ -190,6 +201,8 @@ class Family:
 
 
 def _signal(proc: psutil.Process, sig: int) -> None:
+    import psutil
+
     try:
         proc.send_signal(sig)
     except (psutil.Error, OSError):

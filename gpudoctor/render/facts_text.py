@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, TypeVar
 
+from gpudoctor.findings import ERROR, WARNING
 from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
 from gpudoctor.views import driver
@@ -170,16 +171,16 @@ def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] 
     """The compatibility verdict in words: each build with the CUDA and architectures it carries, the GPUs'
     compute capabilities and the newest CUDA the driver runs ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)
     runs on cc 9.0; driver 580.159.04 runs CUDA up to 13.0"), read as the compat checks read them
-    (compat/stack.py stack_from_facts, on the GPUs CUDA programs see). "runs on" only where those checks found no problem."""
+    (compat/from_facts.py stack_from_facts, on the GPUs CUDA programs see). "runs on" only where those checks found no problem."""
     from gpudoctor.compat.data import MatrixError
-    from gpudoctor.compat.stack import stack_from_facts
+    from gpudoctor.compat.from_facts import stack_from_facts
 
     try:
         stack = stack_from_facts(facts)
     except (MatrixError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return "the compatibility matrix could not be read"
     mine = [f for f in findings or [] if isinstance(f, dict) and str(f.get("check", "")).startswith("compat.")]
-    problems = [f for f in mine if f.get("severity") in ("error", "warning")]
+    problems = [f for f in mine if f.get("severity") in (ERROR, WARNING)]
     unknown = [f for f in mine if f.get("code") == "CMP008"]
     builds = [_build_phrase(b) for b in stack.builds]
     ccs = sorted({cc for _, cc in stack.gpus}, key=_version_key)

@@ -26,7 +26,9 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.render.safe import terminal
+from gpudoctor.status import PROBE_OK
 
 MIB = 1024**2
 INDENT = "    "
@@ -479,8 +481,8 @@ def _node_report(label: str, value: Any, ctx: Context, path: str) -> Node:
     if not isinstance(summary, dict):
         return Row(label, [_scalar(value) if not isinstance(value, dict) else "a report (its facts: --format json)"])
     counts = summary.get("counts") if isinstance(summary.get("counts"), dict) else {}
-    return Row(label, [f"verdict {_scalar(summary.get('verdict'))}: {_scalar(counts.get('error', 0))} error(s), "
-                       f"{_scalar(counts.get('warning', 0))} warning(s), {_scalar(counts.get('info', 0))} note(s) "
+    return Row(label, [f"verdict {_scalar(summary.get('verdict'))}: {_scalar(counts.get(ERROR, 0))} error(s), "
+                       f"{_scalar(counts.get(WARNING, 0))} warning(s), {_scalar(counts.get(INFO, 0))} note(s) "
                        "(its facts: --format json)"])
 
 
@@ -523,7 +525,7 @@ def _probes(value: Any, ctx: Context) -> Section:
                      terminal(record["title"]) if record.get("title") else None)
         lines = [head + (f": {terminal(record['error'])}" if record.get("error") else "")]
         for key, extra in record.items():
-            if key in ("status", "duration_s", "title", "error"):
+            if key in ("status", "duration_s", "title", "error", "reason"):  # reason: as data; error says it
                 continue
             more = _lines(extra, key) if not isinstance(extra, (dict, list)) else [_scalar(extra, key)]
             lines += [f"{_label(key)}: {more[0]}", *more[1:]]
@@ -604,7 +606,7 @@ def _gpu(position: int, gpu: Any, ctx: Context) -> Section:
 
 def _missing(title: str, key: str, facts: dict[str, Any]) -> Section:
     record = (facts.get("probes") or {}).get(PROBE_OF.get(key, key)) if isinstance(facts.get("probes"), dict) else None
-    if isinstance(record, dict) and record.get("status") not in (None, "ok"):
+    if isinstance(record, dict) and record.get("status") not in (None, PROBE_OK):
         why = f"probe {PROBE_OF.get(key, key)} {terminal(record.get('status'))}" + \
               (f": {terminal(record['error'])}" if record.get("error") else "")
     elif record is None and key in ("smoke", "workload"):

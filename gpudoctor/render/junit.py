@@ -19,14 +19,16 @@ severity (``type``), and its text lists every finding of the check.
 
 A failing check's text often quotes a framework's error, coloured with ANSI codes, and XML 1.0 allows
 no escape character: every string is cleaned first (render/safe.py), so the file stays well-formed
-exactly when CI needs to read it. ElementTree escapes the markup."""
+exactly when CI needs to read it. ElementTree escapes the markup. Each finding's text is its parts as
+render/finding.py reads them for every format."""
 
 from __future__ import annotations
 
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from gpudoctor.findings import ERROR
+from gpudoctor.findings import ERROR, PASS, SKIP, TIMEOUT
+from gpudoctor.render import finding
 from gpudoctor.render.safe import printable
 from gpudoctor.report import FAIL_ON
 
@@ -42,7 +44,7 @@ def render_junit(report: dict[str, Any], fail_on: str = "error") -> str:
     checks = [c for c in report.get("checks") or [] if isinstance(c, dict) and c.get("id")]
     listed = {str(c["id"]) for c in checks}
     checks += [{"id": check or "findings", "area": "other", "title": "findings of no check in this report",
-                "status": "pass", "duration_s": 0} for check in findings if check not in listed]
+                "status": PASS, "duration_s": 0} for check in findings if check not in listed]
     if "" in findings:
         findings["findings"] = findings.pop("")
     suites = ET.Element("testsuites", name="gpudoctor")
@@ -59,14 +61,14 @@ def render_junit(report: dict[str, Any], fail_on: str = "error") -> str:
         status = check.get("status")
         worst = [f for f in own if f.get("severity") in failing]
         if worst:
-            more = f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""
-            ET.SubElement(case, "failure", message=f"{worst[0].get('code', '')} {worst[0].get('title', '')}{more}".strip(),
-                          type=str(worst[0].get("severity", ""))).text = text
+            first, more = finding.parts(worst[0]), f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""
+            ET.SubElement(case, "failure", message=(first.head("{code} {title}") + more).strip(),
+                          type=first.severity).text = text
             continue
-        if status == "timeout":
+        if status == TIMEOUT:
             tag = "error" if failing else "skipped"
             ET.SubElement(case, tag, message=f"timed out: {check.get('reason', '')}")
-        elif status == "skip":
+        elif status == SKIP:
             ET.SubElement(case, "skipped", message=str(check.get("reason", "")))
         if text:
             ET.SubElement(case, "system-out").text = text
@@ -94,11 +96,6 @@ def _seconds(value: Any) -> float:
 
 
 def _finding_text(f: dict[str, Any]) -> str:
-    rem = f.get("remediation") if isinstance(f.get("remediation"), dict) else {}
-    lines = [f"{f.get('severity', '')} {f.get('code', '')}: {f.get('title', '')}"]
-    if f.get("detail"):
-        lines.append(f"  {f['detail']}")
-    if rem.get("text"):
-        lines.append(f"  Fix: {rem['text']}")
-    lines += [f"  $ {c}" for c in rem.get("commands") or []]
-    return "\n".join(lines)
+    """A finding in a test case's text: its head, detail, fix and commands (links are in the report)."""
+    return "\n".join(finding.lines(finding.parts(f), "{severity} {code}: {title}", detail="  {}", fix="  Fix: {}",
+                                    command="  $ {}"))

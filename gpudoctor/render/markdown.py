@@ -12,6 +12,9 @@ The report is data from someone's machine, pasted where GitHub renders it: every
 written as literal text (render/safe.py), so a GPU name or a framework's error cannot close a
 ``<details>``, embed an image, ping ``@everyone``, start a heading or a table, or end a code block. The
 compressed facts are base64 (letters, digits, ``+``, ``/``, ``=``) in a code block: inert to GitHub.
+
+Each finding is read through render/finding.py, as in every format; the areas' titles are
+gpudoctor/areas.py's; the status and severity words are keyed by gpudoctor/findings.py's.
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ import json
 import zlib
 from typing import Any, Callable, Optional
 
+from gpudoctor.areas import title as area_title
+from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, TIMEOUT, WARN, WARNING
 from gpudoctor.render import facts_text as ft
-from gpudoctor.render import proof
+from gpudoctor.render import finding, proof
 from gpudoctor.render.devices import render_devices
 from gpudoctor.render.safe import code_span, fence, markdown_inline, markdown_lines, printable, terminal
-from gpudoctor.render.text import AREA_TITLES, group_commands, group_findings, group_items, group_where
+from gpudoctor.status import VERDICT_ERROR, VERDICT_OK, VERDICT_WARNING
 
-STATUS_WORDS = {"pass": "✅ pass", "warn": "⚠️ warning", "fail": "❌ fail", "skip": "➖ skipped", "timeout": "⏱️ timed out"}
-VERDICTS = {"ok": "No problems found.", "warning": "Works, with warnings.", "error": "Problems found."}
+STATUS_WORDS = {PASS: "✅ pass", WARN: "⚠️ warning", FAIL: "❌ fail", SKIP: "➖ skipped", TIMEOUT: "⏱️ timed out"}
+VERDICTS = {VERDICT_OK: "No problems found.", VERDICT_WARNING: "Works, with warnings.", VERDICT_ERROR: "Problems found."}
 
 #: The most bytes (UTF-8) the report may take: under GitHub's 65,536-character issue body, with room
 #: for the user's own words around it.
@@ -86,15 +91,15 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
     counts = summary.get("counts") or {}
     tool = report.get("tool") or {}
     findings = report.get("findings") or []
-    groups = group_findings(sorted(findings, key=lambda f: _SEVERITIES.index(f.get("severity", "info"))
-                                   if f.get("severity") in _SEVERITIES else 3))
-    problems = [g for g in groups if g[0].get("severity") in ("error", "warning")]
+    groups = finding.group_findings(sorted(findings, key=lambda f: _SEVERITIES.index(f.get("severity", INFO))
+                                           if f.get("severity") in _SEVERITIES else 3))
+    problems = [g for g in groups if g[0].get("severity") in (ERROR, WARNING)]
     verdict = VERDICTS.get(summary.get("verdict"), "")
     head = [
         f"## gpudoctor report: {_cell(summary.get('verdict', '?'))}",
         "",
         f"**{verdict}**" + (f" {len(problems)} problem(s) to fix." if problems else "") +
-        f" {counts.get('error', 0)} error(s), {counts.get('warning', 0)} warning(s), {counts.get('info', 0)} note(s). "
+        f" {counts.get(ERROR, 0)} error(s), {counts.get(WARNING, 0)} warning(s), {counts.get(INFO, 0)} note(s). "
         f"gpudoctor {_cell(tool.get('version', '?'))}, {_cell(report.get('created', '?'))}.",
     ]
     findings_part: list[str] = []
@@ -110,7 +115,7 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
             findings_part += entry
     body = findings_part + ["", "| Area | Status | |", "|---|---|---|"]
     for area, status in (summary.get("areas") or {}).items():
-        body.append(f"| {_cell(AREA_TITLES.get(area, area))} | {_cell(STATUS_WORDS.get(status, status))} | "
+        body.append(f"| {_cell(area_title(area))} | {_cell(STATUS_WORDS.get(status, status))} | "
                     f"{_cell(ft.area_headline(area, facts, findings))} |")
     body += _proof(facts)
     devices = render_devices(facts, visible).rstrip()
@@ -129,7 +134,7 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
     return text + "\n" + facts_block(raw_facts, BUDGET - _size(text) - 1)
 
 
-_SEVERITIES = ("error", "warning", "info")
+_SEVERITIES = (ERROR, WARNING, INFO)
 
 
 def _ms(seconds: Any) -> str:
@@ -190,10 +195,10 @@ def _proof(facts: dict[str, Any]) -> list[str]:
 
 def _group(group: list[dict[str, Any]], shown: dict[tuple[str, ...], str]) -> list[str]:
     """One entry per root cause: the code, each symptom (a GPU, a framework) as one line, the fix once."""
-    first = group[0]
-    code, sev = _text(first.get("code", "?")), _text(first.get("severity"))
-    items, shared, left = group_items(group)
-    where = group_where(group)
+    gp = finding.group_parts(group)
+    code, sev = _text(gp.code), _text(gp.severity)
+    items, shared, left = finding.group_items(group)
+    where = finding.group_where(group)
     if len(items) == 1:
         out = [f"- **{code}** ({sev}) " + (f"{len(group)} x on {_text(where)}: " if where else "") + _text(items[0][0])]
         shared = shared or items[0][1]
@@ -211,19 +216,16 @@ def _group(group: list[dict[str, Any]], shown: dict[tuple[str, ...], str]) -> li
     out += extra
     if left:
         out.append(f"  ({left} more detail(s) in the JSON report)")
-    rem = first.get("remediation") or {}
-    if rem.get("text"):
-        out.append(f"  *Fix:* {markdown_lines(rem['text'], '  ')}")
-    commands = tuple(group_commands(group))
-    if commands and commands in shown:
-        out.append(f"  *Commands:* the same as for **{shown[commands]}** above.")
-    elif commands:
-        lines = [terminal(c) for c in commands]
+    if gp.fix:
+        out.append(f"  *Fix:* {markdown_lines(gp.fix, '  ')}")
+    if gp.commands and gp.commands in shown:
+        out.append(f"  *Commands:* the same as for **{shown[gp.commands]}** above.")
+    elif gp.commands:
+        lines = [terminal(c) for c in gp.commands]
         opening, closing = fence("\n".join(lines), "sh")
         out += [f"  {opening}", *[f"  {c}" for c in lines], f"  {closing}"]
-        shown[commands] = code
-    for link in rem.get("links") or []:
-        out.append(f"  See {_link(link)}")
+        shown[gp.commands] = code
+    out += [f"  See {_link(link)}" for link in gp.links]
     return out
 
 

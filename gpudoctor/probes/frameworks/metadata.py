@@ -50,25 +50,47 @@ def header(dist: Any, key: str) -> Optional[str]:
     environment with a few hundred packages. Headers are never folded for these keys."""
     cache = getattr(dist, "_gpudoctor_headers", None)
     if cache is None:
-        text = ""
-        for name in ("METADATA", "PKG-INFO"):
-            try:
-                text = dist.read_text(name) or ""
-            except (OSError, UnicodeDecodeError):
-                text = ""
-            if text:
-                break
-        cache = {}
-        for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].splitlines():
-            field, sep, value = line.partition(":")
-            if sep and line[:1] not in (" ", "\t") and field not in cache:
-                cache[field] = value.strip()
+        cache = _read_headers(dist)
         try:
             dist._gpudoctor_headers = cache
         except AttributeError:
             pass
     value = cache.get(key)
     return value if value else None
+
+
+#: Headers already read, by METADATA file (path, modification time, size): the Python probe and the
+#: framework probe each list every distribution, as new objects, and would read each file twice.
+_HEADERS = {}  # type: Dict[Tuple[str, int, int], Dict[str, str]]
+
+
+def _read_headers(dist: Any) -> Dict[str, str]:
+    seen = None
+    base = getattr(dist, "_path", None)
+    if base is not None:
+        try:
+            stat = os.stat(os.path.join(str(base), "METADATA"))
+            seen = (str(base), stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            seen = None
+    if seen in _HEADERS:
+        return _HEADERS[seen]
+    text = ""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            text = dist.read_text(name) or ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if text:
+            break
+    cache = {}  # type: Dict[str, str]
+    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].splitlines():
+        field, sep, value = line.partition(":")
+        if sep and line[:1] not in (" ", "\t") and field not in cache:
+            cache[field] = value.strip()
+    if seen is not None:
+        _HEADERS[seen] = cache
+    return cache
 
 
 def dist_version(dist: Any) -> str:
@@ -189,15 +211,19 @@ def _text(path: str) -> Optional[str]:
         return None
 
 
-def _record(dist: Any) -> Optional[List[str]]:
-    """The paths a wheel's RECORD lists (None: no RECORD, as for an egg-info or conda install)."""
+def _record(dist: Any, under: str = "") -> Optional[List[str]]:
+    """The paths a wheel's RECORD lists below ``under`` (None: no RECORD, as for an egg-info or conda
+    install). A CUDA PyTorch's RECORD has some 12,000 lines, of which the checks want the few dozen
+    under torch/lib/: a line that cannot name such a path is skipped before it is taken apart."""
     try:
         text = dist.read_text("RECORD")
     except Exception:  # noqa: BLE001
         return None
     if text is None:
         return None
-    return [line.split(",", 1)[0].strip().replace("\\", "/") for line in text.splitlines() if line.strip()]
+    needle = next((part for part in reversed(under.split("/")) if part), "")  # in a path below it, either slash
+    return [path for path in (line.split(",", 1)[0].strip().replace("\\", "/") for line in text.splitlines()
+                              if line.strip() and needle in line) if path.startswith(under)]
 
 
 def _wheel_tags(dist: Any) -> List[str]:
@@ -442,10 +468,9 @@ def _torch(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Cl
 
 
 def _torch_record(dist: Any, claims: _Claims) -> None:
-    files = _record(dist)
-    if files is None:
+    libs = _record(dist, "torch/lib/")
+    if libs is None:
         return
-    libs = [f for f in files if f.startswith("torch/lib/")]
     gpu = {"cuda": r"torch/lib/(lib)?(torch_cuda|c10_cuda)\.(so|dll|dylib)$",
            "rocm": r"torch/lib/(lib)?(torch_hip|c10_hip)\.(so|dll)$",
            "xpu": r"torch/lib/(lib)?(torch_xpu|c10_xpu)\.(so|dll)$"}

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from gpudoctor.probes import protocol
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.libnames import describe, mapped_libraries
+from gpudoctor.snapshot import unavailable
 from gpudoctor.trace import mark
 
 
@@ -25,7 +26,7 @@ def _try(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - every framework call may fail in its own way
-        return {"unavailable": "unknown", "error": f"{type(exc).__name__}: {exc}"[:500]}
+        return unavailable("unknown", f"{type(exc).__name__}: {exc}"[:500])
 
 
 def _uuid(value: Any) -> str:

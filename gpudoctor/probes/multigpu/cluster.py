@@ -38,6 +38,7 @@ import time
 from typing import Any, Callable, Optional
 
 from gpudoctor.probes.multigpu import SAFE_ENV
+from gpudoctor.snapshot import unavailable
 from gpudoctor.probes.multigpu.worker import BUSY_USED_SHARE, MIN_FREE_BYTES, _error, _nccl_version, busbw, emit, \
     time_allreduce
 
@@ -83,7 +84,7 @@ def rdma_devices() -> Any:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        return {"unavailable": f"{type(exc).__name__}: {exc.strerror or exc}"}
+        return unavailable("unknown", f"{type(exc).__name__}: {exc.strerror or exc}")
     active = []
     for name in names:
         for state in glob.glob(os.path.join(root, name, "ports", "*", "state")):

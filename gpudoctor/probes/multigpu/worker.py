@@ -17,7 +17,7 @@ the timed runs. The launcher kills every rank at its deadline, or shortly after 
 
 NVLink multicast (NVLS) stays off in every process started here (``SAFE_ENV``, forced, never
 unset): a program that uses it can put a shared host's GPUs out of service. Nothing here asks for
-multicast or symmetric memory. Each GPU's lock (GPUDOCTOR_LOCK_DIR, see workload/worker.py) is
+multicast or symmetric memory. Each GPU's lock (GPUDOCTOR_LOCK_DIR, see workload/locks.py) is
 held while measuring, so the framework workloads never run on a GPU during these timings.
 Prints one JSON line: {"section": "p2p" | "allreduce" | "rank", "data": {...}}.
 """
@@ -39,7 +39,8 @@ from typing import Any, Iterator
 from gpudoctor.probes import protocol
 from gpudoctor.probes.child import command
 from gpudoctor.probes.multigpu import SAFE_ENV
-from gpudoctor.probes.workload.worker import BUSY_USED_SHARE, _lock
+from gpudoctor.probes.workload.common import BUSY_USED_SHARE
+from gpudoctor.probes.workload.locks import _lock
 
 BYTES = 256 << 20
 WARMUP = 3
@@ -61,7 +62,7 @@ def _error(exc: BaseException) -> dict[str, Any]:
 @contextlib.contextmanager
 def _all_gpus(count: int) -> Iterator[None]:
     """Every GPU's lock, always in ordinal order (each workload thread holds at most one GPU's lock:
-    workload/worker.py _lock says the rule)."""
+    workload/locks.py _lock says the rule)."""
     with contextlib.ExitStack() as stack:
         for ordinal in range(count):
             stack.enter_context(_lock(f"gpu{ordinal}"))

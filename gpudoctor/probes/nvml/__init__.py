@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpudoctor.compat.data import architecture_for
-from gpudoctor.probes.child import run_module
 from gpudoctor.snapshot import is_unavailable, unavailable
 
 WORKER = "gpudoctor.probes.nvml.worker"
@@ -13,6 +12,8 @@ WORKER = "gpudoctor.probes.nvml.worker"
 
 def probe_nvml(timeout_s: float = 15.0) -> dict[str, Any]:
     """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot."""
+    from gpudoctor.probes.child import run_module  # here, not above: the worker's own start (this package) needs none of it
+
     child = run_module(WORKER, timeout_s=timeout_s)
     return assemble(child.lines, child.timed_out, child.returncode, child.stderr_tail, child.start_error)
 

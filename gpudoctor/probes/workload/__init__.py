@@ -4,7 +4,7 @@ One child per framework drives every GPU, a thread per GPU (THREADED), so four G
 one framework import and one CUDA start-up, not four: on 4 x H200 a child per (framework, GPU)
 started 12 framework imports at once and took 1.5x as long as one GPU. TensorFlow keeps one child
 per GPU, pinned to it. Children take a per-GPU lock around GPU work so timings never overlap (see
-worker._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
+locks._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
 code path is proven even where acceleration cannot be shown.
 """
 

@@ -1,11 +1,15 @@
-"""Environment variables that steer a framework on the GPU (``host.framework_env``, checks/environment.py).
+"""The frameworks area: frameworks.import, frameworks.gpu and frameworks.cudnn (checks/frameworks.py: FWK001-FWK008)
+and the environment variables that steer a framework on the GPU, frameworks.env_* (``host.framework_env``,
+checks/environment.py: FWK101-FWK107). FWK001's install command is held to the matrix in test_fwk001_command.py;
+imports that fail (FWK004, FWK005) are made for real in test_framework_faults.py and test_framework_failures.py.
 
-Faults are derived from the real 2 x H200 recording one variable at a time, with the framework facts the
+Environment faults are derived from the real 2 x H200 recording one variable at a time, with the framework facts the
 framework itself gave for that value where it refuses it (messages measured on 1 x H100, PyTorch
 2.11.0+cu130, JAX 0.11.2: tests/fixtures/real/h100x1-20261123/env-faults/env-steering.jsonl). Each asserts the
 exact findings of the environment checks, and that adding the variable changes nothing else; healthy values
 stay quiet. Then the same rules are held to every value measured there, to the faults recorded for real
-(env-faults/*.json), and to every healthy recording.
+(env-faults/*.json), and to every healthy recording. Last, frameworks that see no GPU, fewer GPUs, fail
+their smoke test, load another cuDNN or are CPU-only builds, derived from the same recording one fact at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from gpudoctor.snapshot import with_fact
 from gpudoctor.views.framework_env import Cause, alloc_conf_problems, parse_alloc_conf, steering_cause
 
 from conftest import REAL, REAL_DIRS
+from helpers_judge import codes as code_set, findings, lib_index, only, statuses
 
 ENV_CHECKS = environment.CHECKS
 ENV_IDS = {c.id for c in ENV_CHECKS}
@@ -537,3 +542,99 @@ def test_redaction_keeps_only_the_listed_variables_and_no_secret():
         assert env["NCCL_SOCKET_IFNAME"] == f"https://{MARK}@example.com"
         home = "~/dumps" if identities else "/home/alice/dumps"
         assert env["XLA_FLAGS"] == f"--xla_dump_to={home} --xla_gpu_autotune_level=0"
+
+
+# --- frameworks.gpu and frameworks.cudnn on the real 2 x H200 recording, one fact changed at a time -------
+# Each fault asserts the exact codes over every check: the one expected, and nothing else starting to complain.
+
+def test_the_healthy_recording_passes_every_frameworks_check(h200x2):
+    """The real 2 x H200 recording: every frameworks check had its facts to judge (each framework's devices, its build and the cuDNN it loaded) and passes,
+    and no check at all finds anything."""
+    assert statuses(h200x2, "frameworks") == {c.id: "pass" for c in registry.CHECKS if c.area == "frameworks"}
+    assert code_set(h200x2) == set()
+
+
+TORCH_REFUSAL = ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 19, 0) but found runtime "
+                 "version (9, 14, 0). PyTorch already comes bundled with cuDNN.")
+
+
+def test_torch_seeing_no_gpu_quotes_its_message(h200x2):
+    message = ("RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your "
+               "GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx")
+    facts = with_fact(h200x2, "frameworks.torch.info.devices", [])
+    facts = with_fact(facts, "frameworks.torch.info.init_error", message)
+    f = only(facts, "FWK002")
+    assert f["severity"] == "error"
+    assert f["title"] == "PyTorch sees no GPU, but CUDA programs here should see 2"
+    assert message in f["detail"]
+
+
+def test_torch_seeing_one_of_two(h200x2):
+    facts = with_fact(h200x2, "frameworks.torch.info.devices", h200x2["frameworks"]["torch"]["info"]["devices"][:1])
+    f = only(facts, "FWK003")
+    assert f["severity"] == "warning"
+    assert "1 of the 2" in f["title"]
+
+
+def test_jax_seeing_one_of_two_with_one_gpu_selected_is_fine(h200x2):
+    """CUDA_VISIBLE_DEVICES=1 leaves one GPU: a framework seeing one is not missing any."""
+    facts = with_fact(h200x2, "host.env.CUDA_VISIBLE_DEVICES", "1")
+    for name in ("torch", "jax", "cupy"):
+        facts = with_fact(facts, f"frameworks.{name}.info.devices", facts["frameworks"][name]["info"]["devices"][:1])
+    assert code_set(facts) == {"VIS004"}
+
+
+def test_smoke_failure(h200x2):
+    error = "AcceleratorError: CUDA error: an illegal memory access was encountered"
+    facts = with_fact(h200x2, "frameworks.torch.info.smoke", {"unavailable": "unknown", "error": error})
+    f = only(facts, "FWK008")
+    assert f["severity"] == "error"
+    assert error in f["title"]
+
+
+def test_cudnn_major_differs(h200x2):
+    f = only(with_fact(h200x2, "frameworks.torch.info.runtime_cudnn", "8.9.7"), "FWK006")
+    assert f["severity"] == "error"
+    assert "9.19.0" in f["title"] and "8.9.7" in f["title"]
+
+
+def test_older_cudnn_minor_without_refusal_is_a_warning(h200x2):
+    f = only(with_fact(h200x2, "frameworks.torch.info.runtime_cudnn", "9.14.0"), "FWK007")
+    assert f["severity"] == "warning"
+    assert f["detail"] == ""
+
+
+def test_older_cudnn_minor_refused_is_an_error(h200x2):
+    facts = with_fact(h200x2, "frameworks.torch.info.runtime_cudnn", {"unavailable": "unknown", "error": TORCH_REFUSAL})
+    i = lib_index(facts, "torch", "libcudnn")
+    facts = with_fact(facts, f"frameworks.torch.info.loaded_libraries.{i}.version", "9.14.0")
+    f = only(facts, "FWK007")
+    assert f["severity"] == "error"
+    assert TORCH_REFUSAL in f["detail"]
+    assert "9.19.0" in f["title"] and "9.14.0" in f["title"]
+
+
+def test_newer_cudnn_minor_is_fine(h200x2):
+    assert code_set(with_fact(h200x2, "frameworks.torch.info.runtime_cudnn", "9.20.1")) == set()
+
+
+CPU_JAX = {
+    "version": "0.11.2", "jaxlib_version": "0.11.2", "default_backend": "cpu", "devices": [], "cuda_available": False,
+    "init_error": "RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+                  "Platforms present are: cpu",
+    "cpu_only_build": True, "plugins": [], "import_and_probe_s": 1.2, "loaded_libraries": [],
+}
+
+
+def test_cpu_only_jax(h200x2):
+    f = only(with_fact(h200x2, "frameworks.jax.info", CPU_JAX), "FWK001")
+    assert f["severity"] == "error"
+    assert f["title"].startswith("JAX 0.11.2 is a CPU-only build")
+    assert "Unknown backend" in f["detail"]
+    assert f["remediation"]["commands"] == [f"{h200x2['python']['executable']} -m pip install -U 'jax[cuda13]'"]
+
+
+def test_cpu_only_jax_on_a_cuda_12_driver_gets_cuda12(h200x2):
+    facts = with_fact(with_fact(h200x2, "frameworks.jax.info", CPU_JAX), "nvml.cuda_driver_version", 12080)
+    (f,) = [f for f in findings(facts) if f["code"] == "FWK001"]
+    assert f["remediation"]["commands"][0].endswith("'jax[cuda12]'")

@@ -1,4 +1,6 @@
-"""Gates that cannot pass by checking nothing (README, "Exit codes"; gpudoctor/checks/gates.py).
+"""The doctor area: gpudoctor judging its own run (gpudoctor/checks/gates.py: doctor.selection, INT004 and
+INT005, gates that cannot pass by checking nothing, README "Exit codes"; checks/internal.py's INT001-INT003,
+a probe or check that failed, are tested in tests/test_runner.py beside the runner that records them).
 
 Run through the real CLI on this machine, which has no GPU and no NVIDIA driver: exactly the case in
 which ``--only gpus --require-gpus 1``, ``--only acceleration`` and ``--timeout 0.1`` used to exit 0.
@@ -221,6 +223,26 @@ def test_a_real_report_whose_nvml_probe_timed_out_fails(runner, real, tmp_path):
     errors = _errors(report)
     assert errors["INT004"][0]["title"] == f"{len(timed_out)} check(s) did not finish: a probe they need did not answer in time"
     assert [f["title"] for f in errors["INT005"]] == ["could not confirm 1 usable GPU(s) (--require-gpus 1): probe nvml timed out"]
+
+
+LEGACY_DEADLINE = Path(__file__).parent / "fixtures/real/h100x1-20261123/hostile/nvcc-hang.json"
+
+
+def test_a_legacy_deadline_record_is_judged_as_its_new_form(runner, tmp_path):
+    """The H100 recording of a hanging nvcc under --timeout 3 was saved when a probe record said the deadline
+    only in its ``error`` sentence. Re-judged as saved, and with the record in today's form (``reason``
+    "deadline"), it gets the same findings and verdict: the INT004 of a deadline."""
+    saved = json.loads(LEGACY_DEADLINE.read_text())
+    record = saved["facts"]["probes"]["cuda_stack"]
+    assert "reason" not in record and record["status"] == "timeout"  # the legacy form, as recorded
+    judged = []
+    for facts in (saved["facts"], with_fact(saved["facts"], "probes.cuda_stack", {**record, "reason": "deadline"})):
+        result = runner.invoke(cli, ["analyze", str(_write(tmp_path, saved, facts)), "--format", "json"])
+        report = json.loads(result.stdout)
+        judged.append(([(f["code"], f["severity"], f["title"]) for f in report["findings"]], report["summary"],
+                       result.exit_code))
+    assert judged[0] == judged[1]
+    assert any(code == "INT004" and title.endswith("before the --timeout deadline") for code, _, title in judged[0][0])
 
 
 @pytest.mark.parametrize("fail_on,failed", [("error", False), ("warning", True)])

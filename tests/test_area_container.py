@@ -1,4 +1,7 @@
-"""checks/container.py: what the NVIDIA container runtime was asked for, against the host driver."""
+"""The container area (checks/container.py): container.capabilities (CTR002), container.visible_devices
+(CTR004), container.shm (CTR005) and container.require_cuda (CTR003): what the NVIDIA container runtime was
+asked for, against the host driver. (CTR001 and CTR006, a container without GPU access, are the driver
+check's: tests/test_cli.py reaches CTR001 on this GPU-less container.)"""
 
 from __future__ import annotations
 

@@ -1,15 +1,25 @@
-"""CUDA_VISIBLE_DEVICES applied to hand-built facts: what CUDA programs see, and the findings."""
+"""The visibility area (checks/visibility.py): visibility.cuda_visible_devices (VIS001-VIS004, what
+CUDA_VISIBLE_DEVICES leaves CUDA programs) and visibility.required_gpus (VIS005, --require-gpus).
+
+CUDA_VISIBLE_DEVICES applied to hand-built facts: what CUDA programs see (views/visibility.py), and the
+findings; then the fault recorded for real on 2 x H200 (CUDA_VISIBLE_DEVICES=1)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 import pytest
 
+from gpudoctor import pipeline
 from gpudoctor.checks import visibility
 from gpudoctor.checks.registry import run_check
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, WARN, WARNING
+from gpudoctor.snapshot import with_fact
 from gpudoctor.views.visibility import Visibility, resolve
+
+from conftest import REAL
+from helpers_judge import findings as judged_findings, load_fault
 
 CHECK = visibility.CHECKS[0]
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -231,3 +241,51 @@ def test_mixed_models_uuid_mask_needs_no_order():
 def test_same_model_numeric_mask_has_no_vis003():
     _, found = judged({"CUDA_VISIBLE_DEVICES": "3,1"}, mig_on=None)
     assert found == ["VIS004"]
+
+
+# --- the fault recorded for real on 2 x H200 (tests/fixtures/real/h200x2-20261121/faults) ------------------
+
+def test_recorded_cuda_visible_devices_1():
+    facts = load_fault("cuda-visible-devices-1")
+    assert facts["host"]["env"]["CUDA_VISIBLE_DEVICES"] == "1"
+    found = judged_findings(facts)
+    assert [(f["code"], f["severity"]) for f in found] == [("VIS004", "info")]
+    for name in ("torch", "jax", "cupy"):
+        info = facts["frameworks"][name]["info"]
+        assert facts["frameworks"][name]["status"] == "ok"
+        assert len(info["devices"]) == 1, name
+    assert pipeline.judge(facts)["summary"]["verdict"] == "ok"
+
+
+# --- visibility.required_gpus (--require-gpus N) on the real 2 x H200 recording with its smoke runs ---------
+
+def _required(facts: dict[str, Any], wanted: int) -> list[dict[str, Any]]:
+    facts = {**facts, "options": {**(facts.get("options") or {}), "require_gpus": wanted}}
+    return [f for f in judged_findings(facts) if f["check"] == "visibility.required_gpus"]
+
+
+def _workload_h200x2() -> dict[str, Any]:
+    return json.loads((REAL / "h200x2-20261121" / "workload-report.json").read_text())["facts"]
+
+
+def test_as_many_usable_gpus_as_required_is_no_finding():
+    assert _required(_workload_h200x2(), 2) == []
+
+
+def test_more_gpus_required_than_usable():
+    (found,) = _required(_workload_h200x2(), 3)
+    assert (found["code"], found["severity"], found["title"]) == ("VIS005", "error", "2 usable GPU(s), 3 required")
+    assert found["detail"].endswith(": GPU 0, 1.")
+
+
+def test_a_gpu_that_failed_the_smoke_kernel_is_not_usable():
+    facts = _workload_h200x2()
+    facts = with_fact(facts, "smoke.runs.1.ok", False)
+    (found,) = _required(facts, 2)
+    assert found["title"] == "1 usable GPU(s), 2 required" and found["detail"].endswith(": GPU 0.")
+
+
+def test_without_nvml_no_gpu_is_confirmed():
+    facts = with_fact(_workload_h200x2(), "nvml.init", {"ok": False, "reason": "driver_not_loaded"})
+    assert [f["title"] for f in _required(facts, 1)] == [
+        "could not confirm 1 usable GPU(s): NVML is not available (driver_not_loaded)"]

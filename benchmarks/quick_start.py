@@ -1,0 +1,67 @@
+"""Where the time of `gpudoctor check --quick` goes (issue 17's target: 0.5 s or less on 1 x H100).
+
+Runs `python3 -m gpudoctor check --quick` (text to /dev/null) N times with GPUDOCTOR_TRACE set and prints,
+per run and as medians, the phases the trace marks: Python's start and the CLI import (start), the
+import of the checks while the NVML child starts (import), the probes after it (probes; the last one
+to end is named), judging (judge), redaction and rendering (write), and the process's end (exit).
+With several source trees (--tree DIR ..., e.g. a checkout of an earlier commit) the runs alternate
+between them on the same machine, which is the only fair comparison: run to run and host to host the
+same tree varies by 0.1 s or more. Usage: python3 benchmarks/quick_start.py [N] [--tree DIR ...]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PHASES = ("total", "start", "import", "probes", "judge", "write", "exit")
+
+
+def one(tree: Path) -> dict[str, float | str]:
+    """One traced run in ``tree``: each phase in seconds, and the probe that ended last."""
+    with tempfile.NamedTemporaryFile("r", suffix=".trace") as trace:
+        begun = time.time()
+        subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--quick"], cwd=tree, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env={**os.environ, "GPUDOCTOR_TRACE": trace.name})
+        ended = time.time()
+        events = [(float(parts[0]), parts[3]) for parts in (line.split(None, 3) for line in trace.read().splitlines())
+                  if len(parts) == 4]
+    at = {what: t for t, what in events}
+    probes = [(t, what.split()[1]) for t, what in events if what.startswith("probe ") and what.endswith(" ends")]
+    last_t, last = max(probes)
+    if "cli: report written" not in at:  # a tree from before these marks (the commit before 2026-11-23's): total only
+        return {"total": ended - begun, **{p: float("nan") for p in PHASES[1:]}, "last": last}
+    return {"total": ended - begun, "start": at["cli: check command starts"] - begun,
+            "import": at["cli: checks imported"] - at["cli: check command starts"],
+            "probes": last_t - at["cli: checks imported"], "judge": at["cli: judged"] - last_t,
+            "write": at["cli: report written"] - at["cli: judged"], "exit": ended - at["cli: report written"], "last": last}
+
+
+def main(argv: list[str]) -> None:
+    runs = int(argv[0]) if argv and argv[0].isdigit() else 10
+    trees = [Path(argv[i + 1]).resolve() for i, arg in enumerate(argv[:-1]) if arg == "--tree"] or [ROOT]
+    for tree in trees:  # once each, unmeasured: the page cache and the .pyc files
+        subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--quick"], cwd=tree, capture_output=True)
+    results: dict[Path, list[dict[str, float | str]]] = {tree: [] for tree in trees}
+    for _ in range(runs):
+        for tree in trees:
+            results[tree].append(one(tree))
+    for tree, rows in results.items():
+        print(f"{tree}: {runs} runs of check --quick (ms)")
+        print("  " + "  ".join(f"{p:>6}" for p in PHASES) + "  last probe")
+        for row in rows:
+            print("  " + "  ".join(f"{float(row[p]) * 1000:6.0f}" for p in PHASES) + f"  {row['last']}")
+        medians = {p: statistics.median(float(r[p]) for r in rows) for p in PHASES}
+        print("  " + "  ".join(f"{medians[p] * 1000:6.0f}" for p in PHASES) + "  medians")
+        totals = sorted(float(r["total"]) for r in rows)
+        print(f"  check --quick: median {medians['total']:.3f} s, min {totals[0]:.3f} s, max {totals[-1]:.3f} s")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,105 @@
+"""The Stack a snapshot describes, for `check` and `analyze`: the driver, the compute capabilities of the
+GPUs a CUDA program sees there (views/visibility.py resolve), the OS, the Python, and each installed
+framework as a Build: what it said about itself when imported, completed from the matrix when it was
+only read from package metadata (so `check --quick` and `matrix check` judge one build alike)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from gpudoctor.compat import rules
+from gpudoctor.compat.data import MatrixError
+from gpudoctor.compat.model import NAMES, Build, Facts, Stack
+from gpudoctor.compat.stack import build_from_matrix
+from gpudoctor.snapshot import get, known
+
+
+def stack_from_facts(facts: Facts) -> Stack:
+    """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
+    there (views/visibility.py resolve) are judged."""
+    from gpudoctor.views.visibility import resolve
+
+    raw = known(get(facts, "nvml.cuda_driver_version"))
+    host_os = str(get(facts, "host.os") or "")
+    os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(host_os)
+    if os_name == "linux" and get(facts, "host.wsl") is True:
+        os_name = "wsl"
+    stack = Stack(
+        driver=known(get(facts, "nvml.driver_version")),
+        driver_cuda=rules.parse_driver_cuda(raw) if isinstance(raw, int) and raw > 0 else None,
+        python=get(facts, "python.version"),
+        python_executable=str(get(facts, "python.executable") or "python3"),
+        os=os_name,
+    )
+    by_index = {g.get("index"): g for g in facts.get("gpus") or []}
+    for dev in resolve(facts).devices:
+        cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
+        if isinstance(cc, str):
+            stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
+    for name, fw in (facts.get("frameworks") or {}).items():
+        build = _build_from_probe(name, fw or {}, facts, stack)
+        if build:
+            stack.builds.append(build)
+    nvcc = get(facts, "toolkit.nvcc") or {}
+    if nvcc.get("found") and isinstance(known(nvcc.get("release")), str):
+        stack.toolkit_cuda = nvcc["release"]
+    return stack
+
+
+def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack) -> Optional[Build]:
+    """The installed build: what it said about itself, completed from the matrix (architectures when
+    it was only read from package metadata). Unknown to the matrix is not an error here: the build
+    exists, so only its own facts are judged."""
+    info = fw.get("info") or {}
+    if fw.get("status") not in ("ok", "metadata") or name not in NAMES:
+        return None
+    version = str(info.get("version") or "")
+    label = f"{NAMES[name]} {version}"
+    if info.get("cpu_only_build") is True:
+        return Build(label, name, None, version=version, cpu_only=True, installed=True)
+    # package metadata may name only the CUDA major it targets (a cu13 requirement): judged as a major
+    cuda = info.get("built_cuda") or (info.get("cuda_major") if info.get("cuda_build") is True else None)
+    if name in ("jax", "cupy"):
+        cuda = cuda or _package_cuda_major(name, facts)
+    scratch = Stack(os=stack.os)  # what the matrix does not know is not reported for an installed build
+    try:
+        from_matrix = build_from_matrix(name, _matrix_version(name, version, cuda, facts), scratch, installed=True) if version else None
+    except MatrixError:
+        from_matrix = None
+    arch = info.get("arch_list")
+    real_arch = [a for a in arch if isinstance(a, str)] if isinstance(arch, list) and arch else None
+    build = Build(label, name, cuda, arch_list=real_arch or [], version=version, installed=True,
+                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True, arch_measured=real_arch is not None)
+    # PyPI's lists in the matrix are the x86_64 wheels'; an Arm machine's wheels are built for other archs
+    x86 = str(get(facts, "host.machine") or "x86_64").lower() in ("x86_64", "amd64")
+    if from_matrix is not None and not from_matrix.cpu_only:
+        build.release, build.python_spec = from_matrix.release, from_matrix.python_spec
+        build.min_cc, build.arch_by_toolkit = from_matrix.min_cc, from_matrix.arch_by_toolkit
+        if real_arch is None and x86 and _same_cuda(from_matrix.cuda, cuda):
+            build.sass, build.ptx = from_matrix.sass, from_matrix.ptx
+    return build  # without a CUDA version only the known-bad combinations can judge it
+
+
+def _matrix_version(name: str, version: str, cuda: Optional[str], facts: Facts) -> str:
+    if name == "cupy":
+        dist = next((d.get("name") for d in get(facts, "python.distributions") or [] if str(d.get("name", "")).startswith("cupy-cuda")), None)
+        m = re.match(r"^cupy-(cuda\d+x)$", str(dist or ""))
+        return f"{version}+{m.group(1)}" if m else (f"{version}+cuda{cuda}x" if cuda and "." not in cuda else version)
+    if name == "jax" and cuda:
+        return f"{version}+cuda{str(cuda).split('.')[0]}"
+    return version
+
+
+def _same_cuda(a: Optional[str], b: Optional[str]) -> bool:
+    va, vb = rules.major_minor(a), rules.major_minor(b)
+    return va is not None and va == vb
+
+
+def _package_cuda_major(name: str, facts: Facts) -> Optional[str]:
+    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name."""
+    for dist in get(facts, "python.distributions") or []:
+        m = re.match(r"^(?:jax-cuda(\d+)-plugin|cupy-cuda(\d+)x)$", dist.get("name", ""))
+        if m and dist["name"].startswith("jax" if name == "jax" else "cupy"):
+            return m.group(1) or m.group(2)
+    return None

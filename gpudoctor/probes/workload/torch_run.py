@@ -1,0 +1,251 @@
+"""PyTorch's workload on one GPU: element-wise, matmul and cuDNN convolution checks, a training step,
+and throughput.
+
+Throughput is timed with device events after warm-up, median of repeats, on random data, within a
+bounded share of the GPU's free memory (common.MEMORY_SHARE); a busy GPU is skipped, not loaded
+(common.BUSY_USED_SHARE). Without a GPU only the training step runs, on the CPU, to prove the code
+path. PyTorch is imported inside run_torch: the child imports only the framework it was asked for.
+
+Runs in the workload child under the diagnosed interpreter: standard library only at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any, Callable
+
+from gpudoctor.probes.workload.common import (BUSY_USED_SHARE, MEMORY_SHARE, _check, _step, cuda_index, host_timed,
+                                              reference, rel_err, training_verdict)
+from gpudoctor.probes.workload.locks import _GLOBAL_STATE, _lock
+
+
+def run_torch(device: str, deep: bool) -> dict[str, Any]:
+    import torch
+
+    cuda = device != "cpu"
+    dev = torch.device(f"cuda:{cuda_index(device)}" if cuda else "cpu")
+    if os.environ.get("GPUDOCTOR_CPU_THREADS"):
+        torch.set_num_threads(int(os.environ["GPUDOCTOR_CPU_THREADS"]))
+    out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
+    if cuda:
+        begun = time.monotonic()
+        torch.cuda.set_device(dev)
+        free, total = torch.cuda.mem_get_info(dev)  # the first call on the GPU: CUDA starts on it
+        out.update(name=torch.cuda.get_device_name(dev), free_bytes=free, total_bytes=total,
+                   cuda_start_s=round(time.monotonic() - begun, 3))
+        if (total - free) / total > BUSY_USED_SHARE:
+            out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
+            return out
+        _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
+        _step(out, "matmul", lambda: _torch_matmul(torch, dev))
+        _step(out, "conv", lambda: _torch_conv(torch, dev))
+    _step(out, "training", lambda: _torch_training(torch, dev, device, compare_cpu=device == "0"), lock="own")
+    if cuda:
+        _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
+    return out
+
+
+def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
+    def inputs() -> tuple[Any, Any, Any]:
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(1 << 20, generator=g), torch.randn(1 << 20, generator=g)
+        return x, y, torch.sin(x.double() * 2.5 + y.double())
+
+    x, y, ref = reference("torch.elementwise", inputs)
+    got = torch.sin(x.to(dev) * 2.5 + y.to(dev)).cpu()
+    return _check("sin(2.5x+y) float32", rel_err(got, ref), 1e-5)
+
+
+def _torch_matmul(torch: Any, dev: Any) -> dict[str, Any]:
+    def inputs() -> tuple[Any, Any, Any]:
+        g = torch.Generator().manual_seed(2)
+        a, b = torch.randn(1024, 1024, generator=g), torch.randn(1024, 1024, generator=g)
+        return a, b, a.double() @ b.double()
+
+    a, b, ref = reference("torch.matmul", inputs)
+    with _GLOBAL_STATE:  # tf32 off for the float32 check; another GPU's thread may be timing tf32
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            fp32 = (a.to(dev) @ b.to(dev)).cpu()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    bf16 = rel_err((a.to(dev, torch.bfloat16) @ b.to(dev, torch.bfloat16)).float().cpu(), ref)
+    checks = [_check("matmul float32", rel_err(fp32, ref), 1e-5), _check("matmul bfloat16", bf16, 1e-2)]
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
+    """A cuDNN convolution, forward and backward, against float64 on the CPU (cuDNN may use tf32)."""
+    def inputs() -> tuple[Any, ...]:
+        g = torch.Generator().manual_seed(3)
+        x, w = torch.randn(8, 16, 32, 32, generator=g), torch.randn(32, 16, 3, 3, generator=g)
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        yr = torch.nn.functional.conv2d(xr, wr, padding=1)
+        (yr * yr).sum().backward()
+        return x, w, yr.detach(), xr.grad, wr.grad
+
+    x, w, yr, gxr, gwr = reference("torch.conv", inputs)
+    xd, wd = x.to(dev).requires_grad_(), w.to(dev).requires_grad_()
+    yd = torch.nn.functional.conv2d(xd, wd, padding=1)
+    (yd * yd).sum().backward()
+    checks = [_check("conv2d forward", rel_err(yd.detach().cpu(), yr), 1e-2),
+              _check("conv2d grad input", rel_err(xd.grad.cpu(), gxr), 1e-2),
+              _check("conv2d grad weight", rel_err(wd.grad.cpu(), gwr), 1e-2)]
+    return {"ok": all(c["ok"] for c in checks), "checks": checks, "cudnn": bool(torch.backends.cudnn.is_available())}
+
+
+def _torch_training(torch: Any, dev: Any, device: str, compare_cpu: bool = False) -> dict[str, Any]:
+    """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
+    def data(device: Any) -> tuple[Any, Any]:
+        g = torch.Generator().manual_seed(4)
+        x = torch.randn(256, 3, 16, 16, generator=g)
+        yl = (x[:, 0, :8].mean(dim=(1, 2)) > x[:, 1, 8:].mean(dim=(1, 2))).long()
+        return x.to(device), yl.to(device)
+
+    def model(device: Any) -> Any:
+        with _GLOBAL_STATE:  # the weights come from PyTorch's one default generator
+            torch.manual_seed(5)
+            net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                      torch.nn.Flatten(), torch.nn.Linear(256, 2))
+        return net.to(device)
+
+    def train(where: Any, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
+        net, (x, y) = model(where), data(where)
+        before = [p.detach().clone() for p in net.parameters()]
+        adam = _TorchAdam(torch, list(net.parameters()), lr=1e-2)
+        losses: list[float] = []
+        times: list[float] = []
+
+        def one_step() -> None:
+            t = time.perf_counter()
+            with torch.autocast(device_type=where.type, dtype=torch.bfloat16, enabled=amp):
+                loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            adam.step()
+            losses.append(float(loss.detach()))  # float() synchronises, so the step time is real
+            times.append(time.perf_counter() - t)
+
+        host_timed(one_step, steps, device if where.type == "cuda" else "cpu")
+        moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
+        return losses, times, moved
+
+    cuda = device != "cpu"
+    amp = cuda and torch.cuda.is_bf16_supported()
+    losses, times, moved = train(dev, 30, amp)
+    out = training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
+    if cuda and compare_cpu:  # the same CPU serves every GPU: compare once (on cuda:0), not once per GPU
+        begun = time.monotonic()
+        _, cpu_times, _ = train(torch.device("cpu"), 10, False)
+        out["cpu_compare_s"] = time.monotonic() - begun
+        out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
+        out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
+    return out
+
+
+class _TorchAdam:
+    """Adam (Kingma & Ba; PyTorch's defaults), written out: ``torch.optim`` imports TorchDynamo and
+    Triton the first time an optimizer is made, 1.3 s on a laptop CPU and 3 s on the H200 machines,
+    a compiler start-up that proves nothing about the GPU and was the largest part of the step."""
+
+    def __init__(self, torch: Any, params: list[Any], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.torch, self.params, self.lr, self.betas, self.eps, self.t = torch, params, lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def step(self) -> None:
+        """One update from the gradients ``backward()`` left, which it then clears."""
+        self.t += 1
+        b1, b2 = self.betas
+        with self.torch.no_grad():
+            for p, m, v in zip(self.params, self.m, self.v):
+                m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                denom = (v / (1 - b2**self.t)).sqrt_().add_(self.eps)
+                p.addcdiv_(m, denom, value=-self.lr / (1 - b1**self.t))
+                p.grad = None
+
+
+def _events_median(torch: Any, fn: Callable[[], Any], warmup: int, repeats: int, batch: int = 1) -> float:
+    """Seconds per call: device events around ``batch`` back-to-back calls, median over ``repeats``."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000.0 / batch)
+    return statistics.median(times)
+
+
+#: The pinned host<->device copy, by --deep: a PCIe link runs at full speed long before 64 MiB
+#: (benchmarks/throughput_reference.py sets it beside a 1 GiB copy), and these copies hold one lock for
+#: all GPUs (they share the host's memory), so on four GPUs each GPU's copy time is paid four times.
+PINNED_BYTES = {False: 64 << 20, True: 256 << 20}
+#: An idle GPU runs its PCIe link at a lower speed and raises it under load: host-to-device copies of
+#: 64 MiB after two warm-up copies read 44-55 GB/s on an H200 whose link gives 55, device-to-host copies
+#: right after them 55 every time. The link is kept busy this long first (do_bench warms up 25 ms too).
+LINK_WARMUP_S = 0.025
+
+
+def _busy_for(torch: Any, fn: Callable[[], Any], seconds: float) -> None:
+    """``fn()`` again and again, each waited for, until ``seconds`` have passed."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        fn()
+        torch.cuda.synchronize()
+
+
+def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, Any]:
+    """Dense matmul TFLOP/s, device-copy bandwidth (bytes read + written), pinned host<->device bandwidth."""
+    budget = int(free * MEMORY_SHARE)
+    repeats = 30 if deep else 10
+    out: dict[str, Any] = {"memory_budget_bytes": budget, "repeats": repeats}
+    n = 8192
+    while 3 * n * n * 4 > budget and n > 1024:
+        n //= 2
+    g = torch.Generator(device=dev).manual_seed(6)
+    for label, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
+        a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
+        b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
+        if dtype == torch.bfloat16:
+            t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
+        else:
+            with _GLOBAL_STATE:  # tf32 on for this timing only; another GPU's thread may be checking float32
+                old = torch.backends.cuda.matmul.allow_tf32
+                torch.backends.cuda.matmul.allow_tf32 = True
+                try:
+                    t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
+                finally:
+                    torch.backends.cuda.matmul.allow_tf32 = old
+        out[f"matmul_{label}_tflops"] = 2 * n**3 / t / 1e12
+        del a, b
+    out["matmul_n"] = n
+    size = min(1 << 30, budget // 2)
+    src = torch.empty(size, dtype=torch.uint8, device=dev).random_(generator=g)
+    dst = torch.empty_like(src)
+    t = _events_median(torch, lambda: dst.copy_(src), 3, repeats)
+    out["device_copy_gbs"] = 2 * size / t / 1e9  # bytes read + bytes written
+    out["device_copy_bytes"] = size
+    del src, dst
+    size = min(PINNED_BYTES[deep], budget // 2)
+    host = torch.empty(size, dtype=torch.uint8).pin_memory()
+    devbuf = torch.empty(size, dtype=torch.uint8, device=dev)
+    def h2d() -> Any:
+        return devbuf.copy_(host, non_blocking=True)
+
+    with _lock("host_copies"):
+        _busy_for(torch, h2d, LINK_WARMUP_S)
+        out["h2d_gbs"] = size / _events_median(torch, h2d, 2, repeats) / 1e9
+        out["d2h_gbs"] = size / _events_median(torch, lambda: host.copy_(devbuf, non_blocking=True), 2, repeats) / 1e9
+    out["pinned_bytes"] = size
+    out["ok"] = True
+    return out
