@@ -516,3 +516,75 @@ def test_two_dist_infos_of_torch_in_one_folder_are_both_read(tmp_path):
     torch = read(tmp_path, "torch")
     assert (torch["version"], torch["cuda_build"], torch["cpu_only_build"]) == (None, None, None)
     assert any("several distributions install torch here" in e for e in torch["evidence"])
+
+
+def _headers_as_importlib_reads_them(dist: Any) -> dict[str, str]:
+    """The reference: the whole METADATA (else PKG-INFO) through importlib's read_text, split at the first
+    blank line; md._read_headers reads only the header block of a wheel's METADATA, and must answer alike."""
+    text = ""
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            text = dist.read_text(name) or ""
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if text:
+            break
+    out: dict[str, str] = {}
+    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].splitlines():
+        field, sep, value = line.partition(":")
+        if sep and line[:1] not in (" ", "\t") and field not in out:
+            out[field] = value.strip()
+    return out
+
+
+HEADER_CASES = {
+    "plain": b"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n\nName: not-this\n",
+    "crlf": b"Metadata-Version: 2.1\r\nName: jax\r\nVersion: 0.11.2\r\n\r\nlong\r\n",
+    "cr": b"Metadata-Version: 2.1\rName: cupy\rVersion: 14.2\r\rdescription\r",
+    "mixed": b"Name: a\n\r\nVersion: 1\n",
+    "bom": b"\xef\xbb\xbfMetadata-Version: 2.1\nName: bommed\n\n",
+    "no-blank-line": b"Name: tail\nVersion: 3",
+    "long-header": b"Name: long\n" + b"".join(b"Requires-Dist: dep%d\n" % i for i in range(2000)) + b"Version: 9\n\nbody",
+    "blank-first": b"\nName: after-blank\n",
+    "folded": b"Name: x\nSummary: first\n  continued\nVersion: 1\n\n",
+    "latin1-header": b"Name: caf\xe9\nVersion: 1\n\n",
+    "chunk-edge": b"Name: edge\n" + b"X: " + b"y" * (8192 - 15) + b"\r" + b"\n\r\nVersion: no\n",  # its CR is the last byte of the first 8 KiB read
+}
+
+
+@pytest.mark.parametrize("case", sorted(HEADER_CASES))
+def test_metadata_headers_read_from_the_header_block_alone(tmp_path, case):
+    """Line endings, a byte order mark, a header past the first 8 KiB read, a blank line split across two
+    reads, undecodable bytes in the header (then nothing, as importlib gives) or only after it."""
+    from importlib import metadata
+
+    info = tmp_path / "pkg-1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(HEADER_CASES[case])
+    dist = metadata.PathDistribution(info)
+    md._HEADERS.clear()
+    assert md._read_headers(dist) == _headers_as_importlib_reads_them(dist)
+    assert md._read_headers(metadata.PathDistribution(info)) == _headers_as_importlib_reads_them(dist)  # cached
+
+
+def test_metadata_headers_of_every_installed_distribution_as_importlib_reads_them():
+    """Every distribution of this test environment (torch, tensorflow-cpu and their dependencies)."""
+    from importlib import metadata
+
+    dists = list(metadata.distributions())
+    assert len(dists) > 30
+    md._HEADERS.clear()
+    assert [md._read_headers(d) for d in dists] == [_headers_as_importlib_reads_them(d) for d in dists]
+
+
+def test_undecodable_description_no_longer_hides_the_name(tmp_path):
+    """importlib decodes the whole file: a stray byte in the long description loses every header. Read from
+    the header block alone, the name and version stay (the one intended difference from the reference)."""
+    from importlib import metadata
+
+    info = tmp_path / "pkg-1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(b"Name: torch\nVersion: 2.11.0\n\ncaf\xe9 description\n")
+    dist = metadata.PathDistribution(info)
+    assert _headers_as_importlib_reads_them(dist) == {}
+    assert md._read_headers(dist) == {"Name": "torch", "Version": "2.11.0"}

@@ -46,3 +46,24 @@ def test_a_broken_dist_info_is_skipped(tmp_path, monkeypatch):
     copies = {"/x/libnccl.so.2": libraries._entry("/x/libnccl.so.2")}
     libraries._attach_distributions(copies)
     assert "distribution" not in copies["/x/libnccl.so.2"]
+
+
+def test_family_of_is_the_first_family_pattern_that_matches():
+    """family_of looks a name up by its stem (ldconfig -p lists thousands of libraries); it must answer as trying
+    every family's pattern in order does, on real names, near misses and random ones."""
+    import random
+
+    from gpudoctor.probes.libnames import FAMILIES, family_of
+
+    def by_patterns(name: str):
+        return next((family for family, pattern in FAMILIES.items() if pattern.match(name)), None)
+
+    names = ["libcuda.so.1", "libcuda.so.580.159.04", "libcudart.so.13.0.96", "libcublasLt.so.13", "libcublas.so.13",
+             "libcudnn.so.9", "libcudnn_ops.so.9.14.0", "libcudnn_ops_infer.so.8.9.7", "libnccl.so.2", "libnvrtc.so.13",
+             "libnvJitLink.so.13", "libcusparse.so.12", "libcusparseLt.so.0", "libnvrtc-builtins.so.13.0", "libc.so.6",
+             "libcuda.so", "libcudnn_.so.9", "libcudnn_a.b.so.9", "libcuda.so.1.bak", "libcuda.so..1", "libcudnnX.so.9",
+             "libcudnn_adv.so.9.so", "cuda.so", "libcuda.so.1.so.2", "libcudnn_é.so.9"]
+    rng = random.Random(20261123)
+    names += ["".join(rng.choice("libcudasonrtJL._-0123456789x") for _ in range(rng.randint(3, 22))) for _ in range(20000)]
+    assert sum(by_patterns(n) is not None for n in names) == 14  # 12 sonames, the bare libcuda.so and libcudnn_é.so.9
+    assert [family_of(n) for n in names] == [by_patterns(n) for n in names]

@@ -29,7 +29,7 @@ def main() -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"== {probe.name}: wall {wall * 1000:.1f} ms, cpu {cpu * 1000:.1f} ms")
         out = io.StringIO()
-        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(8)
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(14)
         print("\n".join(line for line in out.getvalue().splitlines()[6:] if line.strip()))
 
 

@@ -65,16 +65,24 @@ _HEADERS = {}  # type: Dict[Tuple[str, int, int], Dict[str, str]]
 
 
 def _read_headers(dist: Any) -> Dict[str, str]:
-    seen = None
+    """A distribution's headers. A wheel's METADATA is read up to its first blank line only: the long
+    description after it is most of the file (torch's, jax's), and some two hundred of them are read
+    per check. Anything else (an egg's PKG-INFO, an empty METADATA) is read as importlib reads it."""
     base = getattr(dist, "_path", None)
     if base is not None:
+        path = os.path.join(str(base), "METADATA")
         try:
-            stat = os.stat(os.path.join(str(base), "METADATA"))
-            seen = (str(base), stat.st_mtime_ns, stat.st_size)
-        except OSError:
-            seen = None
-    if seen in _HEADERS:
-        return _HEADERS[seen]
+            with open(path, "rb") as fh:
+                stat = os.fstat(fh.fileno())
+                seen = (path, stat.st_mtime_ns, stat.st_size)
+                if seen in _HEADERS:
+                    return _HEADERS[seen]
+                block = _header_block(fh)
+        except (OSError, UnicodeDecodeError):
+            block = ""
+        if block:
+            _HEADERS[seen] = _parse_headers(block)
+            return _HEADERS[seen]
     text = ""
     for name in ("METADATA", "PKG-INFO"):
         try:
@@ -83,13 +91,27 @@ def _read_headers(dist: Any) -> Dict[str, str]:
             text = ""
         if text:
             break
+    return _parse_headers(text.replace("\r\n", "\n").split("\n\n", 1)[0])
+
+
+def _header_block(fh: Any) -> str:
+    """The text before the first blank line, with newlines as text mode reads them (\\r\\n and \\r are \\n)."""
+    data = b""
+    while True:
+        chunk = fh.read(8192)
+        data += chunk
+        normal = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = normal.find(b"\n\n")
+        if end >= 0 or not chunk:
+            return normal[:end if end >= 0 else len(normal)].decode("utf-8")
+
+
+def _parse_headers(block: str) -> Dict[str, str]:
     cache = {}  # type: Dict[str, str]
-    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].splitlines():
+    for line in block.splitlines():
         field, sep, value = line.partition(":")
         if sep and line[:1] not in (" ", "\t") and field not in cache:
             cache[field] = value.strip()
-    if seen is not None:
-        _HEADERS[seen] = cache
     return cache
 
 
