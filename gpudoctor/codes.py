@@ -292,6 +292,10 @@ _CODES = (
          "A framework sees the GPU, but a 2x2 matrix product on it failed.",
          "The framework cannot run work on the GPU; the quoted error names why.",
          "Read the error: a kernel image missing for this GPU, an out-of-memory GPU, or a broken library."),
+    Code("FWK009", "framework-probe-not-started", WARNING,
+         "gpudoctor's process that reads a framework ended before it said anything, so before it imported the framework: under the diagnosed Python, gpudoctor's own start failed (or the process could not be started).",
+         "The framework itself was not judged; whether it imports and computes is unknown. The error quoted is gpudoctor's or the interpreter's, never the framework's.",
+         "Run the quoted command to see whether the framework imports; report the error to gpudoctor with the JSON report attached."),
     # frameworks, FWK1xx: environment variables that steer a framework on the GPU (checks/environment.py)
     Code("FWK101", "jax-platforms-exclude-gpu", ERROR,
          "JAX_PLATFORMS is set to a list without 'cuda' (or 'gpu'), such as 'cpu', or to a name JAX cannot start ('CUDA' in capitals, 'rocm' without ROCm), on a machine with a GPU.",
@@ -325,6 +329,10 @@ _CODES = (
          "Installed Python distributions conflict: tensorflow with tensorflow-cpu, two CuPy packages, a legacy pynvml shadowing nvidia-ml-py, one package installed twice.",
          "They overwrite or shadow each other's modules, so what imports is not what pip says is installed.",
          "Uninstall all but one, as the finding's commands show."),
+    Code("PY002", "python-unreadable", WARNING,
+         "The Python gpudoctor diagnoses (--python, the active venv or conda environment) did not say what it is and where its packages are: it is older than Python 3.9, or it does not start.",
+         "None of its packages was looked at: its frameworks show as not installed because they are unknown, and no framework verdict covers them.",
+         "Check the interpreter with the quoted command; diagnose a Python 3.9 or newer, or install gpudoctor into that environment."),
     # --- compat: the matrix's verdicts ----------------------------------------------------------------
     Code("CMP001", "driver-too-old-for-build", ERROR,
          "A framework build needs a newer driver than the one running: its CUDA is newer than the driver supports, beyond what minor-version compatibility allows.",

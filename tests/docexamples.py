@@ -449,6 +449,12 @@ EXAMPLES: dict[str, Facts] = {
         "python": {"executable": "/opt/venv/bin/python3",
                    "distributions": [_dist("tensorflow", "2.21.0"), _dist("tensorflow-cpu", "2.21.0")]},
     },
+    "PY002": {
+        # --python naming a Python 3.6 venv (the CPU machine's pyenv 3.6.15, 2026-11-23)
+        "python": {"diagnosed": {"executable": "/opt/legacy/bin/python", "own": False, "reason": "--python names it"},
+                   "unavailable": "unknown", "executable": "/opt/legacy/bin/python",
+                   "error": "SyntaxError: future feature annotations is not defined"},
+    },
     # --- frameworks ---------------------------------------------------------------------------
     "FWK001": {
         "nvml": _nvml(cuda_driver_version=13000),
@@ -480,6 +486,14 @@ EXAMPLES: dict[str, Facts] = {
     },
     "FWK005": {
         "frameworks": _torch("timeout", error="no answer within 90 s", stderr_tail=""),
+    },
+    "FWK009": {
+        # a pipx gpudoctor whose child needed psutil in a venv without it (gpudoctor before 2026-11-23, 1 x H100)
+        "frameworks": _torch("crashed", stage=None, signal=None, started=False,
+                             error="its process ended (exit status 1) before it said anything",
+                             last_error="ModuleNotFoundError: No module named 'psutil'",
+                             stderr_tail="  File \"/opt/gpudoctor/gpudoctor/probes/processes.py\", line 41, in <module>\n"
+                                         "    import psutil\nModuleNotFoundError: No module named 'psutil'\n"),
     },
     "FWK006": {
         # a hand-made libcudnn.so.9 -> libcudnn.so.8.9.7 link, the usual way a cuDNN 8 ends up under a cuDNN 9 name

@@ -638,3 +638,33 @@ def test_cpu_only_jax_on_a_cuda_12_driver_gets_cuda12(h200x2):
     facts = with_fact(with_fact(h200x2, "frameworks.jax.info", CPU_JAX), "nvml.cuda_driver_version", 12080)
     (f,) = [f for f in findings(facts) if f["code"] == "FWK001"]
     assert f["remediation"]["commands"][0].endswith("'jax[cuda12]'")
+
+
+# --- FWK009: gpudoctor's own child did not start (frameworks.import) ---------------------------------
+
+BARE_VENV = REAL / "h100x1-20261123" / "session7" / "bare-venv"
+
+
+def test_a_child_that_never_started_is_not_a_framework_failure():
+    """Recorded on 1 x H100 (2026-11-23, tools/device/bare_venv.sh) with the code before the fix: a venv holding
+    torch, JAX and CuPy but not psutil, checked by a gpudoctor whose children needed psutil. Each child died
+    importing gpudoctor's own modules, and the old record could not tell: three FWK004 "PyTorch fails", a wrong
+    verdict on healthy frameworks. The probe now records ``started: false`` for such a child; with it (one fact
+    per framework), the same report gives FWK009, a warning that gpudoctor could not look, naming psutil."""
+    facts = json.loads((BARE_VENV / "before-fw-venv.json").read_text())["facts"]
+    assert sorted(f["code"] for f in pipeline.judge(facts)["findings"]) == ["FWK004"] * 3  # as recorded: wrong
+    for name in ("torch", "jax", "cupy"):
+        facts = with_fact(facts, f"frameworks.{name}.started", False)
+    found = pipeline.judge(facts)["findings"]
+    assert [(f["code"], f["severity"]) for f in found] == [("FWK009", "warning")] * 3
+    assert all("ModuleNotFoundError: No module named 'psutil'" in f["title"] for f in found)
+    assert found[0]["title"].startswith("gpudoctor could not start its PyTorch check under /tmp/fw-venv/bin/python")
+    assert found[0]["remediation"]["commands"] == ["/tmp/fw-venv/bin/python -c 'import torch'"]
+
+
+def test_the_fixed_code_on_the_same_venv_finds_nothing():
+    """The same venv, the fixed code (same machine, minutes later): every framework imported and computed."""
+    report = json.loads((BARE_VENV / "after-fw-venv.json").read_text())
+    assert pipeline.judge(report["facts"])["findings"] == []
+    assert {n: fw.get("status") for n, fw in report["facts"]["frameworks"].items() if fw.get("installed")} == \
+        {"torch": "ok", "jax": "ok", "cupy": "ok"}

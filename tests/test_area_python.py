@@ -1,6 +1,7 @@
-"""The python area: python.conflicts (checks/pyenv.py), installed distributions that fight over one import
-name or one GPU library (PY001): TensorFlow beside tensorflow-cpu, two CuPy wheels, the legacy pynvml
-and nvidia-ml-py3 that shadow nvidia-ml-py, tensorflow-gpu, one package installed twice.
+"""The python area (checks/pyenv.py): python.readable, the diagnosed interpreter could not be read (PY002;
+a real Python 3.6 is in tests/test_interpreter.py); python.conflicts, installed distributions that fight over
+one import name or one GPU library (PY001): TensorFlow beside tensorflow-cpu, two CuPy wheels, the legacy
+pynvml and nvidia-ml-py3 that shadow nvidia-ml-py, tensorflow-gpu, one package installed twice.
 
 Judged on the real 2 x H200 recording with one distribution added at a time; each fault asserts the exact
 codes over every check.
@@ -51,3 +52,16 @@ def test_modern_pynvml_wrapper_is_fine(h200x2):
     """pynvml >= 12 is a thin package that imports nvidia-ml-py's module: no shadowing."""
     facts = with_fact(h200x2, "python.distributions", h200x2["python"]["distributions"] + [_dist("pynvml", "12.0.0")])
     assert codes(facts) == set()
+
+
+def test_an_unreadable_diagnosed_python_is_a_warning_naming_it(h200x2):
+    """The recording with its python section replaced by what the probe writes when the interpreter will not
+    describe itself (a Python 3.6 venv named by --python): PY002, and nothing else."""
+    facts = with_fact(h200x2, "python", {"diagnosed": {"executable": "/opt/legacy/bin/python", "own": False,
+                                                       "reason": "--python names it"},
+                                         "unavailable": "unknown", "executable": "/opt/legacy/bin/python",
+                                         "error": "SyntaxError: future feature annotations is not defined"})
+    f = only(facts, "PY002")
+    assert (f["check"], f["severity"]) == ("python.readable", "warning")
+    assert f["title"] == ("gpudoctor could not read the Python it diagnoses, /opt/legacy/bin/python: "
+                          "SyntaxError: future feature annotations is not defined")

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from typing import Optional
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,55 @@ def test_workers_start_under_a_venv_without_gpudoctors_dependencies(tmp_path: Pa
         assert result.returncode == 2  # its usage, printed by the module itself
     else:
         assert result.returncode == 0 and result.lines, result.stderr_tail[-800:]
+
+
+def _python_before_3_7() -> Optional[str]:
+    """A real Python older than gpudoctor's child code accepts (pyenv's 3.6 on the CPU machine), if any."""
+    import glob
+    import shutil
+
+    found = [shutil.which(n) for n in ("python3.6", "python3.5")] + sorted(glob.glob("/root/.pyenv/versions/3.6*/bin/python"))
+    for exe in filter(None, found):
+        ran = subprocess.run([exe, "-c", "import sys; print(sys.version_info < (3, 7))"], capture_output=True, text=True)
+        if ran.returncode == 0 and ran.stdout.strip() == "True":
+            return exe
+    return None
+
+
+OLD_PYTHON = _python_before_3_7()
+needs_old_python = pytest.mark.skipif(OLD_PYTHON is None, reason="no Python older than 3.7 on this machine")
+
+
+@needs_old_python
+def test_a_framework_child_that_dies_before_its_first_line_is_recorded_as_not_started(tmp_path: Path):
+    """Under a Python 3.6 the child's own start fails (gpudoctor's modules need 3.7 syntax): the record says
+    it never started, so the check reports FWK009 (gpudoctor could not look), never FWK004 on the framework."""
+    from gpudoctor.probes.frameworks import WORKER, summarise
+
+    venv = tmp_path / "py36"
+    subprocess.run([OLD_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    child = run_module(WORKER, ["torch"], timeout_s=60, python=str(venv / "bin" / "python"))
+    record = summarise(child, 60)
+    assert record["status"] == "crashed" and record["started"] is False and record["stage"] is None
+    assert record["last_error"].startswith("SyntaxError"), record
+    ok = summarise(run_module(WORKER, ["torch"], timeout_s=120), 120)  # this venv's own: it starts, so no such key
+    assert "started" not in ok
+
+
+@needs_old_python
+def test_a_python_gpudoctor_cannot_read_is_a_finding_not_a_clean_report(tmp_path: Path):
+    """--python naming a Python 3.6 venv that holds a torch: its facts cannot be read, so its frameworks are
+    unknown. Before PY002 the report said nothing at all about it; now PY002 says so and names the interpreter."""
+    venv = tmp_path / "py36"
+    subprocess.run([OLD_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text("raise SystemExit('never imported by gpudoctor here')\n")
+    ran = subprocess.run([sys.executable, "-m", "gpudoctor", "check", "--quick", "--only", "python", "--python",
+                          str(venv / "bin" / "python"), "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    report = json.loads(ran.stdout)
+    assert ran.returncode == 0  # a warning: the gate fails only under --fail-on warning
+    found = [f for f in report["findings"] if f["code"] == "PY002"]
+    assert len(found) == 1 and found[0]["severity"] == "warning", report["findings"]
+    assert found[0]["title"].endswith("SyntaxError: future feature annotations is not defined")
+    assert str(venv / "bin" / "python") in found[0]["title"]

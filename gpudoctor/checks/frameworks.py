@@ -59,7 +59,9 @@ def check_imports(facts: Facts) -> Iterator[Finding]:
     for name, fw in _installed(facts).items():
         status, label = fw.get("status"), NAMES.get(name, name)
         tail = (fw.get("stderr_tail") or "").strip()[-1200:]
-        if status in ("import_error", "crashed"):
+        if status == "crashed" and fw.get("started") is False:
+            yield _not_started(facts, name, fw, tail)
+        elif status in ("import_error", "crashed"):
             yield _failure(facts, name, fw, tail)
         elif status == "timeout":
             yield finding("FWK005", f"importing {label} did not finish: {fw.get('error')}",
@@ -105,6 +107,19 @@ def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
     return finding("FWK004", title, detail="\n".join(parts),
                    text=f"That is {label}'s own error; it names the cause. Run the same step alone to see it in full.",
                    commands=[_own_step(facts, name, stage)])
+
+
+def _not_started(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
+    """FWK009: the child ended before its first line, so before it imported the framework (a dependency of
+    gpudoctor's missing under the diagnosed Python, an interpreter that will not start, a process that could
+    not be started at all): saying the framework fails would be a wrong verdict on it."""
+    label = NAMES.get(name, name)
+    why = str(fw.get("last_error") or fw.get("error") or "")
+    return finding("FWK009", f"gpudoctor could not start its {label} check under {_python(facts)}: {why}",
+                   detail=f"Last lines it printed:\n{tail}" if tail else "",
+                   text=f"Whether {label} imports and computes here is unknown: the process stopped before importing it. "
+                        "Run the command below to see it import, and report the error to gpudoctor.",
+                   commands=[f"{_python(facts)} -c 'import {name}'"])
 
 
 def _own_step(facts: Facts, name: str, stage: Optional[str]) -> str:
@@ -324,7 +339,7 @@ def _sublibs(info: dict[str, Any]) -> str:
 
 
 CHECKS = (
-    Check("frameworks.import", "frameworks", "every installed framework imports", ("FWK004", "FWK005"),
+    Check("frameworks.import", "frameworks", "every installed framework imports", ("FWK004", "FWK005", "FWK009"),
           check_imports, ("frameworks",)),
     Check("frameworks.gpu", "frameworks", "every framework is a GPU build that sees the GPUs",
           ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml")),

@@ -1,4 +1,5 @@
-"""The Python environment: installed distributions that fight over the same module or libraries."""
+"""The Python environment: whether the diagnosed interpreter could be read at all, and installed
+distributions that fight over the same module or libraries."""
 
 from __future__ import annotations
 
@@ -57,6 +58,24 @@ def _older_than(version: str, floor: str) -> bool:
         return False
 
 
+def check_readable(facts: Facts) -> Iterator[Finding]:
+    """PY002: the diagnosed interpreter did not say what it is and where its packages are (too old for
+    gpudoctor's reader, or not a working Python), so no framework of it was looked for: the report's
+    "not installed" for its frameworks means "not known", which a clean report would hide."""
+    python = facts.get("python")
+    if not isinstance(python, dict):
+        raise NotApplicable("the Python environment was not probed")
+    if "unavailable" not in python:
+        return
+    exe = str(python.get("executable") or get(facts, "python.diagnosed.executable") or "python3")
+    why = str(python.get("error") or python.get("unavailable"))
+    yield finding("PY002", f"gpudoctor could not read the Python it diagnoses, {exe}: {why}",
+                  text="Its packages were not looked at, so its frameworks are unknown, not absent. gpudoctor reads "
+                       "interpreters of Python 3.9 and newer; run the command below to see what this one is.",
+                  commands=[f"{exe} -c 'import sys; print(sys.version); print(sys.path)'"])
+
+
 CHECKS = (
+    Check("python.readable", "python", "the diagnosed Python could be read", ("PY002",), check_readable, ("python",)),
     Check("python.conflicts", "python", "no conflicting packages", ("PY001",), check_conflicts, ("python",)),
 )

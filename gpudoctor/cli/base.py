@@ -1,4 +1,4 @@
-"""What every command shares: the group, exit codes, error types and common options."""
+"""What every command shares: the group, exit codes and common options (its one-line errors are cli/errors.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 
 from gpudoctor import __version__
 from gpudoctor import report as rep
+from gpudoctor.cli.errors import BadInput
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -18,25 +19,6 @@ Exit codes:
   3  gpudoctor itself could not complete (internal error, interrupted, report not written)
 """
 FORMATS = ("text", "json", "markdown", "junit")
-
-
-class _OneLine(click.ClickException):
-    """Its message names untrusted things (a file name, a report's value): shown on one line, controls escaped."""
-
-    def format_message(self) -> str:
-        from gpudoctor.render.safe import terminal
-
-        return terminal(self.message)
-
-
-class Failure(_OneLine):
-    """A one-line error with gpudoctor's exit code 3."""
-
-    exit_code = rep.EXIT_INTERNAL
-
-
-class BadInput(_OneLine):
-    exit_code = rep.EXIT_USAGE
 
 
 #: ``ctx.meta`` key under which ``inputs.load_report`` records the saved reports a command loaded.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from gpudoctor.cli.base import BadInput, cli
+from gpudoctor.cli.base import cli
+from gpudoctor.cli.errors import BadInput
 
 
 @cli.command("checks")

@@ -9,7 +9,8 @@ from typing import Any, Callable, Optional
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, BadInput, _names, cli, report_options
+from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, _names, cli, report_options
+from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.output import clear_progress, emit, progress_printer, set_deadline
 
 

@@ -8,7 +8,8 @@ from typing import Any
 from gpudoctor import report as rep
 import click
 
-from gpudoctor.cli.base import LOADED_REPORTS, BadInput
+from gpudoctor.cli.base import LOADED_REPORTS
+from gpudoctor.cli.errors import BadInput
 
 
 def load_report(path: Path) -> dict[str, Any]:

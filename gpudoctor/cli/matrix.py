@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import click
 
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, BadInput, cli
+from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, cli
+from gpudoctor.cli.errors import BadInput
 
 if TYPE_CHECKING:
     from gpudoctor.compat.model import Stack

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import Failure
+from gpudoctor.cli.errors import Failure
 
 
 def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool, redact: bool = True,

@@ -9,7 +9,8 @@ from typing import Optional
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, BadInput, cli, format_for, report_options
+from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, cli, format_for, report_options
+from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.inputs import load_report
 from gpudoctor.cli.output import emit, write
 from gpudoctor.render.safe import terminal

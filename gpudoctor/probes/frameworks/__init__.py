@@ -73,6 +73,8 @@ def summarise(child: ChildResult, timeout_s: float) -> dict[str, Any]:
         where = STAGE_WORDS.get(reached or "", "before it said anything")
         out.update(status="crashed", stage=reached, signal=child.signal_name or None,
                    error=child.start_error or f"its process ended ({how}) {where}")
+        if not child.sections("started"):
+            out["started"] = False  # it ended before its first line: gpudoctor's start there failed, not the framework
     elif data.get("import_error"):
         out.update(status="import_error", error=data["import_error"], stage=data.get("stage") or reached or "import")
     else:
