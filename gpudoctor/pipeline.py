@@ -6,8 +6,8 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 from gpudoctor import report as rep
 from gpudoctor.checks.base import Check
-from gpudoctor.checks.gates import REQUIRED_GPUS_CHECK, required_gpus, selection
-from gpudoctor.checks.registry import CHECKS, run_checks
+from gpudoctor.checks.registry import CHECKS, run_checks, select_checks, selection
+from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
 from gpudoctor.probes.child import kill_all, reopen
 from gpudoctor.runner import run_probes, select_probes
 from gpudoctor.views.visibility import resolve
@@ -48,21 +48,6 @@ def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional
         checks = sorted([*checks, *(c for c in CHECKS if c.id == REQUIRED_GPUS_CHECK)],
                         key=lambda c: order.get(c.id, len(order)))
     return rep.build(facts, run_checks(facts, checks), created=created)
-
-
-def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gpus: bool = False) -> list[Check]:
-    """Checks whose area or id matches ``only`` (all if empty) and not ``skip``, and the gate of ``--require-gpus``
-    when ``require_gpus`` whatever they say; an unknown name is a ValueError."""
-    known = {c.area for c in CHECKS} | {c.id for c in CHECKS}
-    unknown = [n for n in (*only, *skip) if n not in known]
-    if unknown:
-        raise ValueError(f"unknown area or check: {', '.join(unknown)} (see `gpudoctor checks`)")
-
-    def matches(check: Check, names: Sequence[str]) -> bool:
-        return check.area in names or check.id in names
-
-    return [c for c in CHECKS if (not only or matches(c, only) or c.area == "doctor") and not matches(c, skip)
-            or require_gpus and c.id == REQUIRED_GPUS_CHECK]
 
 
 def cuda_numbers(facts: dict[str, Any]) -> dict[int, list[int]]:

@@ -178,15 +178,3 @@ def changes(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
         "gone": [before[k] for k in before if k not in after],
         "unchanged": sum(1 for k in after if k in before),
     }
-
-
-def describe_changes(diff: dict[str, Any]) -> list[str]:
-    """Lines for the terminal (``analyze`` prints them on stderr). The saved report's version, codes and
-    titles are data from anywhere: each is shown on its line with every control character escaped."""
-    from gpudoctor.render.safe import terminal
-
-    lines = [f"gpudoctor: compared with the verdict saved by gpudoctor {terminal(diff['saved_by'])}: "
-             f"{len(diff['new'])} new, {len(diff['gone'])} no longer reported, {diff['unchanged']} unchanged"]
-    lines += [f"  new: {terminal(f.get('code'))} {terminal(f.get('title', ''))}" for f in diff["new"]]
-    lines += [f"  gone: {terminal(f.get('code'))} {terminal(f.get('title', ''))}" for f in diff["gone"]]
-    return lines

@@ -139,7 +139,7 @@ def test_only_binding_imports_pynvml():
     ("render", ("gpudoctor.probes",)),
     ("compat", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli")),
     ("pastes", ("click", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
-    ("views", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
+    ("views", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes", "gpudoctor.compat")),
 ])
 def test_layers_import_downwards(layer, forbidden):
     files = sorted((PACKAGE / layer).rglob("*.py"))
@@ -150,7 +150,7 @@ def test_layers_import_downwards(layer, forbidden):
 
 #: The check modules that hold the registry and its tools rather than checks: only they may import other
 #: check modules (the registry lists every check; the gates ask the registry which checks ran).
-CHECK_INFRASTRUCTURE = ("base", "registry", "gates")
+CHECK_INFRASTRUCTURE = ("base", "selection")  # the Check record and finding(); which checks a run selected
 
 
 def test_checks_do_not_import_each_other():
@@ -159,7 +159,7 @@ def test_checks_do_not_import_each_other():
     allowed = tuple(f"gpudoctor.checks.{name}" for name in CHECK_INFRASTRUCTURE)
     bad = {}
     for path in sorted((PACKAGE / "checks").rglob("*.py")):
-        if path.stem in ("registry", "gates"):
+        if path.stem == "registry":  # it lists every check; the doctor's gate is handed the run (RunView)
             continue
         own = f"gpudoctor.checks.{path.stem}"
         siblings = sorted(m for m in _imports(path) if m.startswith("gpudoctor.checks.")
@@ -167,6 +167,34 @@ def test_checks_do_not_import_each_other():
         if siblings:
             bad[_rel(path)] = siblings
     assert bad == {}
+
+
+def test_no_import_loops_and_the_report_imports_no_renderer():
+    """No module of the package imports one that imports it back, however indirectly and wherever the import
+    stands (a function's lazy import too): the doctor's gate is handed the run (checks/base.py RunView) rather
+    than importing the registry that lists it. The report (data) imports no renderer."""
+    def name(path: Path) -> str:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = [p for p in SOURCES if p.name != "__init__.py"]  # a package's face only hands names on
+    graph = {}
+    for path in modules:
+        mods = _imports(path)  # exact names: ``from gpudoctor.compat import rules`` is an arrow to rules.py
+        graph[_rel(path)] = {_rel(q) for q in modules if q != path and name(q) in mods}
+    loops = []
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node == start:
+                loops.append(start)
+                break
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph.get(node, ()))
+    assert loops == []
+    assert not _imports_module(_imports(PACKAGE / "report.py"), "gpudoctor.render")
 
 
 def test_fleet_and_pipeline_import_no_renderer():

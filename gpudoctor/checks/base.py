@@ -22,8 +22,18 @@ class Check:
     area: str
     title: str
     codes: tuple[str, ...]
-    run: Callable[[Facts], Iterable[Finding]]
+    run: Callable[..., Iterable[Finding]]  # run(facts), or run(facts, RunView) with sees_run
     needs: tuple[str, ...] = ()  # probes whose facts it reads
+    sees_run: bool = False  # judges the other checks' verdicts (the doctor's gate): given a RunView
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a check that judges the run (``sees_run``) is handed by the registry that runs it: every check
+    there is, and each one's verdict on these facts. Handed, not imported: the registry lists that check."""
+
+    checks: Sequence[Check]
+    result_of: Callable[[Check], Any]  # -> CheckResult
 
 
 def finding(code: str, title: str, detail: str = "", subject: Optional[Subject] = None,

@@ -3,8 +3,10 @@
 A container entrypoint or a node health gate reads only the exit code, so a run must never pass
 because the thing it asked for was not checked. This check judges the verdicts of the other checks
 the run selected, as the facts record the selection (``facts["options"]``: ``only``, ``skip``,
-``require_gpus``, written by ``check``). Checks are pure functions of the facts, so it re-derives
-those verdicts from the facts: a saved report re-judged by ``analyze`` keeps its verdict.
+``require_gpus``, written by ``check``; checks/selection.py reads it). Checks are pure functions of the
+facts, so it re-derives those verdicts from the facts: a saved report re-judged by ``analyze`` keeps its
+verdict. The registry that lists this check hands it the run (checks/base.py RunView: every check, and
+each one's verdict so far) instead of this module importing the registry back.
 
 - INT004: a selected check timed out: a probe it needs did not finish (the ``--timeout`` deadline
   passed, or the probe overran its own time limit). What it judges was not checked.
@@ -15,15 +17,15 @@ those verdicts from the facts: a saved report re-judged by ``analyze`` keeps its
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Sequence
 
-from gpudoctor.checks.base import Check, Facts, finding
+from gpudoctor.checks.base import Check, Facts, RunView, finding
+from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, names, options_of, recorded, required_gpus
 from gpudoctor.findings import PASS, SKIP, TIMEOUT, CheckResult, Finding
 from gpudoctor.snapshot import stopped_by
 from gpudoctor.status import PROBE_TIMEOUT, STOPPED_DEADLINE
 
 GATE_ID = "doctor.gates"
-REQUIRED_GPUS_CHECK = "visibility.required_gpus"
 #: Notes with which a check that ran says it measured nothing on a GPU; a check that reported only these
 #: counts, for INT005, as not run.
 NOTHING_MEASURED = {
@@ -34,39 +36,23 @@ NOTHING_MEASURED = {
 TITLE_REASONS = 3
 
 
-def selection(facts: Facts) -> list[Check]:
-    """The checks the run that gathered these facts selected (all, without ``options``): what ``analyze``
-    judges a saved report with."""
-    from gpudoctor.checks.registry import CHECKS
-    from gpudoctor.pipeline import select_checks
-
-    options = _options(facts)
-    known = {c.area for c in CHECKS} | {c.id for c in CHECKS}
-    only, skip = (tuple(n for n in _names(options.get(key)) if n in known) for key in ("only", "skip"))
-    if _names(options.get("only")) and not only:  # every --only name unknown here: nothing of it is selected
-        return [c for c in CHECKS if c.area == "doctor"]
-    return select_checks(only, skip, require_gpus=required_gpus(facts) is not None)
+def selected_checks(facts: Facts, run: RunView) -> list[Check]:
+    """The checks the run selected (as its facts record it), less this one."""
+    return [c for c in recorded(run.checks, facts) if c.id != GATE_ID]
 
 
-def selected_checks(facts: Facts) -> list[Check]:
-    """The selection, less this check."""
-    return [c for c in selection(facts) if c.id != GATE_ID]
-
-
-def check_gates(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.checks.registry import result_of
-
-    checks = selected_checks(facts)
-    results = {c.id: result_of(c, facts) for c in checks}
+def check_gates(facts: Facts, run: RunView) -> Iterator[Finding]:
+    checks = selected_checks(facts, run)
+    results = {c.id: run.result_of(c) for c in checks}
     timed_out = [c for c in checks if results[c.id].status == TIMEOUT]
     if timed_out:
         yield _timed_out(facts, timed_out)
-    for name in _names(_options(facts).get("only")):
+    for name in names(options_of(facts).get("only")):
         if name == GATE_ID:
             continue
         chosen = [results[c.id] for c in checks if name in (c.area, c.id)]
         if not chosen:
-            why = ["every check it names was left out by --skip"] if _is_known(name) else \
+            why = ["every check it names was left out by --skip"] if any(name in (c.area, c.id) for c in run.checks) else \
                   ["this gpudoctor has no area or check of that name"]
             yield _not_checked(f"--only {name} checked nothing", why, [])
         elif all(_not_run(r) for r in chosen):
@@ -123,28 +109,7 @@ def _record(probes: dict[str, Any], name: str) -> dict[str, Any]:
     return record if isinstance(record, dict) else {}
 
 
-def _names(value: Any) -> list[str]:
-    return [str(n) for n in value] if isinstance(value, (list, tuple)) else []
-
-
-def _is_known(name: str) -> bool:
-    from gpudoctor.checks.registry import CHECKS
-
-    return any(name in (c.area, c.id) for c in CHECKS)
-
-
-def _options(facts: Facts) -> dict[str, Any]:
-    options = facts.get("options")
-    return options if isinstance(options, dict) else {}
-
-
-def required_gpus(facts: Facts) -> Optional[int]:
-    """N of ``check --require-gpus N`` as the facts record it; None when not given (or 0: nothing to confirm)."""
-    wanted = _options(facts).get("require_gpus")
-    return wanted if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > 0 else None
-
-
 CHECKS = (
     Check(GATE_ID, "doctor", "what the run was asked to check was checked, before any deadline", ("INT004", "INT005"),
-          check_gates),
+          check_gates, sees_run=True),
 )

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.snapshot import known
-from gpudoctor.views.topology import allreduce_reference, cuda_to_nvml, link_label, links_by_pair, pair_subject, slowest_pair
+from gpudoctor.views.topology import allreduce_setting, cuda_to_nvml, link_label, links_by_pair, pair_subject, slowest_pair
 
 
 def _multigpu(facts: Facts) -> dict[str, Any]:
@@ -143,7 +143,10 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         return
     measured = f"bus bandwidth {busbw:.0f} GB/s (algorithm bandwidth {result.get('algbw_gbs', 0):.0f} GB/s, " \
                f"{result.get('bytes', 0) / 2**20:.0f} MiB {result.get('dtype', '')})"
-    model, label, reference = allreduce_reference(facts, multigpu, world)
+    from gpudoctor.compat.rules import allreduce_row
+
+    model, label = allreduce_setting(facts, multigpu, world)
+    reference = allreduce_row(model, world, label)
     where = f"{world} x {model or 'mixed GPUs'} ({label})"
     if reference is None:
         yield finding("RUN026", f"no reference all-reduce bandwidth for {where}; measured {measured}",

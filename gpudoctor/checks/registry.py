@@ -11,11 +11,12 @@ import time
 from typing import Any, Iterable, Optional, Sequence
 
 from gpudoctor.checks import cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
-from gpudoctor.checks.base import Check, NotApplicable, finding
+from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
+from gpudoctor.checks.selection import recorded, select
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
 from gpudoctor.status import PROBE_ERROR, PROBE_TIMEOUT, check_status
 
-from gpudoctor.areas import NAMES as AREAS  # the areas, bottom of the stack to top: gpudoctor/areas.py
+from gpudoctor.areas import NAMES as AREAS  # noqa: F401 - the areas, bottom of the stack to top: gpudoctor/areas.py
 
 CHECKS: tuple[Check, ...] = (
     *internal.CHECKS,
@@ -71,7 +72,8 @@ def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
         if blocked:
             status, reason = blocked
             return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
-        found = [_stamp(f, check) for f in _collect(check.run(facts))]
+        ran = check.run(facts, RunView(CHECKS, lambda other: result_of(other, facts))) if check.sees_run else check.run(facts)
+        found = [_stamp(f, check) for f in _collect(ran)]
     except NotApplicable as exc:
         return CheckResult(check.id, check.area, check.title, SKIP, time.monotonic() - start, reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a broken check must not take the report down
@@ -106,6 +108,16 @@ def _blocked_by(check: Check, facts: dict[str, Any]) -> tuple[str, str] | None:
 def status_of(found: Sequence[Finding]) -> str:
     """A check's status from its findings: the mapping of gpudoctor/status.py."""
     return check_status(f.severity for f in found)
+
+
+def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gpus: bool = False) -> list[Check]:
+    """The registered checks that ``--only``/``--skip`` (and ``--require-gpus``) select (checks/selection.py)."""
+    return select(CHECKS, only, skip, require_gpus)
+
+
+def selection(facts: dict[str, Any]) -> list[Check]:
+    """The registered checks the run that gathered ``facts`` selected, as they record it."""
+    return recorded(CHECKS, facts)
 
 
 def codes_of(checks: Sequence[Check] = CHECKS) -> dict[str, str]:

@@ -13,6 +13,7 @@ from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION,
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.inputs import load_report
 from gpudoctor.cli.output import emit, write
+from gpudoctor.render.changes import describe_changes
 from gpudoctor.render.safe import terminal
 
 
@@ -100,7 +101,7 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
 
     # secrets leave redacted whatever --no-redact says, on stderr too (README: "removed anyway")
     before, after = (redact_report(saved, identities=not no_redact), redact_report(report, identities=not no_redact))
-    for line in rep.describe_changes(rep.changes(before, after)):
+    for line in describe_changes(rep.changes(before, after)):
         click.echo(line, err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 

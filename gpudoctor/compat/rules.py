@@ -240,6 +240,13 @@ def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
     return None
 
 
+def allreduce_row(model: Optional[str], world: Any, link: str) -> Optional[dict[str, Any]]:
+    """The matrix's reference all-reduce figure for ``world`` GPUs of ``model`` joined by ``link``, or None."""
+    entry = performance_entry(model) if model else None
+    rows = (entry or {}).get("allreduce") or []
+    return next((r for r in rows if r.get("gpus") == world and r.get("link") == link), None)
+
+
 def performance_entry(name: str) -> Optional[dict[str, Any]]:
     """The expected figures for this GPU, only when the row is for the very product the name is: "RTX 4090"
     must not judge an RTX 4090 Laptop GPU or a 4090 D, nor "H200" an H200 NVL, by a desktop card's figures.
@@ -351,7 +358,7 @@ def python_in(spec: Optional[str], python: str) -> Optional[bool]:
     return None if parsed is None else in_range(Version(f"{parsed.major}.{parsed.minor}"), spec)
 
 
-_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*(\d+(?:\.\d+)*)\s*")
+_CLAUSE = re.compile(r"\s*(>=|<=|==|!=|<|>)\s*([0-9]+(?:\.[0-9]+)*)\s*")  # ASCII digits: Version takes no others
 _COMPARE = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, "<": operator.lt,
             ">": operator.gt}
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gpudoctor.snapshot import known
-from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_reference, slowest_pair
+from gpudoctor.compat.rules import allreduce_row
+from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_setting, slowest_pair
 
 #: (key, header) of each column, in order.
 COLUMNS = (("gpu", "GPU"), ("framework", "Framework"), ("smoke", "Smoke kernel"), ("results", "Results vs CPU"),
@@ -263,7 +264,8 @@ def between_gpus(facts: dict[str, Any]) -> list[str]:
 def _allreduce_reference(facts: dict[str, Any], multigpu: dict[str, Any], world: Any, busbw: float) -> str:
     """`` (101% of 337 expected for 4 x NVIDIA H200, NV18)``: the reference acceleration.allreduce judges by."""
     try:
-        model, label, row = allreduce_reference(facts, multigpu, world)
+        model, label = allreduce_setting(facts, multigpu, world)
+        row = allreduce_row(model, world, label)
     except Exception:  # noqa: BLE001 - a reference is a nicety; the check itself reports a failure
         return ""
     ref = _num((row or {}).get("busbw_gbs"))

@@ -61,11 +61,10 @@ def cuda_to_nvml(facts: Facts, multigpu: dict[str, Any]) -> dict[Any, int]:
     return mapping
 
 
-def allreduce_reference(facts: Facts, multigpu: dict[str, Any], world: Any) -> tuple[Any, str, Any]:
-    """(GPU model, link type among the GPUs, the matrix's reference row or None) for an all-reduce
-    across ``world`` GPUs: what acceleration.allreduce judges by and the proof table shows."""
-    from gpudoctor.compat import rules as compat
-
+def allreduce_setting(facts: Facts, multigpu: dict[str, Any], world: Any) -> tuple[Any, str]:
+    """(GPU model, or None for mixed models; link type among the GPUs) of an all-reduce across ``world``
+    GPUs: what the matrix's reference figure is looked up by (compat/rules.py allreduce_row), for
+    acceleration.allreduce and the proof table alike."""
     names = {d.get("name") for d in multigpu.get("devices") or []} - {None}
     index = cuda_to_nvml(facts, multigpu)
     gpus = sorted(i for i in index.values() if i is not None)
@@ -75,7 +74,4 @@ def allreduce_reference(facts: Facts, multigpu: dict[str, Any], world: Any) -> t
     complete = len(gpus) == world and all(frozenset((a, b)) in links for n, a in enumerate(gpus) for b in gpus[n + 1:])
     label = next(iter(labels)) if len(labels) == 1 and complete else ("links " + ", ".join(sorted(labels)) if labels else "links unknown")
     model = next(iter(names)) if len(names) == 1 else None
-    entry = compat.performance_entry(model) if model else None
-    rows = (entry or {}).get("allreduce") or []
-    row = next((r for r in rows if r.get("gpus") == world and r.get("link") == label), None)
-    return model, label, row
+    return model, label
