@@ -78,3 +78,9 @@ def nvml_index(facts: Facts, uuid: Any) -> Any:
 #: Where an NVIDIA GPU's hardware and driver faults are logged (Xid events): the first look after a
 #: GPU fell off the bus, a kernel failed or memory errors were counted.
 XID_COMMAND = "sudo dmesg | grep -i xid | tail -n 20"
+#: The driver's own kernel messages (NVRM) and Xid errors: what it said when a GPU or a call failed.
+DRIVER_LOG_COMMAND = "sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20"
+#: Only the errors and warnings among them: why the driver would not load or answer.
+DRIVER_ERRORS_COMMAND = "sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"
+#: The driver's load messages alone (NVRM): a module that would not load, or a GPU it refused.
+DRIVER_LOAD_COMMAND = "sudo dmesg | grep -i nvrm | tail -n 20"

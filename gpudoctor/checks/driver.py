@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.checks.base import (DRIVER_ERRORS_COMMAND, DRIVER_LOAD_COMMAND, DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts,
+                                    NotApplicable, finding, nvml_ready)
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
@@ -39,13 +40,13 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
                              "may be blocking queries.",
                       text="Run again with a longer --timeout; if NVML still does not answer, look for Xid errors "
                            "in the kernel log.",
-                      commands=["nvidia-smi", "sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"])
+                      commands=["nvidia-smi", DRIVER_ERRORS_COMMAND])
         return
     if incomplete.get("reason") == "timeout" and (stopped or not during.startswith("GPU ")):  # else GPU102's
         yield finding("DRV009", f"NVML did not answer while {_while(during)}",
                       detail="The driver blocked an NVML query; CUDA programs would hang the same way.",
                       text="Look for Xid errors in the kernel log. A wedged driver usually needs a GPU reset or a reboot.",
-                      commands=["sudo dmesg --level=err,warn | grep -i -E 'nvrm|xid' | tail -n 20"])
+                      commands=[DRIVER_ERRORS_COMMAND])
         if not nvml.get("init"):
             return
     elif incomplete.get("reason") == "crashed":
@@ -111,7 +112,7 @@ def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
     else:
         yield finding("DRV006", f"NVML could not start: {message or reason}",
                       detail=f"NVML error code {init.get('code')} ({reason}).",
-                      commands=["nvidia-smi", "sudo dmesg | grep -i nvrm | tail -n 20"])
+                      commands=["nvidia-smi", DRIVER_LOAD_COMMAND])
 
 
 def _library_not_found(facts: Facts) -> Finding:
@@ -220,7 +221,7 @@ def check_gpu_count(facts: Facts) -> Iterator[Finding]:
                       detail=f"Not listed by NVML: {', '.join(missing) or 'unknown'}.",
                       text="A GPU the driver owns but cannot use has usually fallen off the bus. Check the kernel log; "
                            "reboot, and reseat or replace the GPU if it recurs.",
-                      commands=["sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20", "lspci -nnk -d 10de:"])
+                      commands=[DRIVER_LOG_COMMAND, "lspci -nnk -d 10de:"])
     if (get(facts, "driver.kernel_module.loaded")):
         for dev in pci:
             if dev.get("driver") is None:
@@ -228,7 +229,7 @@ def check_gpu_count(facts: Facts) -> Iterator[Finding]:
                               text="The nvidia module is loaded but did not take this GPU. Read the kernel log for the "
                                    "bus id; the installed driver branch or its kernel-module flavour may not support it "
                                    "(the open kernel modules need Turing or newer).",
-                              commands=[f"lspci -nnk -s {dev['bus_id']}", "sudo dmesg | grep -i nvrm | tail -n 20"])
+                              commands=[f"lspci -nnk -s {dev['bus_id']}", DRIVER_LOAD_COMMAND])
 
 
 def _count_detail(facts: Facts) -> str:

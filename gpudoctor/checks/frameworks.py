@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
+from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
 from gpudoctor.views.framework_env import steering_cause
@@ -103,7 +103,7 @@ def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
                        text=f"The process died inside {label} or the driver ({fw['signal']}), "
                             f"{'after' if stage not in (None, 'import') else 'during'} the import: nothing points at the "
                             f"installation. Run {label}'s own step alone to see its message, and look at the driver's log.",
-                       commands=[_own_step(facts, name, stage), "sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20"])
+                       commands=[_own_step(facts, name, stage), DRIVER_LOG_COMMAND])
     return finding("FWK004", title, detail="\n".join(parts),
                    text=f"That is {label}'s own error; it names the cause. Run the same step alone to see it in full.",
                    commands=[_own_step(facts, name, stage)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready, require_gpus
+from gpudoctor.checks.base import DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready, require_gpus
 from gpudoctor.findings import Finding, gpu_subject
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
 
@@ -45,7 +45,7 @@ def check_lost(facts: Facts) -> Iterator[Finding]:
                           subject=gpu_subject(gpu),
                           text="NVML counts this GPU but cannot read it; CUDA programs will likely fail on it too. "
                                "Check the kernel log for Xid errors on this GPU.",
-                          commands=[f"nvidia-smi -q -i {gpu['index']}", "sudo dmesg | grep -i -E 'xid|nvrm' | tail -n 20"])
+                          commands=[f"nvidia-smi -q -i {gpu['index']}", DRIVER_LOG_COMMAND])
 
 
 def _lost(node: Any) -> bool:

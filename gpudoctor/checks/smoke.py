@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_index, nvml_ready
+from gpudoctor.checks.base import DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_index, nvml_ready
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.views.visibility import resolve
 
@@ -46,7 +46,7 @@ CUDA_ERRORS: dict[int, tuple[str, str, tuple[str, ...]]] = {
           ("ldconfig -p | grep libcuda.so",)),
     999: ("an unknown CUDA error, most often /dev/nvidia-uvm missing or a driver fault",
           "Check that /dev/nvidia-uvm exists (nvidia-modprobe -u) and read the kernel log.",
-          ("ls -l /dev/nvidia-uvm", "sudo dmesg | grep -i -E 'nvrm|xid' | tail -n 20")),
+          ("ls -l /dev/nvidia-uvm", DRIVER_LOG_COMMAND)),
 }
 
 
