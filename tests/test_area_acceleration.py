@@ -726,3 +726,55 @@ def test_a_gpu_missing_from_cudas_enumeration():
     f = with_fact(f, "smoke.runs", f["smoke"]["runs"][:1])
     assert [(x["code"], x["title"]) for x in _smoke_findings(f)] == [
         ("RUN003", "CUDA enumerates 1 GPU(s) but 2 should be visible")]
+
+
+# --- 2 x H200 with this session's code (2026-11-23 19:33-19:45 UTC, tests/fixtures/real/README.md) -------------
+
+H200X2_NOW = REAL / "h200x2-20261123"
+
+
+def _recorded(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())["facts"]
+
+
+def test_2xh200_deep_check_is_all_clear_with_p2p_and_allreduce_at_their_references():
+    """`check --deep` on 2 x H200 (NV18): P2P both ways at 387 GB/s with no wrong element, the NCCL all-reduce
+    at 299 GB/s bus bandwidth against the matrix's 298 (within 10%), multicast off in its environment."""
+    facts = _recorded(H200X2_NOW / "hostile" / "deep.json")
+    assert pipeline.judge(facts)["findings"] == []
+    pairs = facts["multigpu"]["p2p"]["pairs"]
+    assert sorted((p["src"], p["dst"]) for p in pairs) == [(0, 1), (1, 0)]
+    assert all(p["access"] and p["wrong_elements"] == 0 and 350 < p["gbs"] < 420 for p in pairs)
+    allreduce = facts["multigpu"]["allreduce"]
+    assert allreduce["ok"] and allreduce["correct"] and abs(allreduce["busbw_gbs"] / 298 - 1) < 0.10
+    assert allreduce["env"] == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def test_2xh200_torchrun_jobs_are_all_clear():
+    """torchrun, 1 node x 2 GPUs and 2 "nodes" x 1 GPU (tools/device/record_cluster.sh h200x2 jobs): nothing
+    wrong, NCCL all-reduce about 300 GB/s over P2P/CUMEM. Each "node" of the second job is made with
+    CUDA_VISIBLE_DEVICES, so rank 0's report carries the note that names the GPU its programs see."""
+    for name, notes in (("job-1x2.json", []), ("job-2x1.json", ["VIS004"])):
+        facts = _recorded(H200X2_NOW / "cluster" / name)
+        assert [f["code"] for f in pipeline.judge(facts)["findings"]] == notes, name
+        assert 270 < facts["cluster"]["allreduce"]["busbw_gbs"] < 330
+
+
+def test_2xh200_a_process_loading_gpu_1_makes_only_gpu_1_not_judged():
+    """Another process ran bf16 matmuls on GPU 1 alone (its context on GPU 1 only) during a full check: GPU 1's
+    throughput is shown but not judged (RUN019, a note), GPU 0 is judged as usual and passes."""
+    facts = _recorded(H200X2_NOW / "cases" / "shared-gpu1.json")
+    found = pipeline.judge(facts)["findings"]
+    assert [(f["code"], f["subject"]["gpu_index"]) for f in found] == [("RUN019", 1)]
+    assert found[0]["severity"] == "info"
+
+
+@pytest.mark.parametrize("case", ["mask-1.json", "mask-uuid1.json"])
+def test_2xh200_one_gpu_visible_by_number_or_uuid(case):
+    """CUDA_VISIBLE_DEVICES=1, and GPU 1's UUID: the workloads ran on that GPU alone as cuda:0, and the only
+    finding is the note that says which GPU CUDA programs see."""
+    facts = _recorded(H200X2_NOW / "cases" / case)
+    found = pipeline.judge(facts)["findings"]
+    assert [f["code"] for f in found] == ["VIS004"]
+    assert found[0]["title"] == "CUDA programs will see 1 GPU(s): cuda:0 = GPU 1 NVIDIA H200"
+    assert {(r["framework"], r["device"]) for r in facts["workload"]["runs"]} == {("torch", "0"), ("jax", "0"), ("cupy", "0")}
