@@ -32,16 +32,7 @@ chk bogus_alloc PYTORCH_CUDA_ALLOC_CONF=bogus_option:1 --
 chk jax_cpu JAX_PLATFORMS=cpu --
 chk launch_blocking CUDA_LAUNCH_BLOCKING=1 --
 # a second process loading the GPU for the whole check
-python3 - > "$d/load.txt" 2>&1 <<'PY' &
-import time, torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
-end = time.time() + 40
-print("load starts", flush=True)
-while time.time() < end:
-    for _ in range(20): a @ b
-    torch.cuda.synchronize()
-print("load ends", flush=True)
-PY
+python3 "$(dirname "$0")/load_gpu.py" 0 40 > "$d/load.txt" 2>&1 &
 loader=$!
 sleep 6
 chk shared_gpu --

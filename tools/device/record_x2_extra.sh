@@ -17,17 +17,7 @@ uuid1=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i 1)
 chk report -- --no-redact  # as the other real_dir reports: UUIDs and serials kept, to compare with nvidia-smi
 chk mask-1 CUDA_VISIBLE_DEVICES=1 --
 chk mask-uuid1 CUDA_VISIBLE_DEVICES="$uuid1" --
-python3 - > "$d/load.txt" 2>&1 <<'PY' &
-import time, torch
-torch.cuda.set_device(1)  # its context on GPU 1 alone (a bare synchronize() would make one on GPU 0 too)
-a = torch.randn(8192, 8192, device="cuda:1", dtype=torch.bfloat16); b = torch.randn_like(a)
-end = time.time() + 45
-print("load starts on cuda:1", flush=True)
-while time.time() < end:
-    for _ in range(20): a @ b
-    torch.cuda.synchronize()
-print("load ends", flush=True)
-PY
+python3 "$(dirname "$0")/load_gpu.py" 1 45 > "$d/load.txt" 2>&1 &
 loader=$!
 sleep 6
 chk shared-gpu1 --
