@@ -25,7 +25,11 @@ from gpudoctor import fleet
 from gpudoctor.cli import cli
 from gpudoctor.snapshot import with_fact
 
-REAL = {p.name.split("-")[0]: p / "report.json" for p in REAL_DIRS}
+#: Each machine kind's first recording (2026-11-21): the inputs the golden outputs below were checked against,
+#: whatever later recording of the same kind joins tests/fixtures/real.
+REAL: dict[str, Path] = {}
+for _dir in REAL_DIRS:
+    REAL.setdefault(_dir.name.split("-")[0], _dir / "report.json")
 #: The fleet these golden outputs were checked against: workload recordings of 1 x H100 and 4 x H200 beside
 #: the 2 x H200 report.json. Named explicitly, so a new recording elsewhere does not change the inputs here.
 WORKLOAD = {p.name.split("-")[0]: p / "workload-report.json" for p in REAL_DIRS
