@@ -16,11 +16,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
-import psutil  # noqa: F401 - the runner's process handles children with it (probes/processes.py imports it
-# where it is used, as children pass through that module too); loaded here, before any probe thread, so
-# the first child's start does not import it while the command imports the checks
-
-from gpudoctor.probes import interpreter
+from gpudoctor.probes import forking, interpreter
 from gpudoctor.probes.child import kill_all
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
@@ -118,19 +114,61 @@ PROGRESS_EVERY_S = 0.1
 _EARLY: dict[str, tuple[Probe, threading.Thread, dict[str, Any], float]] = {}
 
 
-def start_early(names: Sequence[str]) -> None:
+#: The --quick probes whose work is all Python (reading files, a program or two): start_early can run each in
+#: a forked copy of this process (probes/forking.py), on a core of its own instead of the interpreter lock's turn.
+FORKED_QUICK = ("cuda_stack", "python", "frameworks")
+
+
+def start_early(names: Sequence[str], fork: Sequence[str] = ()) -> None:
     """Start these probes now, in the background: the NVML child (a Python start, NVML's own start) then runs
     while the command imports the checks, instead of after. The next run_probes adopts each one it would
     have started itself (the same Probe); one it does not need is left to the run's end, where kill_all
-    stops its child. Only a probe that waits on a child gains: the others' work is Python's, and would
-    only contend with the import for the one interpreter lock (starting the --quick probes here made
-    `check --quick` slower on an H100 machine, 0.72 s median instead of 0.68)."""
+    stops its child. Only a probe that waits on a child gains as a thread: the others' work is Python's,
+    and would only contend with the import for the one interpreter lock (starting the --quick probes here
+    as threads made `check --quick` slower on an H100 machine, 0.72 s median instead of 0.68).
+
+    ``fork`` names --quick probes to start in forked copies of this process instead (FORKED_QUICK), where
+    forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads."""
+    if fork and forking.safe():
+        probes = [p for p in select_probes(fork, quick=True) if p.name not in _EARLY]
+        copies = forking.fork_all([_work_of(p) for p in probes])  # every copy before the first thread
+        for probe, copy in zip(probes, copies):
+            if copy is None:
+                continue  # not forked: run_probes runs it as a thread
+            slot: dict[str, Any] = {}
+            thread = threading.Thread(target=_collect, args=(probe, copy, slot), name=f"probe-{probe.name}",
+                                      daemon=True)
+            thread.start()
+            _EARLY[probe.name] = (probe, thread, slot, time.monotonic())
     for probe in PROBES:
         if probe.name in names and probe.name not in _EARLY:
-            slot: dict[str, Any] = {}
+            slot = {}
             thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
             thread.start()
             _EARLY[probe.name] = (probe, thread, slot, time.monotonic())
+
+
+def _work_of(probe: Probe) -> Callable[[], dict[str, Any]]:
+    """What a forked copy runs for ``probe``: the probe, as a thread would, returning its slot."""
+
+    def work() -> dict[str, Any]:
+        slot: dict[str, Any] = {}
+        _run_one(probe, slot)
+        return slot
+
+    return work
+
+
+def _collect(probe: Probe, copy: forking.Copy, slot: dict[str, Any]) -> None:
+    """Wait for a forked probe's copy and fill its slot as _run_one would have; a copy that sent nothing
+    (killed, or its facts could not be written as JSON) is the probe's error."""
+    start = time.monotonic()
+    sent, ended = copy.wait()
+    if isinstance(sent, dict) and isinstance(sent.get("record"), dict):
+        slot.update(sent)
+        return
+    slot["record"] = {"status": PROBE_ERROR, "title": probe.title, "duration_s": round(time.monotonic() - start, 3),
+                      "error": f"its process ({ended}) ended before it sent its facts"}
 
 
 def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[Progress], None]] = None,

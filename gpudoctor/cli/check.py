@@ -11,7 +11,7 @@ import click
 from gpudoctor import report as rep
 from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, _names, cli, report_options
 from gpudoctor.cli.errors import BadInput
-from gpudoctor.cli.output import clear_progress, emit, progress_printer, set_deadline
+from gpudoctor.cli.output import clear_progress, emit, prepare, progress_printer, set_deadline
 
 
 class Seconds(click.FloatRange):
@@ -61,8 +61,17 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     from gpudoctor import runner
     from gpudoctor.trace import mark
 
+    from gpudoctor.probes import interpreter
+
     mark("cli: check command starts")
-    runner.start_early(("nvml",))  # NVML's child (gpudoctor's own Python) starts while the checks are imported
+    try:  # before the probes start: they read the interpreter chosen (a bad --python is said after a bad --only)
+        interpreter.use(interpreter.choose(python))
+        bad_python = None
+    except interpreter.BadPython as exc:
+        bad_python = exc
+    # NVML's child (gpudoctor's own Python) starts while the checks are imported, and so do the --quick
+    # probes that are all Python, each in a forked copy of this process
+    runner.start_early(("nvml",), fork=runner.FORKED_QUICK if quick and bad_python is None else ())
     from gpudoctor import pipeline
 
     mark("cli: checks imported")
@@ -70,12 +79,10 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         pipeline.select_checks(only, skip)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    from gpudoctor.probes import interpreter
-
-    try:
-        interpreter.use(interpreter.choose(python))
-    except interpreter.BadPython as exc:
-        raise BadInput(str(exc)) from None
+    if bad_python is not None:
+        raise BadInput(str(bad_python)) from None
+    prepare(fmt, quiet)  # while the probes started above run
+    mark("cli: output prepared")
     deadline = time.monotonic() + timeout_s if timeout_s else None
     set_deadline(deadline)  # a FIFO named by --output waits no longer than the rest of the run
     options = {"require_gpus": require_gpus} if require_gpus is not None else None

@@ -42,6 +42,28 @@ def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool
     click.echo(f"gpudoctor: report written to {terminal(output)}", err=True)
 
 
+def prepare(fmt: str, quiet: bool = False) -> None:
+    """Load what judging and emit will need whatever the facts say: the compatibility matrix (read and its
+    citations checked), the redaction patterns, the renderer of ``fmt``. Called while the probes run (in
+    their children and forked copies), this work is then not added to the wait after them. A matrix that
+    cannot be read is left for judging to report."""
+    from gpudoctor.compat import data
+    from gpudoctor.redact import redact_report  # noqa: F401 - its patterns compile on import
+    from gpudoctor.render import safe  # noqa: F401
+
+    for topic in data.topics():
+        try:
+            data.load_topic(topic)
+        except data.MatrixError:
+            pass
+    if fmt == "junit":
+        from gpudoctor.render import junit  # noqa: F401
+    elif fmt == "markdown":
+        from gpudoctor.render import markdown  # noqa: F401
+    elif fmt == "text":
+        from gpudoctor.render import quiet as quiet_renderer, text  # noqa: F401
+
+
 def render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool, fail_on: str = "error") -> str:
     """The report in ``fmt``. JSON is the data, exactly (``json`` escapes control characters); text,
     markdown and JUnit each clean every string of the report first (``safe.printable``) and keep data on

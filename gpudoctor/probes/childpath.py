@@ -58,6 +58,9 @@ def start(config: dict[str, Any], module: str, args: list[str]) -> None:
     import faulthandler
 
     from gpudoctor.probes import protocol
+    from gpudoctor.trace import mark
+
+    mark(f"child: {module} starts")
 
     protocol.take()  # before anything can start a process that would inherit the channel's name
     hold_lifeline()

@@ -108,6 +108,9 @@ def _psutil_descendants(pid: int) -> list[psutil.Process]:
 
 
 def _handles(pids: Any) -> list[psutil.Process]:
+    pids = list(pids)
+    if not pids:
+        return []  # and no import of psutil
     import psutil
 
     out = []
@@ -148,9 +151,23 @@ class Family:
         self.pid = pid
         self.token = token
         self.since = start_ticks(pid)
-        self.root = _handles([pid])[:1]
         self.seen: dict[int, psutil.Process] = {}
         self._lock = threading.Lock()
+        self._root: Optional[list[psutil.Process]] = None
+
+    @property
+    def root(self) -> list[psutil.Process]:
+        """The root as a psutil handle, made when first needed (most children end without one: psutil's
+        import is then not paid), and only while ``pid`` is still the process that started at ``since``,
+        as a handle made at the start would be (it refuses to signal a reused pid)."""
+        with self._lock:
+            if self._root is None:
+                self._root = _handles([self.pid])[:1] if self._alive() else []
+            return self._root
+
+    def _alive(self) -> bool:
+        """Whether ``pid`` is still the root (its start time unchanged; a zombie still is, as for psutil)."""
+        return self.since is not None and start_ticks(self.pid) == self.since
 
     def look(self) -> None:
         """Remember the descendants there now (while the root lives, the tree finds them all)."""
@@ -189,15 +206,23 @@ class Family:
     def _group(self, sig: int, root: bool) -> None:
         """Signal the root's process group, unless the root is to be spared and still there, or its pid
         now names another process (a group's number is not reused while a member of it is left)."""
-        import psutil
-
-        alive = bool(self.root) and self.root[0].is_running()
-        if alive and not root or not alive and psutil.pid_exists(self.pid):
+        alive = self._alive()
+        if alive and not root or not alive and _pid_exists(self.pid):
             return
         try:
             os.killpg(self.pid, sig)
         except OSError:
             pass
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal(proc: psutil.Process, sig: int) -> None:
@@ -337,6 +362,29 @@ def stop_all() -> int:
     for family in families:
         family.kill()
     return len(families)
+
+
+def adopt(pid: int) -> Family:
+    """Count ``pid``, a process gpudoctor made without run_bounded (a forked copy of itself: forking.py),
+    among the programs stop_all kills, until ``release``."""
+    family = Family(pid)
+    with _lock:
+        _running[pid] = family
+    return family
+
+
+def release(pid: int) -> None:
+    """``pid`` (adopted) has been reaped: stop_all no longer has it to kill."""
+    with _lock:
+        _running.pop(pid, None)
+        _stopped.discard(pid)
+
+
+def on_parent_death(sig: int) -> bool:
+    """Ask the kernel for ``sig`` when the thread that made this process ends (PR_SET_PDEATHSIG); whether
+    it could. For a forked copy of gpudoctor (forking.py), made by the main thread, that is gpudoctor's end."""
+    prctl = _prctl()
+    return bool(prctl) and prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
 def closed() -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from importlib import metadata
 from typing import Any
 
 from gpudoctor.probes import interpreter
@@ -40,6 +39,8 @@ def probe_python() -> dict[str, Any]:
 
 def _distributions(path: list[str]) -> list[dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
+    from importlib import metadata  # here, not at the top: the runner imports this module on every start
+
     from gpudoctor.probes.frameworks.metadata import dist_version, header
 
     for dist in metadata.distributions(path=path):

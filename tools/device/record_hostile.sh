@@ -12,7 +12,9 @@ leftovers() {  # processes started from this tree that are still alive (by the c
   sleep 1
   local n=0
   for p in /proc/[0-9]*; do
-    if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -q '^GPUDOCTOR_CHILD='; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
+    # a child by its mark, or a forked copy of gpudoctor (probes/forking.py: no mark, gpudoctor's own command line)
+    if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -q '^GPUDOCTOR_CHILD=' \
+       || { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q -- '-m gpudoctor check'; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
   done
   echo "$1 leftovers=$n" | tee -a "$d/summary.txt"
 }
@@ -34,6 +36,17 @@ mkdir -p "$d/bin"; printf '#!/bin/sh\nsleep 300\n' > "$d/bin/nvcc"; chmod +x "$d
 t0=$EPOCHREALTIME; PATH="$d/bin:$PATH" python3 -m gpudoctor check --timeout 3 --format json -o "$d/nvcc-hang.json" 2> "$d/nvcc-hang.err"; rc=$?
 echo "nvcc-hang --timeout 3 rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
 leftovers nvcc-hang
+# the same under --quick, whose cuda_stack probe runs in a forked copy of gpudoctor (probes/forking.py)
+t0=$EPOCHREALTIME; PATH="$d/bin:$PATH" python3 -m gpudoctor check --quick --timeout 2 --format json -o "$d/nvcc-hang-quick.json" 2> "$d/nvcc-hang-quick.err"; rc=$?
+echo "nvcc-hang --quick --timeout 2 rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
+leftovers nvcc-hang-quick
+# SIGTERM and SIGKILL of a --quick check while its forked copy waits on the hanging nvcc
+for sig in TERM KILL; do
+  PATH="$d/bin:$PATH" python3 -m gpudoctor check --quick > /dev/null 2> "$d/quick-sig-$sig.err" & pid=$!
+  sleep 1.0; alive=$(ls /proc/$pid >/dev/null 2>&1 && echo yes || echo no)
+  kill -$sig $pid; wait $pid; echo "SIG$sig during check --quick with a hanging nvcc (running when signalled: $alive) rc=$?" | tee -a "$d/summary.txt"
+  leftovers "quick-SIG$sig"
+done
 # SIGTERM, SIGHUP and SIGKILL of gpudoctor while framework children run: nothing must be left
 for sig in TERM HUP KILL; do
   python3 -m gpudoctor check --format json -o "$d/sig-$sig.json" 2> "$d/sig-$sig.err" & pid=$!
@@ -42,6 +55,7 @@ for sig in TERM HUP KILL; do
   leftovers "SIG$sig"
 done
 PYTHONWARNINGS=error PYTHONDEVMODE=1 python3 -m gpudoctor check --format json -o "$d/devmode.json" 2> "$d/devmode.err"; echo "devmode rc=$? exception-ignored=$(grep -c 'Exception ignored\|ResourceWarning' "$d/devmode.err")" | tee -a "$d/summary.txt"
+PYTHONWARNINGS=error PYTHONDEVMODE=1 python3 -m gpudoctor check --quick --format json -o "$d/devmode-quick.json" 2> "$d/devmode-quick.err"; echo "devmode --quick rc=$? exception-ignored=$(grep -c 'Exception ignored\|ResourceWarning\|Warning' "$d/devmode-quick.err")" | tee -a "$d/summary.txt"
 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_live.py > "$d/pytest-gpu.txt" 2>&1; tail -1 "$d/pytest-gpu.txt" | tee -a "$d/summary.txt"
 tar -C "$d" -czf "$OUT/hostile-$kind.tar.gz" .
 cat "$d/summary.txt"

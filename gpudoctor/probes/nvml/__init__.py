@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.compat.data import architecture_for
 from gpudoctor.snapshot import is_unavailable, unavailable
 
 WORKER = "gpudoctor.probes.nvml.worker"
@@ -57,6 +56,8 @@ def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stde
 
 def _fill_architecture(gpu: dict[str, Any]) -> None:
     """Older drivers lack nvmlDeviceGetArchitecture; the compute capability still names the architecture."""
+    from gpudoctor.compat.data import architecture_for  # here: the worker, this package's child, needs none of it
+
     cc = gpu.get("compute_capability")
     if is_unavailable(gpu.get("architecture")) and isinstance(cc, str):
         arch = architecture_for(cc)
