@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes import forking, interpreter
+from gpudoctor.probes import forking, interpreter, processes
 from gpudoctor.probes.child import kill_all
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
@@ -192,6 +192,7 @@ def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[
         thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
         thread.start()
         threads.append((probe, thread, time.monotonic()))
+    processes.load()  # the run's end kills its children with psutil: imported now, while this thread would only wait
     pending = list(threads)
     while pending:
         now = time.monotonic()

@@ -189,3 +189,44 @@ def test_what_a_copy_started_dies_when_gpudoctor_is_killed(tmp_path):
     gpudoctor.kill()
     gpudoctor.wait()
     assert gone(shell) and gone(sleeper)
+
+
+REAL = ROOT / "tests" / "fixtures" / "real" / "h100x1-20261123" / "session8"
+
+
+def _strip(node):
+    if isinstance(node, dict):
+        return {k: _strip(v) for k, v in node.items() if k not in ("duration_s", "created")}
+    return [_strip(v) for v in node] if isinstance(node, list) else node
+
+
+def test_on_a_real_h100_forked_and_threaded_quick_checks_agree():
+    """Recorded on nvidia-h100-x1 (2026-11-23 20:57 UTC, tools/device/quick_ab.sh): one `check --quick` with
+    the probes forked, one with GPUDOCTOR_FORK=0, from an installed gpudoctor diagnosing the image's torch
+    venv. Every fact is the same but the GPU's live readings (its power draw moved by 13 mW); re-judged
+    today, both are all clear with the same checks."""
+    from gpudoctor import pipeline
+
+    forked, threaded = (json.loads((REAL / f"{name}.json").read_text()) for name in ("fork", "thread"))
+    assert {k: v for k, v in _strip(forked["facts"]).items() if k != "gpus"} == \
+        {k: v for k, v in _strip(threaded["facts"]).items() if k != "gpus"}
+    ids = [[(g["uuid"], g["name"], g["pci"]["bus_id"]) for g in r["facts"]["gpus"]] for r in (forked, threaded)]
+    assert ids[0] == ids[1] and len(ids[0]) == 1
+    assert forked["facts"]["python"]["diagnosed"]["own"] is False  # the torch venv, not gpudoctor's own
+    again = [pipeline.judge(r["facts"]) for r in (forked, threaded)]
+    assert again[0]["findings"] == again[1]["findings"] == []
+    assert [(c["id"], c["status"]) for c in again[0]["checks"]] == [(c["id"], c["status"]) for c in again[1]["checks"]]
+
+
+def test_on_a_real_h100_a_forked_probe_stopped_at_the_deadline_is_reported_as_such():
+    """`check --quick --timeout 2` with an nvcc that hangs first on PATH (tools/device/record_hostile.sh,
+    1 x H100, 2026-11-23): the forked cuda_stack probe is stopped at the deadline (2.28 s in all, nothing
+    left running) and is the only probe that did not finish."""
+    from gpudoctor import pipeline
+
+    report = json.loads((REAL / "hostile" / "nvcc-hang-quick.json").read_text())
+    probes = report["facts"]["probes"]
+    assert {name for name, p in probes.items() if p["status"] != "ok"} == {"cuda_stack"}
+    assert (probes["cuda_stack"]["status"], probes["cuda_stack"]["reason"]) == ("timeout", "deadline")
+    assert [f["code"] for f in pipeline.judge(report["facts"])["findings"]] == ["INT002", "INT004"]
+    assert "nvcc-hang-quick leftovers=0" in (REAL / "hostile" / "summary.txt").read_text()

@@ -380,6 +380,13 @@ def release(pid: int) -> None:
         _stopped.discard(pid)
 
 
+def load() -> None:
+    """Import psutil, which killing a child at the run's end needs (a framework or NVML child whose exit is
+    under way is still signalled, with what it left): for a caller about to wait anyway (runner.run_probes),
+    so that the import is not added to the run's end."""
+    import psutil  # noqa: F401
+
+
 def on_parent_death(sig: int) -> bool:
     """Ask the kernel for ``sig`` when the thread that made this process ends (PR_SET_PDEATHSIG); whether
     it could. For a forked copy of gpudoctor (forking.py), made by the main thread, that is gpudoctor's end."""
