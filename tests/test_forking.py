@@ -230,3 +230,20 @@ def test_on_a_real_h100_a_forked_probe_stopped_at_the_deadline_is_reported_as_su
     assert (probes["cuda_stack"]["status"], probes["cuda_stack"]["reason"]) == ("timeout", "deadline")
     assert [f["code"] for f in pipeline.judge(report["facts"])["findings"]] == ["INT002", "INT004"]
     assert "nvcc-hang-quick leftovers=0" in (REAL / "hostile" / "summary.txt").read_text()
+
+
+def test_the_forked_probes_facts_survive_json_exactly():
+    """A forked probe's facts come back through JSON; the threads hand over the objects themselves. Both
+    give the checks the same only if the facts are JSON's own types (no tuple, no int key): held here on
+    what the three probes find on this machine."""
+    from gpudoctor import runner
+    from gpudoctor.probes import interpreter
+
+    interpreter.use(interpreter.choose(None))
+    try:
+        for probe in runner.select_probes(list(runner.FORKED_QUICK), quick=True):
+            slot = runner._work_of(probe)()
+            assert slot["record"]["status"] == "ok", slot["record"]
+            assert json.loads(json.dumps(slot)) == slot, probe.name
+    finally:
+        interpreter.use(None)
