@@ -59,9 +59,8 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     import time
 
     from gpudoctor import runner
-    from gpudoctor.trace import mark
-
     from gpudoctor.probes import interpreter
+    from gpudoctor.trace import mark
 
     mark("cli: check command starts")
     try:  # before the probes start: they read the interpreter chosen (a bad --python is said after a bad --only)

@@ -60,8 +60,10 @@ def prepare(fmt: str, quiet: bool = False) -> None:
         from gpudoctor.render import junit  # noqa: F401
     elif fmt == "markdown":
         from gpudoctor.render import markdown  # noqa: F401
+    elif fmt == "text" and quiet:
+        from gpudoctor.render import quiet as quiet_renderer  # noqa: F401
     elif fmt == "text":
-        from gpudoctor.render import quiet as quiet_renderer, text  # noqa: F401
+        from gpudoctor.render import text  # noqa: F401
 
 
 def render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool, fail_on: str = "error") -> str:

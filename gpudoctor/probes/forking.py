@@ -15,8 +15,9 @@ for them is started. ``GPUDOCTOR_FORK=0`` in the environment turns forking off.
 Each copy is a process gpudoctor started like any other: in a process group of its own, adopted by
 processes.py (so the deadline, Ctrl-C, SIGTERM and the run's end kill it and what it started), told by
 the kernel when gpudoctor's main thread ends, however it ends (PR_SET_PDEATHSIG: a SIGTERM, on which it
-kills what it started and ends), and holding none of gpudoctor's open files (a caller waiting for the end of gpudoctor's output is not kept waiting by a copy). It ends
-with ``os._exit``: it runs none of the exit work of the process it was copied from.
+kills what it started and ends), and holding none of gpudoctor's open files (a caller waiting for the
+end of gpudoctor's output is not kept waiting by a copy). It ends with ``os._exit``: it runs none of the
+exit work of the process it was copied from.
 """
 
 from __future__ import annotations

@@ -207,22 +207,12 @@ class Family:
         """Signal the root's process group, unless the root is to be spared and still there, or its pid
         now names another process (a group's number is not reused while a member of it is left)."""
         alive = self._alive()
-        if alive and not root or not alive and _pid_exists(self.pid):
+        if alive and not root or not alive and start_ticks(self.pid) is not None:  # the pid names another now
             return
         try:
             os.killpg(self.pid, sig)
         except OSError:
             pass
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _signal(proc: psutil.Process, sig: int) -> None:
