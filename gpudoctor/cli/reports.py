@@ -121,6 +121,9 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
     if report_file:
         facts = load_report(report_file)["facts"]
     else:
+        from gpudoctor.probes import warden
+
+        warden.start()  # before the NVML child: nothing it starts may outlive it
         from gpudoctor.runner import PROBES, run_probes
 
         facts = run_probes([p for p in PROBES if p.name in ("host", "nvml")])
@@ -198,7 +201,10 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool) -> tuple[list[tuple[s
 
         ctx.meta.setdefault(LOADED_REPORTS, []).extend(str(p) for p in paths)
     chunk = max(1, len(paths) // (workers * 4))
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    from gpudoctor.probes.processes import die_with_parent
+
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
     return [(str(p), report) for p, (report, _) in zip(paths, done)], {id(r["facts"]): j for r, j in done}
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes import processes
+from gpudoctor.probes import processes, warden
+from gpudoctor.probes.pids import single_threaded
 
 #: The variable that turns forking off ("0").
 ENV = "GPUDOCTOR_FORK"
@@ -36,15 +36,8 @@ ENV = "GPUDOCTOR_FORK"
 
 def safe() -> bool:
     """Whether this process may fork copies now: the platform can, the user did not say no, and no other
-    thread exists, in Python or below it (a library's own thread shows in the kernel's count)."""
-    if not hasattr(os, "fork") or os.environ.get(ENV) == "0" or threading.active_count() != 1:
-        return False
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[17]) == 1  # field 20: num_threads
-    except (OSError, ValueError, IndexError):
-        return False
+    thread exists."""
+    return hasattr(os, "fork") and os.environ.get(ENV) != "0" and single_threaded()
 
 
 class Copy:
@@ -110,6 +103,7 @@ def fork_all(works: Sequence[Callable[[], Any]]) -> list[Optional[Copy]]:
         except OSError:
             pass
         processes.adopt(pid)
+        warden.register(pid)
         copies.append(Copy(pid, reader))
     return copies + [None] * (len(works) - len(copies))
 
@@ -127,7 +121,7 @@ def _copy(work: Callable[[], Any], reader: int, writer: int, parent: int) -> Non
         processes.on_parent_death(signal.SIGTERM)
         if os.getppid() != parent:  # gpudoctor ended before the request: the signal will never come
             _parent_gone()
-        _detach_files(writer)
+        warden.detach_files(writer)
         data = json.dumps(work()).encode()
         view = memoryview(data)
         while view:
@@ -141,21 +135,12 @@ def _copy(work: Callable[[], Any], reader: int, writer: int, parent: int) -> Non
 def _parent_gone(*_: Any) -> None:
     """gpudoctor ended (even by SIGKILL, which runs none of its clean-up) or a SIGTERM came: kill what this
     copy started, which a plain PR_SET_PDEATHSIG kill of the copy would leave (an nvcc's own children),
-    and end."""
+    and end. A signal handler: it takes no lock and imports nothing, as the code it interrupted may hold
+    either (processes.kill_now)."""
     try:
-        processes.stop_all()
+        processes.kill_now()
     finally:
         os._exit(1)
-
-
-def _detach_files(keep: int) -> None:
-    """Standard input and outputs to /dev/null, every other inherited descriptor but ``keep`` closed."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
 
 
 def _ended(status: int) -> str:

@@ -10,6 +10,22 @@ import os
 from typing import Callable, Optional
 
 
+def single_threaded() -> bool:
+    """Whether this process has one thread, in Python and below it (a library's own thread shows in the
+    kernel's count): the only time a fork is safe, as a lock another thread held at the fork stays held for
+    ever in the copy."""
+    import threading
+
+    if threading.active_count() != 1:
+        return False
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2:].split()[17]) == 1  # field 20: num_threads
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def start_ticks(pid: int) -> Optional[int]:
     """When ``pid`` started, in clock ticks since boot (/proc/PID/stat field 22), or None if it is gone."""
     try:

@@ -28,7 +28,6 @@ thread that started them by the moment their exit takes.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import selectors
 import signal
@@ -38,6 +37,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
+from gpudoctor.probes import warden
 from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
 
 if TYPE_CHECKING:
@@ -84,8 +84,9 @@ def new_mark() -> str:
 
 
 def marked_env(env: Optional[dict[str, str]], token: str) -> dict[str, str]:
-    """``env`` (the parent's when None) with ``token`` as MARK_ENV, replacing any mark inherited."""
-    return {**(env if env is not None else os.environ), MARK_ENV: token}
+    """``env`` (the parent's when None) with ``token`` as MARK_ENV and the run's mark (warden.RUN_ENV),
+    replacing any marks inherited."""
+    return {**(env if env is not None else os.environ), MARK_ENV: token, warden.RUN_ENV: warden.run_mark()}
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -229,26 +230,10 @@ def kill_tree(pid: int, token: str = "") -> int:
     return Family(pid, token).kill()
 
 
-def _prctl() -> Any:
-    global _PRCTL
-    if _PRCTL is None:
-        try:
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-            prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-            prctl.restype = ctypes.c_int
-            _PRCTL = prctl
-        except (OSError, AttributeError):
-            _PRCTL = False
-    return _PRCTL
-
-
-_PRCTL: Any = None
-
-
 def _pdeathsig() -> Optional[Callable[[], None]]:
     """The preexec function that makes a program die when the thread that started it ends (see the
     module's docstring), or None where prctl is not there. Kept trivial: it runs between fork and exec."""
-    prctl = _prctl()
+    prctl = warden.prctl()
     if not prctl:
         return None
     parent = os.getpid()
@@ -354,6 +339,17 @@ def stop_all() -> int:
     return len(families)
 
 
+def kill_now() -> None:
+    """Kill the group of every program still running, at once: for a signal handler, so it takes no lock
+    and imports nothing (the code it interrupted may hold either, and would wait for ever). What those
+    programs started and that left their group is the warden's (warden.sweep)."""
+    for pid in list(_running):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def adopt(pid: int) -> Family:
     """Count ``pid``, a process gpudoctor made without run_bounded (a forked copy of itself: forking.py),
     among the programs stop_all kills, until ``release``."""
@@ -380,8 +376,16 @@ def load() -> None:
 def on_parent_death(sig: int) -> bool:
     """Ask the kernel for ``sig`` when the thread that made this process ends (PR_SET_PDEATHSIG); whether
     it could. For a forked copy of gpudoctor (forking.py), made by the main thread, that is gpudoctor's end."""
-    prctl = _prctl()
+    prctl = warden.prctl()
     return bool(prctl) and prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+def die_with_parent(parent: int) -> None:
+    """For a worker forked by gpudoctor's main thread (merge's pool), ``parent`` being gpudoctor: killed
+    when gpudoctor ends, however it ends, instead of waiting for ever on a result pipe nobody reads."""
+    on_parent_death(signal.SIGKILL)
+    if os.getppid() != parent:  # gpudoctor ended before the request: the signal will never come
+        os._exit(1)
 
 
 def closed() -> bool:
