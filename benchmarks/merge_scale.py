@@ -1,15 +1,20 @@
-"""How `gpudoctor merge` grows with the number of reports (issue 17: 1,000 single-GPU nodes in 10 s or less).
+"""How `gpudoctor merge` grows with the number of reports: 1,000 single-GPU nodes with the default flags
+in 5 s or less on two cores, 10 s or less on one.
 
 Makes N copies of a real single-GPU report recorded on an H100 (tests/fixtures/real/h100x1-20261123/full.json),
 each with its own host name and a slightly different bf16 figure, writes them to a temporary folder,
-then runs `python -m gpudoctor merge --format json` on them in a child process and prints the wall time
-and the child's peak memory (ru_maxrss). Usage: python benchmarks/merge_scale.py [N ...] (default 10 100 1000).
+then runs `python -m gpudoctor merge` on them in a child process, once with the default flags (text,
+redacted) and once with `--format json --no-redact`, on all cores and pinned to one, and prints each
+wall time and the child's peak memory (ru_maxrss). Usage: python benchmarks/merge_scale.py [N ...]
+(default 10 100 1000).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,24 +41,29 @@ def make_reports(folder: Path, count: int) -> list[str]:
     return paths
 
 
-def measure(count: int) -> tuple[float, float, int]:
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = make_reports(Path(tmp), count)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "gpudoctor", "merge", "--format", "json", "--no-redact", *paths],
-                              capture_output=True, cwd=ROOT)
-        wall = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        return wall, max(peak, before) / 1024, done.returncode
+MODES = {"default": [], "json --no-redact": ["--format", "json", "--no-redact"]}
+
+
+def measure(paths: list[str], flags: list[str], one_core: bool) -> tuple[float, float, int]:
+    pin = ["taskset", "-c", "0"] if one_core and shutil.which("taskset") else []
+    start = time.perf_counter()
+    done = subprocess.run([*pin, sys.executable, "-m", "gpudoctor", "merge", *flags, *paths], capture_output=True, cwd=ROOT)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far
+    return wall, peak / 1024, done.returncode
 
 
 def main() -> None:
     counts = [int(a) for a in sys.argv[1:]] or [10, 100, 1000]
-    print(f"{'reports':>8} {'wall s':>8} {'peak MiB':>9} {'exit':>5}")
+    print(f"cpus={os.cpu_count()}")
+    print(f"{'reports':>8} {'flags':>18} {'cores':>6} {'wall s':>8} {'peak MiB':>9} {'exit':>5}")
     for count in counts:
-        wall, peak, code = measure(count)
-        print(f"{count:>8} {wall:>8.2f} {peak:>9.0f} {code:>5}")
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = make_reports(Path(tmp), count)
+            for name, flags in MODES.items():
+                for one_core in (False, True):
+                    wall, peak, code = measure(paths, flags, one_core)
+                    print(f"{count:>8} {name:>18} {'1' if one_core else 'all':>6} {wall:>8.2f} {peak:>9.0f} {code:>5}")
 
 
 if __name__ == "__main__":

@@ -316,6 +316,28 @@ def _host_pattern(host: str, common: bool) -> re.Pattern[str]:
                       + r"(?![A-Za-z0-9_" + path + r"-])")
 
 
+def _may_name_id(text: str) -> bool:
+    """Whether _ID_TOKEN can match ``text``: it needs GPU- or MIG-, in any case (any non-ASCII text is tried,
+    as case-insensitive matching there is not what lower() gives). Remembered: a fleet's reports repeat
+    the same keys and values thousands of times."""
+    known = _ID_HINTS.get(text)
+    if known is None:
+        lower = text.lower()
+        known = not text.isascii() or "gpu-" in lower or "mig-" in lower
+        if len(_ID_HINTS) < _ID_HINTS_MAX:
+            _ID_HINTS[text] = known
+    return known
+
+
+_ID_HINTS: dict[str, bool] = {}
+_ID_HINTS_MAX = 1 << 16
+
+
+def _may_name_endpoint(text: str) -> bool:
+    """Whether _ENDPOINT can match ``text``: four dotted numbers, then a port, a list or a bracket."""
+    return text.count(".") >= 3 and (":" in text or "<" in text or ", " in text)
+
+
 def _hex_digits(token: str) -> int:
     return sum(1 for ch in token.split("-", 1)[1] if ch in "0123456789abcdefABCDEF")
 
@@ -326,7 +348,8 @@ class _Identities:
     def __init__(self, report: Any, home: Optional[str]) -> None:
         self.home = _home_pattern(home)
         self.hosts: dict[str, None] = {}
-        self.words: set[str] = set(_GENERIC_HOST_WORDS)  # what a host name may not be replaced as, but in context
+        self.word_texts: list[str] = []  # the report's own words are in these (is_word)
+        self._applied: dict[str, str] = {}
         self.uuids: dict[str, tuple[str, int]] = {}  # lower-cased token -> (kind, number)
         self.serials: dict[str, int] = {}
         self.prefixes: dict[str, tuple[str, list[int]]] = {}  # a mask entry -> (kind, numbers it matches)
@@ -342,21 +365,28 @@ class _Identities:
             if isinstance(uuid, str) and uuid.lower() not in self.uuids and ("gpu", gpu["index"]) not in taken:
                 self.uuids[uuid.lower()] = ("gpu", gpu["index"])
                 taken.add(("gpu", gpu["index"]))
-        nodes = list(_walk_nodes(report))
-        for key, value, _parent in nodes:
-            for text in (key, value if key in _REFERENCE_KEYS else None):
-                if isinstance(text, str):
-                    self.words.update(w.lower() for w in _WORDS.findall(text))
-                    self.words.update(w.lower().strip("._-") for w in _TOKENS.findall(text))
-        for key, value, parent in nodes:  # MIG devices, then serials, in order of appearance
-            if key == "uuid" and isinstance(value, str) and value.upper().startswith("MIG-"):
+        ids: list[str] = []  # the texts that may name a GPU or MIG UUID, in document order
+        for key, value, parent in _walk_nodes(report):  # one pass: a report has thousands of nodes
+            named = isinstance(key, str)
+            if named:
+                self.word_texts.append(key)
+            if not isinstance(value, str):
+                if named and _may_name_id(key):
+                    ids.append(key)
+                continue
+            if key in _REFERENCE_KEYS:
+                self.word_texts.append(value)
+            if _may_name_id(value):
+                ids.append(value)
+            if named and _may_name_id(key):
+                ids.append(key)
+            if key == "uuid" and value.upper().startswith("MIG-"):  # MIG devices and serials in order of appearance
                 self._number(value, "mig")
-        for key, value, parent in nodes:
-            if key == "serial" and isinstance(value, str) and value.strip() and value not in self.serials:
+            elif key == "serial" and value.strip() and value not in self.serials:
                 owner = self.uuids.get(str(parent.get("uuid", "")).lower())
                 number = owner[1] if owner and owner[0] == "gpu" and owner[1] not in self.serials.values() else None
                 self.serials[value] = number if number is not None else self._next(self.serials.values())
-            elif key == "hostname" and isinstance(value, str) and value.strip():
+            elif key == "hostname" and value.strip():
                 self.hosts.setdefault(value, None)
         self._masks(facts)
         # the other nodes of a torchrun job: their GPUs, then the masks that name them by UUID prefix
@@ -367,11 +397,10 @@ class _Identities:
                     self._number(gpu["uuid"], "gpu")
         for node_facts in inner:
             self._masks(node_facts)
-        for key, value, _parent in nodes:
-            for text in (value, key):
-                for token in _ID_TOKEN.findall(text) if isinstance(text, str) else ():
-                    if token.lower() not in self.uuids and token.lower() not in self.prefixes and _hex_digits(token) >= 8:
-                        self._number(token, "mig" if token.upper().startswith("MIG-") else "gpu")
+        for text in ids:
+            for token in _ID_TOKEN.findall(text):
+                if token.lower() not in self.uuids and token.lower() not in self.prefixes and _hex_digits(token) >= 8:
+                    self._number(token, "mig" if token.upper().startswith("MIG-") else "gpu")
 
     def _masks(self, facts: Any) -> None:
         host = facts.get("host") if isinstance(facts, dict) else None
@@ -429,45 +458,86 @@ class _Identities:
         spelled = dict(self.host_names)
         for host, pseudonym in self.host_names.items():
             spelled.setdefault(host.split(".")[0], pseudonym)
-        self.host_text = [(_host_pattern(h, h.lower() in self.words), h, p)
+        self.host_text = [(_host_pattern(h, self.is_word(h.lower())), h, p)
                           for h, p in sorted(spelled.items(), key=lambda hp: -len(hp[0]))
                           if len(h) >= 3 and h.lower() not in ("localhost", "localhost.localdomain") and p != h]
-        self.serial_text = [(re.compile(r"(?<![\w-])" + re.escape(s) + r"(?![\w-])"), p)
+        self.serial_text = [(re.compile(r"(?<![\w-])" + re.escape(s) + r"(?![\w-])"), s, p)
                             for s, p in sorted(self.serial_names.items(), key=lambda sp: -len(sp[0])) if len(s) >= 6]
         return mapping
+
+    def is_word(self, name: str) -> bool:
+        """Whether ``name`` (lower case) is a generic host word or one of the report's own words: its keys'
+        and reference values' words and tokens. Only the texts that hold it are split into words: a host
+        name occurs in few of a report's thousands of strings."""
+        if name in _GENERIC_HOST_WORDS:
+            return True
+        for text in self.word_texts:
+            if name in text.lower() and (name in (w.lower() for w in _WORDS.findall(text)) or
+                                         name in (w.lower().strip("._-") for w in _TOKENS.findall(text))):
+                return True
+        return False
 
     def apply(self, text: str, key: Any = None) -> str:
         if key == "hostname" and text in self.host_names:
             return self.host_names[text]
         if key == "serial" and text in self.serial_names:
             return self.serial_names[text]
-        if self.home is not None:
-            text = self.home.sub("~", text)
-        text = _HOME_DIRS.sub("~", text)
-        text = _WINDOWS_HOME.sub("~", text)
-        text = _ENDPOINT.sub(IP_PSEUDONYM, text)
-        text = _ID_TOKEN.sub(lambda m: self.mapping.get(m.group(1).lower(), m.group(1)), text)
-        if self.mapping:
+        done = self._applied.get(text)
+        if done is None:
+            done = self._applied[text] = self._replace(text)
+        return done
+
+    def _replace(self, text: str) -> str:
+        """Every identity in ``text`` replaced. A report has thousands of strings and few identities: each
+        pattern runs only on a text that holds the literal it needs (in ASCII text, where lower() and
+        the patterns' case-insensitive matching agree; any other text meets every pattern)."""
+        plain = text.isascii()
+        lower = text.lower() if plain else ""
+        if "/" in text:
+            if self.home is not None:
+                text = self.home.sub("~", text)
+            if "/home/" in text or "/Users/" in text:
+                text = _HOME_DIRS.sub("~", text)
+        if not plain or ":" in text and "users" in lower:
+            text = _WINDOWS_HOME.sub("~", text)
+        if _may_name_endpoint(text):
+            text = _ENDPOINT.sub(IP_PSEUDONYM, text)
+        if _may_name_id(text):
+            text = _ID_TOKEN.sub(lambda m: self.mapping.get(m.group(1).lower(), m.group(1)), text)
+        if self.mapping and len(text) >= 36 and "-" in text:
             text = _BARE_UUID.sub(lambda m: self.mapping.get(m.group(1).lower(), m.group(1)), text)
         for pattern, host, pseudonym in self.host_text:
+            if plain and host.isascii() and host.lower() not in text.lower():
+                continue
             if text.lower() == host.lower() and host.isalpha():
                 continue  # a plain word standing alone is a fact's value (an architecture), not the host name
             text = pattern.sub(lambda m: (m.group("pre") or "") + pseudonym, text)
-        for pattern, pseudonym in self.serial_text:
-            text = pattern.sub(pseudonym, text)
+        for pattern, serial, pseudonym in self.serial_text:
+            if serial in text:  # case-sensitive: the literal is the test
+                text = pattern.sub(pseudonym, text)
         return text
 
 
-def _walk_nodes(node: Any, key: Any = None, parent: Any = None) -> Iterable[tuple[Any, Any, Any]]:
-    """Every (key, value, containing dict) in document order; list items have key None."""
+def _walk_nodes(node: Any) -> list[tuple[Any, Any, Any]]:
+    """Every (key, value, containing dict) in document order; list items have key None. A loop over a
+    stack, not nested generators: a report has thousands of nodes, and each level of ``yield from``
+    hands every node below it up once more."""
+    out: list[tuple[Any, Any, Any]] = []
+    stack = _below(node, None)[::-1]
+    while stack:
+        item = stack.pop()
+        out.append(item)
+        if isinstance(item[1], (dict, list)):
+            stack.extend(reversed(_below(item[1], item[2])))
+    return out
+
+
+def _below(node: Any, parent: Any) -> list[tuple[Any, Any, Any]]:
     if isinstance(node, dict):
-        for k, v in node.items():
-            yield k, v, node
-            yield from _walk_nodes(v, k, node)
-    elif isinstance(node, list):
-        for item in node:
-            yield None, item, parent
-            yield from _walk_nodes(item, None, parent)
+        return [(k, v, node) for k, v in node.items()]
+    if isinstance(node, list):
+        return [(None, item, parent) for item in node]
+    return []
 
 
 #: Lists that are one environment variable split at ":", so a URL in it is cut into pieces: they are
@@ -504,6 +574,15 @@ def _names_a_secret(key: Any) -> bool:
 
 
 def _map(node: Any, fn: Callable[[str, Any], str], key: Any = None) -> Any:
+    kind = type(node)  # the exact types JSON gives first: isinstance costs more, over thousands of nodes
+    if kind is str:
+        return fn(node, key)
+    if kind is dict:
+        return {(fn(k, None) if type(k) is str else k): _map(v, fn, k) for k, v in node.items()}
+    if kind is list:
+        return [_map(item, fn, key) for item in node]
+    if kind in (int, float, bool) or node is None:
+        return node
     if isinstance(node, dict):
         return {(fn(k, None) if isinstance(k, str) else k): _map(v, fn, k) for k, v in node.items()}
     if isinstance(node, list):
