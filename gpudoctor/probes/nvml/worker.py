@@ -11,7 +11,8 @@ Command-line equivalents are given beside each part: ``nvidia-smi -q`` and ``nvi
 from __future__ import annotations
 
 import os
-from typing import Any
+import threading
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from gpudoctor.probes import protocol
 from gpudoctor.probes.nvml import _binding as nv
@@ -69,9 +70,7 @@ def main() -> int:
     count = system["device_count"]
     handles: dict[int, Any] = {}
     if isinstance(count, int):
-        for index in range(count):
-            emit("progress", f"GPU {index}")
-            gpu, handle = probe_gpu(index)
+        for index, (gpu, handle) in enumerate(at_once(probe_gpu, range(count), lambda i: f"GPU {i}")):
             if handle is not None:
                 handles[index] = handle
             emit("gpu", gpu)
@@ -81,6 +80,36 @@ def main() -> int:
     emit("end", {"missing_functions": sorted(nv.missing_functions)})
     mark("nvml worker: all read")
     return 0
+
+
+def at_once(read: Callable[[Any], Any], items: Iterable[Any], progress: Callable[[Any], str]) -> Iterator[Any]:
+    """``read`` of every item, each in a thread of its own, yielded in order. NVML's getters for one GPU wait
+    on that GPU and its bus, not on the others, and ctypes lets go of the interpreter lock while they do: on
+    a node of eight GPUs, reading them one after the other would cost eight GPUs' time. Each item's
+    progress line is said before its result is waited for, so a GPU that hangs is the one named."""
+    items = list(items)
+    results: list[Any] = [None] * len(items)
+    errors: list[Optional[BaseException]] = [None] * len(items)
+
+    def one(pos: int) -> None:
+        try:
+            results[pos] = read(items[pos])
+        except BaseException as exc:  # noqa: BLE001 - raised where it is waited for, as if read there
+            errors[pos] = exc
+
+    threads = [threading.Thread(target=one, args=(pos,), daemon=True) for pos in range(len(items))]
+    if len(threads) > 1:
+        for thread in threads:
+            thread.start()
+    for pos, thread in enumerate(threads):
+        emit("progress", progress(items[pos]))
+        if len(threads) > 1:
+            thread.join()
+        else:
+            one(pos)
+        if errors[pos] is not None:
+            raise errors[pos]  # type: ignore[misc]
+        yield results[pos]
 
 
 def probe_system() -> dict[str, Any]:
@@ -300,23 +329,24 @@ def _text(value: Any) -> str:
 
 
 def probe_topology(handles: dict[int, Any]) -> list[dict[str, Any]]:
-    """``nvidia-smi topo -m`` (path between each pair) and ``nvidia-smi topo -p2p rwnap`` (P2P status)."""
-    pairs = []
+    """``nvidia-smi topo -m`` (path between each pair) and ``nvidia-smi topo -p2p rwnap`` (P2P status),
+    every pair at once (at_once): 28 pairs of six getters on eight GPUs."""
     indices = sorted(handles)
-    for pos, a in enumerate(indices):
-        for b in indices[pos + 1:]:
-            ha, hb = handles[a], handles[b]
-            p2p: dict[str, Any] = {}
-            for cap, cap_index in P2P_CAPS.items():
-                p2p[cap] = nv.query("nvmlDeviceGetP2PStatus", ha, hb, cap_index,
-                                    convert=lambda v: P2P_STATUSES.get(v, str(v)))
-            pairs.append({
-                "gpus": [a, b],
-                "common_ancestor": nv.query("nvmlDeviceGetTopologyCommonAncestor", ha, hb,
-                                            convert=lambda v: TOPOLOGY_LEVELS.get(v, str(v))),
-                "p2p": p2p,
-            })
-    return pairs
+    pairs = [(a, b) for pos, a in enumerate(indices) for b in indices[pos + 1:]]
+    return list(at_once(lambda pair: _pair(handles, *pair), pairs, lambda pair: "topology"))
+
+
+def _pair(handles: dict[int, Any], a: int, b: int) -> dict[str, Any]:
+    ha, hb = handles[a], handles[b]
+    p2p: dict[str, Any] = {}
+    for cap, cap_index in P2P_CAPS.items():
+        p2p[cap] = nv.query("nvmlDeviceGetP2PStatus", ha, hb, cap_index, convert=lambda v: P2P_STATUSES.get(v, str(v)))
+    return {
+        "gpus": [a, b],
+        "common_ancestor": nv.query("nvmlDeviceGetTopologyCommonAncestor", ha, hb,
+                                    convert=lambda v: TOPOLOGY_LEVELS.get(v, str(v))),
+        "p2p": p2p,
+    }
 
 
 if __name__ == "__main__":
