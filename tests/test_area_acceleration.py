@@ -778,3 +778,22 @@ def test_2xh200_one_gpu_visible_by_number_or_uuid(case):
     assert [f["code"] for f in found] == ["VIS004"]
     assert found[0]["title"] == "CUDA programs will see 1 GPU(s): cuda:0 = GPU 1 NVIDIA H200"
     assert {(r["framework"], r["device"]) for r in facts["workload"]["runs"]} == {("torch", "0"), ("jax", "0"), ("cupy", "0")}
+
+
+# --- multi-GPU on 4 x H100 (NV18 all pairs), recorded 2026-11-27 on nvidia-h100-x4 -------------------------
+
+H100X4 = Path(__file__).parent / "fixtures" / "real" / "h100x4-20261127"
+
+
+@pytest.mark.parametrize("name, world", [("deep-all", 4), ("deep-01", 2)])
+def test_four_h100s_all_reduce_is_judged_against_its_own_reference(name, world):
+    """The matrix holds H100 NV18 references for 2 and 4 GPUs (measured there: 298.1 and 340.0 GB/s), so the
+    healthy recording passes instead of being left unjudged (RUN026), and 0.69 x the reference is slow."""
+    f = json.loads((H100X4 / f"{name}.json").read_text())["facts"]
+    assert f["multigpu"]["allreduce"]["world_size"] == world
+    assert statuses(f)["acceleration.allreduce"] == "pass"
+    assert "RUN026" not in codes(f)
+    reference = {2: 298, 4: 340}[world]
+    slow = with_fact(f, "multigpu.allreduce.busbw_gbs", 0.69 * reference)
+    assert "RUN025" in codes(slow)
+    assert "RUN025" not in codes(with_fact(f, "multigpu.allreduce.busbw_gbs", 0.71 * reference))
