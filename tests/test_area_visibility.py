@@ -289,3 +289,32 @@ def test_without_nvml_no_gpu_is_confirmed():
     facts = with_fact(_workload_h200x2(), "nvml.init", {"ok": False, "reason": "driver_not_loaded"})
     assert [f["title"] for f in _required(facts, 1)] == [
         "could not confirm 1 usable GPU(s): NVML is not available (driver_not_loaded)"]
+
+
+# --- CUDA's own reading, in ASCII: measured with cuInit and cuDeviceGetCount on 4 x H100 (driver 580, 2026-11-26)
+
+MEASURED_ON_4_H100 = [  # (CUDA_VISIBLE_DEVICES, how many devices libcuda enumerated)
+    ("0", 1), ("\uff10", 0), ("\u0660", 0), ("\uff11", 0), ("\u00a00", 0), ("\u20030", 0), ("0,\u00a00", 1),
+    ("0 1", 1), ("\t0", 1),
+]
+
+
+@pytest.mark.parametrize("mask, count", MEASURED_ON_4_H100, ids=[ascii(m) for m, _ in MEASURED_ON_4_H100])
+def test_cuda_visible_devices_is_read_as_cuda_reads_it(mask, count):
+    """Only C's white space around an entry and ASCII digits: a no-break space copied from a web page, or a
+    full-width or Arabic-Indic digit, makes the entry invalid, where Python's strip() and \\d took it for 0."""
+    assert len(resolve(make_facts({"CUDA_VISIBLE_DEVICES": mask}, mig_on=None)).devices) == count
+
+
+def test_a_no_break_space_before_a_repeated_number_is_not_a_repeat():
+    """'0,\\u00a00': the second entry is invalid and ends the list (GPU 0 stays); it does not name GPU 0 again
+    (which would make CUDA refuse the whole list)."""
+    vis = resolve(make_facts({"CUDA_VISIBLE_DEVICES": "0,\u00a00"}, mig_on=None))
+    assert [d.gpu_index for d in vis.devices] == [0] and not vis.refused and vis.invalid_entry == "\u00a00"
+
+
+@pytest.mark.parametrize("mask", ["\u00a00", "\uff10"])
+def test_require_gpus_fails_where_cuda_sees_none(mask):
+    facts = with_fact(make_facts({"CUDA_VISIBLE_DEVICES": mask}, mig_on=None), "options", {"require_gpus": 1})
+    codes = {f["code"] for f in pipeline.judge(facts)["findings"]}
+    assert {"VIS001", "VIS005"} <= codes

@@ -12,7 +12,7 @@ from typing import Iterator
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get
-from gpudoctor.views.visibility import CUDA_ENV_DOCS, cuda_number, resolve
+from gpudoctor.views.visibility import C_SPACE, CUDA_ENV_DOCS, cuda_number, entries_of, resolve
 
 
 def check_mask(facts: Facts) -> Iterator[Finding]:
@@ -29,13 +29,13 @@ def check_mask(facts: Facts) -> Iterator[Finding]:
         return
     if vis.invalid_entry is not None:
         hidden = f"; the entries after it are ignored too: {', '.join(vis.hidden_entries)}" if vis.hidden_entries else ""
-        good = ",".join(e for e in vis.mask.split(",") if e.strip() != vis.invalid_entry)
+        good = ",".join(e for e in vis.mask.split(",") if e.strip(C_SPACE) != vis.invalid_entry)
         yield finding("VIS002", f"{shown}: entry {vis.invalid_entry!r} is invalid ({vis.invalid_reason}){hidden}",
                       detail=f"CUDA programs get {len(vis.devices)} GPU(s) instead of the {len(vis.mask.split(','))} listed.",
                       text=(f"Drop {vis.invalid_entry!r} from the list, or replace it with a GPU that exists."
                             if good else "Fix the list so that every entry names a GPU that exists."),
                       commands=[f"export CUDA_VISIBLE_DEVICES={good}"] if good else [], links=[CUDA_ENV_DOCS])
-    uses_numbers = any(cuda_number(e.strip()) is not None for e in vis.mask.split(","))
+    uses_numbers = any(cuda_number(e) is not None for e in entries_of(vis.mask))
     if vis.order_uncertain and uses_numbers:
         yield finding("VIS003", f"{shown} uses numbers, and CUDA numbers these mixed GPU models fastest-first",
                       text="The numbers may select other GPUs than nvidia-smi shows under them. Number GPUs in PCI "

@@ -9,9 +9,13 @@ GPU is the same model.
 The undocumented corners were measured against libcuda itself (driver 580.159.04, 2 x H200,
 2026-11-21; tools/device/cuda_visible.py): an empty value or "-1" hides every GPU; a UUID may be
 a unique prefix, in any letter case; numbers are read as C's strtol reads them ("+1", "00", "-0",
-"1abc" -> 1, "0x1" -> 0, "1.0" -> 1); surrounding spaces are ignored; an entry naming a GPU already
+"1abc" -> 1, "0x1" -> 0, "1.0" -> 1, "0 1" -> 0); surrounding spaces are ignored; an entry naming a GPU already
 listed makes CUDA refuse the whole list (cuInit returns CUDA_ERROR_INVALID_DEVICE); numbers and
 UUIDs cannot be mixed: the first entry's kind decides, and an entry of the other kind ends the list.
+The reading is C's, in ASCII (4 x H100, driver 580, 2026-11-26): only C's white space (space, tab,
+newline, vertical tab, form feed, carriage return) around an entry is ignored, and only ASCII digits
+are digits. A no-break space (text copied from a web page), an em space, a full-width "０" or an
+Arabic-Indic "٠" makes an entry invalid: "\u00a00" alone hides every GPU, "0,\u00a00" gives GPU 0.
 """
 
 from __future__ import annotations
@@ -62,8 +66,8 @@ def resolve(facts: Facts) -> Visibility:
     if mask is None:
         result.devices = [_visible(i, g) for i, g in enumerate(gpus)]
         return result
-    entries = [e.strip() for e in mask.split(",")]
-    if mask.strip() == "":
+    entries = entries_of(mask)
+    if mask.strip(C_SPACE) == "":
         result.invalid_entry, result.invalid_reason = "", "the value is empty"
         return result
     numeric = cuda_number(entries[0]) is not None
@@ -86,10 +90,21 @@ def resolve(facts: Facts) -> Visibility:
     return result
 
 
+#: What C's isspace() calls white space: all CUDA skips around an entry (Python's strip() would skip more).
+C_SPACE = " \t\n\v\f\r"
+_NUMBER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's \d also takes "٠" and "０", strtol does not
+
+
+def entries_of(mask: str) -> list[str]:
+    """The entries of a CUDA_VISIBLE_DEVICES value, as CUDA reads them: split at commas, C's white space
+    around each one ignored."""
+    return [e.strip(C_SPACE) for e in mask.split(",")]
+
+
 def cuda_number(entry: str) -> Optional[int]:
-    """How CUDA reads a numeric entry: like strtol, a sign and leading digits, the rest ignored."""
-    match = re.match(r"([+-]?\d+)", entry)
-    return int(match.group(1)) if match else None
+    """How CUDA reads a numeric entry: like strtol, a sign and leading ASCII digits, the rest ignored."""
+    match = _NUMBER.match(entry)
+    return int(match.group(0)) if match else None
 
 
 def _visible(cuda_index: int, gpu: dict[str, Any], mig_uuid: Optional[str] = None) -> Visible:

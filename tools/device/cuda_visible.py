@@ -56,7 +56,11 @@ def main() -> None:
     if len(uuids) > 1:
         masks += ["1", "1,0", "0,1,0", "1,1", "0,-1,1", "0, 1", f"{uuids[1][:10]},0", f"{uuids[1]},{uuids[0]}", "00,1", "+1",
                   f"0,{uuids[1][:10]}", f"{uuids[0][:10]},{uuids[1][:10]}", f"{uuids[1][:10]},1", "1abc", "0x1", "1.0",
-                  " +1", "1,", ",1", "0,,1", "GPU-", "MIG-xyz,0", f"{uuids[0][:8]},{uuids[0][:12]}", "1,GPU-zzzz,0"]
+                  " +1", "1,", ",1", "0,,1", "GPU-", "MIG-xyz,0", f"{uuids[0][:8]},{uuids[0][:12]}", "1,GPU-zzzz,0",
+                  "0 1", "1,\u00a00", "\t1", "1\u3000", "\u0661"]
+    # C's white space and digits, against Unicode's: what text copied from a web page or typed on another keyboard holds
+    masks += ["\uff10", "\u0660", "\uff11", "\u00a00", "\u20030", "0,\u00a00", "0 1", "\t0", "\v0", "0\r", "\u00850",
+              "0\u00a0", "\u2007" + "0", f"\u00a0{uuids[0]}", f"{uuids[0]}\t", "\u00b2", "0\u0301"]
     agree = 0
     for mask in masks:
         seen = driver_sees(mask)
