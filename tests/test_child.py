@@ -223,12 +223,13 @@ def test_run_module_uses_the_package_and_the_env(tmp_path):
 def test_child_env_keeps_pythonpath_as_it_is_and_marks_the_run(monkeypatch, tmp_path):
     """PYTHONPATH decides which framework the user's import gets: children keep it untouched (they find
     gpudoctor through their start, childpath.BOOT) and carry the run's token (workload/sharing.py)."""
-    from gpudoctor.probes.child import RUN_ENV, RUN_TOKEN
+    from gpudoctor.probes.warden import RUN_ENV, run_mark
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv(RUN_ENV, "an outer run's mark")
     env = child_env()
     assert env["PYTHONPATH"] == str(tmp_path)
-    assert env[RUN_ENV] == RUN_TOKEN
+    assert env[RUN_ENV] == run_mark()
 
 
 @pytest.mark.skipif(bool(probe_driver_files()["nvml_library_files"]), reason="this machine has an NVIDIA driver")

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from gpudoctor.probes.child import RUN_ENV, RUN_TOKEN, child_env
+from gpudoctor.probes.child import child_env
+from gpudoctor.probes.warden import RUN_ENV, run_mark
 from gpudoctor.probes.workload import sharing
 
 
@@ -29,7 +30,7 @@ def test_without_nvml_nothing_is_guessed():
 
 def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypatch):
     """Every child of a run carries its token; a process without it (the user's training job) is another's."""
-    monkeypatch.setenv(RUN_ENV, RUN_TOKEN)
+    monkeypatch.setenv(RUN_ENV, run_mark())
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
     theirs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                               env={k: v for k, v in os.environ.items() if k != RUN_ENV})
@@ -39,5 +40,6 @@ def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypat
         assert not sharing._ours(theirs.pid)
         assert sharing._describe(theirs.pid, 5 << 20)["name"].startswith("python")
     finally:
-        ours.kill()
-        theirs.kill()
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()

@@ -34,13 +34,12 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes import processes
+from gpudoctor.probes import processes, warden
 from gpudoctor.probes.childpath import BOOT, LIFELINE_ENV
 from gpudoctor.probes.ending import EXIT_SECTION
 from gpudoctor.probes.protocol import ENV, MAX_LINE_BYTES
@@ -58,8 +57,6 @@ _closed = False  # set by kill_all(): a probe thread still running past the dead
 _lock_dir: Optional[str] = None
 _shared: dict[str, Future] = {}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
-#: In every child's environment: the GPU processes of this run are told from others' by it (workload/sharing.py).
-RUN_ENV, RUN_TOKEN = "GPUDOCTOR_RUN", uuid.uuid4().hex
 
 
 @dataclass
@@ -111,7 +108,7 @@ def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     """The parent's environment as it is (``PYTHONPATH`` included: it decides which framework the user's
     import gets), plus ``extra``. The child finds gpudoctor itself through its start (childpath.BOOT)."""
     env = dict(os.environ)
-    env.setdefault(RUN_ENV, RUN_TOKEN)
+    env[warden.RUN_ENV] = warden.run_mark()
     env.update(extra or {})
     return env
 

@@ -33,7 +33,8 @@ from typing import Any, Optional
 
 from gpudoctor.probes.pids import marked_pids, single_threaded, start_ticks
 
-#: In the environment of every process gpudoctor starts (processes.marked_env): this run's mark.
+#: In the environment of every process gpudoctor starts (processes.marked_env, child.child_env): this run's
+#: mark. It also tells this run's GPU processes from others' (workload/sharing.py).
 RUN_ENV = "GPUDOCTOR_RUN"
 #: The variable that turns the warden and the final reaping off ("0").
 ENV = "GPUDOCTOR_WARDEN"
