@@ -185,6 +185,11 @@ def _cluster(allreduce: Any = None, node_b_findings: Any = (), node_b_torch: str
                                    "networks": list(networks), "transports": list(transports)},
     }
 
+def _said(kind: str, text: str, **values: Any) -> dict[str, Any]:
+    """One evidence item as gpudoctor/pastes/forms/messages.py reads it from line 12 of a ticket."""
+    return {"kind": kind, **values, "line": 12, "text": text, "where": "issue.md, line 12", "form": "messages"}
+
+
 EXAMPLES: dict[str, Facts] = {
     # --- driver -------------------------------------------------------------------------------
     "DRV001": {
@@ -566,6 +571,26 @@ EXAMPLES: dict[str, Facts] = {
                                "stderr_tail": "F1123 15:14:58.739388    6620 parse_flags_from_env.cc:234] Unknown flag in "
                                               "XLA_FLAGS: --xla_gpu_bogus_flag=true\n"}},
     },
+    # --- what a pasted ticket shows (gpudoctor analyze; the items gpudoctor/pastes/forms/ reads) ------
+    "FWK201": {"evidence": [_said("gpu_arch_unsupported", "NVIDIA GeForce RTX 3060 with CUDA capability sm_86 is not "
+                                  "compatible with the current PyTorch installation.", gpu="NVIDIA GeForce RTX 3060",
+                                  sm="sm_86", supported=["sm_37", "sm_50", "sm_60", "sm_70"])]},
+    "FWK202": {"evidence": [_said("driver_too_old", "RuntimeError: The NVIDIA driver on your system is too old (found "
+                                  "version 10010).", driver_cuda="10.1")]},
+    "FWK203": {"evidence": [_said("no_driver", "RuntimeError: Found no NVIDIA driver on your system. Please check that "
+                                  "you have an NVIDIA GPU and installed a driver")]},
+    "FWK204": {"evidence": [_said("library_not_loaded", "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] "
+                                  "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
+                                  "shared object file: No such file or directory", library="libcudnn.so.8")]},
+    "FWK205": {"evidence": [_said("torch_cpu_build", "AssertionError: Torch not compiled with CUDA enabled")]},
+    "FWK206": {"evidence": [{"kind": "contradiction", "what": "torch.cuda.is_available()", "form": "session", "line": 0,
+                             "where": "issue.md, line 40 (session)",
+                             "text": "PyTorch torch.cuda.is_available(): True in collect_env (issue.md, block 1), False in "
+                                     "issue.md (session)"}]},
+    "CTR007": {"evidence": [_said("container_no_gpu_driver", "docker: Error response from daemon: could not select device "
+                                  "driver \"\" with capabilities: [[gpu]].")]},
+    "DRV020": {"evidence": [_said("xid", "NVRM: Xid (PCI:0000:41:00): 79, pid=1234, GPU has fallen off the bus.",
+                                  bus_id="0000:41:00", xid=79, detail="pid=1234, GPU has fallen off the bus.")]},
     # --- compat -------------------------------------------------------------------------------
     "CMP001": {
         "nvml": _nvml(driver_version="570.172.08", cuda_driver_version=12080),
@@ -731,7 +756,7 @@ EXAMPLES: dict[str, Facts] = {
                  "NCCL_DEBUG=INFO for details), NCCL version 2.28.9 (and 1 other rank(s) failed)",
         "stderr_tail": "Last error:\nError while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"}),
     "RUN025": _deep(_H200, 2, 18, p2p=_p2p(2, 372.0, {(1, 0): {"gbs": 366.0}}), allreduce=_allreduce(2, 176.0)),
-    "RUN026": _deep(_H100, 2, 18, allreduce=_allreduce(2, 301.0)),
+    "RUN026": _deep(_H100, 2, 12, allreduce=_allreduce(2, 301.0)),  # NV12: no measured reference
     # --- acceleration: check --deep under torchrun, across nodes ------------------------------
     "RUN031": {"cluster": _cluster(allreduce={
         "ok": False, "world_size": 4, "backend": "nccl",

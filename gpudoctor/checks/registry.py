@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from gpudoctor.checks import cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
+from gpudoctor.checks import cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
 from gpudoctor.checks.selection import recorded, select
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
@@ -30,6 +30,7 @@ CHECKS: tuple[Check, ...] = (
     *pyenv.CHECKS,
     *frameworks.CHECKS,
     *environment.CHECKS,  # the variables that steer a framework, named as the cause
+    *messages.CHECKS,  # what a pasted ticket shows happened (analyze only)
     *compat.CHECKS,
     *smoke.CHECKS,
     *workload.CHECKS,

@@ -70,7 +70,9 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
     arch = info.get("arch_list")
     real_arch = [a for a in arch if isinstance(a, str)] if isinstance(arch, list) and arch else None
     build = Build(label, name, cuda, arch_list=real_arch or [], version=version, installed=True,
-                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True, arch_measured=real_arch is not None)
+                  ran=fw.get("status") == "ok" and info.get("cuda_available") is True, arch_measured=real_arch is not None,
+                  # a pasted "Is CUDA available: True": the framework's own answer, read without importing it
+                  cuda_started=fw.get("status") == "metadata" and info.get("cuda_available") is True)
     # PyPI's lists in the matrix are the x86_64 wheels'; an Arm machine's wheels are built for other archs
     x86 = str(get(facts, "host.machine") or "x86_64").lower() in ("x86_64", "amd64")
     if from_matrix is not None and not from_matrix.cpu_only:

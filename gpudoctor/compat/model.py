@@ -48,6 +48,7 @@ class Build:
     installed: bool = False  # read from this machine (a wheel exists), not a hypothetical install
     arch_measured: bool = False  # sass/ptx are what the build itself said (not the matrix's list for its wheel)
     ran: bool = False  # installed, imported and it reached the GPU: an unknown architecture list is moot
+    cuda_started: bool = False  # a paste shows CUDA started under it (is_available() True): the driver runs it
     release: Optional[dict[str, Any]] = None  # its matrix entry, when known
 
     def __post_init__(self) -> None:

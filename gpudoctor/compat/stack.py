@@ -164,6 +164,8 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
     else:
         verdict = rules.driver_runs_cuda(build.cuda, stack.driver, stack.driver_cuda, stack.driver_os)
     drv = f"driver {stack.driver}" if stack.driver else f"a driver supporting CUDA {stack.driver_cuda}"
+    if verdict.status == rules.FAIL and build.cuda_started:
+        return []  # CUDA started under it (NVIDIA's forward-compatibility package does that): what ran outranks the rule
     if verdict.status == rules.FAIL:
         commands = _install_commands(stack, build)
         return [finding("CMP001", f"{build.label} needs a newer driver than {drv}", detail=verdict.reason,

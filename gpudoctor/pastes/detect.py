@@ -21,7 +21,8 @@ _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
 
-KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x")
+KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x",
+         "messages", "session", "template", "tools")
 
 
 @dataclass
@@ -96,7 +97,28 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
                                                                                            "message": failed[1]}}))
         if collect_env.looks_like(plain):
             found.append(Paste("collect_env", where, collect_env.parse(plain)))
+    return found + find_forms(text, name)
+
+
+def find_forms(text: str, name: str) -> list[Paste]:
+    """The other forms (gpudoctor/pastes/forms/), each read over the whole body, so that a warning in
+    prose or a session split by fences is still read; every value keeps its line in the body."""
+    from gpudoctor.pastes.forms import MAX_LINE, READERS
+
+    lines = [html.unescape(_TAGS.sub("", line[:MAX_LINE])) if "<" in line or "&" in line else line[:MAX_LINE]
+             for line in unquote(text).split("\n")]
+    found = []
+    for kind, reader in READERS:
+        values = reader(lines)
+        if values:
+            found.append(Paste(kind, f"{name}, {_first_line(values)}", values))
     return found
+
+
+def _first_line(values: dict[str, Any]) -> str:
+    numbers = [e["line"] for e in values.get("evidence") or []] + list((values.get("lines") or {}).values())
+    numbers += [p["line"] for key in ("packages", "lspci", "ldconfig") for p in values.get(key) or []]
+    return f"line {min(numbers)}" if numbers else "body"
 
 
 def _json_report(text: str) -> Any:

@@ -16,7 +16,8 @@ from gpudoctor.pastes.to_facts import merge
 #: The same cap as a saved report's (gpudoctor/report.py MAX_REPORT_BYTES), per input.
 from gpudoctor.report import MAX_REPORT_BYTES
 
-WHAT = "a gpudoctor report, collect_env output, nvidia-smi output (table, -q or -q -x) or an issue body holding them"
+WHAT = ("a gpudoctor report, collect_env output, nvidia-smi output (table, -q or -q -x), a framework's or CUDA's "
+        "error message, a Python session, an issue template, nvcc/pip/conda output or an issue body holding them")
 
 
 class PasteError(ValueError):
@@ -88,4 +89,6 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
 def _says_something(paste: Paste) -> bool:
     values = paste.parsed
     return any(values.get(k) for k in ("driver_version", "gpus", "torch_version", "failure", "cuda_build",
-                                        "python_version", "frameworks", "cuda_runtime"))
+                                        "python_version", "frameworks", "cuda_runtime", "evidence", "nvcc",
+                                        "kernel_module", "packages", "lspci", "tensorflow_version", "jax_version",
+                                        "cupy_version", "torch_version"))

@@ -54,6 +54,9 @@ def merge(pastes: list[Paste]) -> tuple[dict[str, Any], set[str]]:
         _host_and_python(facts, envs[0])
         _toolkit(facts, envs[0])
         _frameworks(facts, envs[0])
+    from gpudoctor.pastes.evidence import merge_forms
+
+    merge_forms(facts, pastes, notes)
     run = runnable(facts)
     facts["paste"] = {"kinds": sorted({p.kind for p in pastes}), "notes": notes, "judged": sorted(run),
                       "not_checked": not_checked(run)}
@@ -304,6 +307,8 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     frameworks = bool(facts.get("frameworks"))
     if nvml:
         run.add("driver.nvml")
+    if facts.get("evidence"):  # what the pastes show happened: messages, sessions, templates
+        run.update(("frameworks.messages", "container.messages", "driver.messages"))
     if frameworks:
         run.add("frameworks.import")
         if nvml:

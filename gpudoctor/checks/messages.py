@@ -1,0 +1,148 @@
+"""What a pasted ticket shows happened, judged in its own right: the framework's, CUDA's, the container
+toolkit's and the kernel's own messages (facts ``evidence``, read by gpudoctor/pastes/forms/).
+
+A message is evidence, not inference: PyTorch saying a GPU's architecture is not in its build is the
+finding, naming the GPU, the architectures the build has and the fix, even when nothing else was
+pasted. Each finding quotes the line it came from. A live `check` has no evidence facts, so these
+checks are skipped there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
+from gpudoctor.findings import ERROR, Finding
+
+TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
+ARCH_LIST = 'python -c "import torch; print(torch.__version__, torch.cuda.get_arch_list())"'
+#: NVIDIA's Xid catalogue, which says what each Xid number means.
+XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/"
+TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+
+
+def _evidence(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The pasted items of these kinds; a check with none is not run (a paste that quotes no kernel log
+    says nothing of the kernel log), so it is never passed on silence."""
+    items = facts.get("evidence")
+    if not isinstance(items, list):
+        raise NotApplicable("no pasted messages to judge (a live check has none)")
+    return [e for e in items if isinstance(e, dict) and e.get("kind") in kinds]
+
+
+def _any(facts: Facts, kinds: tuple[str, ...]) -> None:
+    if not _evidence(facts, kinds):
+        raise NotApplicable("the pastes quote no such message")
+
+
+def _quote(item: dict[str, Any]) -> str:
+    return f"{item.get('where')}: {str(item.get('text') or '')[:240]}"
+
+
+FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
+                   "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
+                   "contradiction")
+
+
+def check_framework_messages(facts: Facts) -> Iterator[Finding]:
+    _any(facts, FRAMEWORK_KINDS)
+    for item in _evidence(facts, ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image")):
+        yield _arch_finding(item)
+    for item in _evidence(facts, ("driver_too_old", "driver_insufficient")):
+        found = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
+        yield finding("FWK202", f"the framework says the NVIDIA driver is too old for its CUDA{found}", detail=_quote(item),
+                      text="Install a newer NVIDIA driver (one that supports the CUDA the framework was built with), "
+                           "or install a framework build for an older CUDA.",
+                      commands=["nvidia-smi"], links=["https://docs.nvidia.com/deploy/cuda-compatibility/"])
+    for item in _evidence(facts, ("no_driver",)):
+        yield finding("FWK203", "the framework found no NVIDIA driver", detail=_quote(item),
+                      text="Install the NVIDIA driver and check that it loads (nvidia-smi must list the GPU); in a container, "
+                           "run it with the GPU runtime (docker run --gpus all).", commands=["nvidia-smi", DRIVER_LOG_COMMAND])
+    for item in _evidence(facts, ("library_not_loaded", "dlopen_failed", "cudnn_mismatch")):
+        yield _library_finding(item)
+    for item in _evidence(facts, ("torch_cpu_build", "jaxlib_cpu")):
+        torch = item["kind"] == "torch_cpu_build"
+        yield finding("FWK205", f"{'PyTorch' if torch else 'jaxlib'} is a build without CUDA", detail=_quote(item),
+                      text="Install the CUDA build: for PyTorch the command for your CUDA at " + TORCH_INSTALL if torch
+                      else 'Install JAX with its CUDA plugin: pip install -U "jax[cuda12]" (or cuda13).',
+                      commands=[ARCH_LIST] if torch else ['python -c "import jax; print(jax.devices())"'])
+    for item in _evidence(facts, ("contradiction",)):
+        yield finding("FWK206", f"the pastes contradict each other: {item['text']}",
+                      detail="two interpreters (or two environments) answered; each is reported as pasted, none is judged",
+                      text="Run both commands with the same interpreter (python -m torch.utils.collect_env, then the "
+                           "failing script, in one shell) and paste both.")
+
+
+def _arch_finding(item: dict[str, Any]) -> Finding:
+    gpu = item.get("gpu") or "this GPU"
+    if item["kind"] == "gpu_arch_unsupported":
+        has = " ".join(item.get("supported") or []) or "a list the message did not include"
+        title = f"PyTorch says {gpu} ({item['sm']}) is not supported by this build, which has {has}"
+        text = (f"Install a PyTorch build whose architecture list includes {item['sm']} (pick the CUDA variant at "
+                f"{TORCH_INSTALL}); the command below must then list {item['sm']}.")
+    elif item["kind"] == "gpu_too_old":
+        minimum = f" (this build's minimum is {item['minimum']})" if item.get("minimum") else ""
+        title = f"PyTorch says {gpu} (compute capability {item['compute_capability']}) is too old for this build{minimum}"
+        text = "Install an older PyTorch release whose builds still include this GPU's architecture, or build PyTorch from source for it."
+    else:
+        title = "CUDA says no kernel image is available for this GPU: the build lacks its architecture"
+        text = (f"Install a build compiled for this GPU's compute capability ({TORCH_INSTALL} for PyTorch); "
+                "the command below lists the architectures the installed PyTorch has.")
+    return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
+                   links=[TORCH_INSTALL])
+
+
+def _library_finding(item: dict[str, Any]) -> Finding:
+    if item["kind"] == "cudnn_mismatch":
+        title = f"JAX loaded cuDNN {item['loaded']} but was built with {item['built']}"
+        text = "Install the cuDNN JAX was built for (the pip CUDA plugin brings it: pip install -U \"jax[cuda12]\"), " \
+               "or remove the older cuDNN from LD_LIBRARY_PATH."
+    elif item["kind"] == "library_not_loaded":
+        title = f"the framework could not load {item['library']}"
+        text = "Install the CUDA library the framework was built for (for TensorFlow the versions its tested-build table names), " \
+               "or put its folder on LD_LIBRARY_PATH."
+    else:
+        title = "TensorFlow could not load its GPU libraries, so it skips the GPU"
+        text = "Install the CUDA and cuDNN versions this TensorFlow was built for (pip install tensorflow[and-cuda] on Linux)."
+    return finding("FWK204", title, detail=_quote(item), text=text, commands=["ldconfig -p | grep -E 'libcud|libcublas'"])
+
+
+def check_container_messages(facts: Facts) -> Iterator[Finding]:
+    _any(facts, ("container_no_gpu_driver", "container_init_error"))
+    for item in _evidence(facts, ("container_no_gpu_driver", "container_init_error")):
+        what = "Docker has no GPU runtime (could not select device driver)" if item["kind"] == "container_no_gpu_driver" \
+            else f"the NVIDIA container toolkit failed to start: {item.get('error') or 'initialization error'}"
+        yield finding("CTR007", what, detail=_quote(item),
+                      text="Install the NVIDIA Container Toolkit and register it with Docker (nvidia-ctk runtime configure "
+                           "--runtime=docker, then restart Docker); if it is installed, the host's driver must work first "
+                           "(nvidia-smi on the host).", commands=["nvidia-smi", "nvidia-ctk --version"], links=[TOOLKIT_DOCS])
+
+
+def check_driver_messages(facts: Facts) -> Iterator[Finding]:
+    from gpudoctor.pastes.forms.messages import HARDWARE_XIDS
+
+    _any(facts, ("driver_library_mismatch", "xid"))
+    reason = (((facts.get("nvml") or {}).get("init")) or {}).get("reason")
+    for item in _evidence(facts, ("driver_library_mismatch",)):
+        if reason == "driver_library_mismatch":
+            continue  # nvidia-smi's own failure says it (driver.nvml)
+        yield finding("DRV020", "the driver reports that its kernel module and libraries are different versions",
+                      detail=_quote(item), severity=ERROR,
+                      text="Reboot, or stop every GPU process and reload the nvidia kernel modules.", commands=[DRIVER_LOG_COMMAND])
+    for item in _evidence(facts, ("xid",)):
+        xid = int(item.get("xid") or 0)
+        yield finding("DRV020", f"the kernel log shows Xid {xid} on the GPU at {item.get('bus_id')}", detail=_quote(item),
+                      severity=ERROR if xid in HARDWARE_XIDS else None,
+                      text="Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen off the bus, ECC, NVLink) need a "
+                           "reset or a reboot and, if they recur, the hardware checked; others point at the program.",
+                      commands=[DRIVER_LOG_COMMAND], links=[XID_DOCS])
+
+
+CHECKS = (
+    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020",), check_driver_messages,
+          ()),
+    Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
+          ()),
+    Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206"), check_framework_messages, ()),
+)

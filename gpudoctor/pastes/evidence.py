@@ -1,0 +1,158 @@
+"""What the other ticket forms (gpudoctor/pastes/forms/) add to the merged snapshot: the evidence list
+(what the paste shows happened, each item with its line), and, where collect_env did not say them, the
+framework builds, the toolkit and the OS those forms state, in the facts' normal shape.
+
+Evidence outranks inference: a Python session's or a template's ``is_available()`` answer is kept as the
+framework's own answer, and two interpreters that answer differently are recorded as a contradiction
+(``evidence`` kind ``contradiction``) instead of being merged into one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from gpudoctor.pastes.detect import Paste
+
+FORMS = ("messages", "session", "template", "tools")
+
+
+def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) -> None:
+    """Add the forms' evidence and stated versions to ``facts`` (collect_env's, already there, win)."""
+    forms = {p.kind: p for p in pastes if p.kind in FORMS}
+    evidence = [_where(item, p) for p in forms.values() for item in p.parsed.get("evidence") or []]
+    stated = _torch_stated(forms)
+    torch = (facts.get("frameworks") or {}).get("torch")
+    if torch and stated:
+        evidence += _contradictions(torch, stated, notes)
+    elif stated and stated.get("version"):
+        facts.setdefault("frameworks", {})["torch"] = _torch_fact(stated)
+    _tensorflow(facts, forms)
+    _toolkit(facts, forms.get("tools"))
+    _host(facts, forms.get("template"))
+    if evidence:
+        facts["evidence"] = evidence
+
+
+def _where(item: dict[str, Any], paste: Paste) -> dict[str, Any]:
+    name = paste.where.rsplit(", line ", 1)[0]
+    return {**item, "where": f"{name}, line {item['line']}", "form": paste.kind}
+
+
+def _torch_stated(forms: dict[str, Paste]) -> dict[str, Any]:
+    """PyTorch's version, CUDA, is_available() and architectures as a session, a template or a package list
+    states them, each with where it was read."""
+    out: dict[str, Any] = {}
+    for kind in ("session", "template"):
+        values = forms[kind].parsed if kind in forms else {}
+        for field, key in (("torch_version", "version"), ("torch_cuda", "cuda"), ("torch_cuda_available", "available"),
+                           ("torch_arch_list", "arch_list"), ("torch_device_count", "device_count")):
+            if values.get(field) is not None and key not in out:
+                out[key], out[f"{key}_from"] = values[field], f"{forms[kind].where.rsplit(', line ', 1)[0]} ({kind})"
+    tools = forms["tools"].parsed if "tools" in forms else {}
+    for package in tools.get("packages") or []:
+        if package["name"] in ("torch", "pytorch") and "version" not in out:
+            out["version"], out["version_from"] = package["version"], f"{forms['tools'].where} (package list)"
+            if package.get("cuda"):
+                out["cuda"] = package["cuda"]
+            if package.get("cpu"):
+                out["cuda"] = "None"
+    return out
+
+
+def cuda_of(version: str, cuda: Any) -> Optional[str]:
+    """The CUDA a PyTorch build targets: ``torch.version.cuda``, else its local tag (``+cu118`` -> 11.8)."""
+    if isinstance(cuda, str) and re.match(r"^\d+\.\d+", cuda):
+        return cuda
+    m = re.search(r"\+cu(\d{2,3})$", version)
+    if m:
+        digits = m.group(1)
+        return f"{digits[:-1]}.{digits[-1]}"
+    return None
+
+
+def _torch_fact(stated: dict[str, Any]) -> dict[str, Any]:
+    version = str(stated["version"])
+    cuda = cuda_of(version, stated.get("cuda"))
+    info: dict[str, Any] = {"version": version, "source": stated["version_from"],
+                            "evidence": [f"{stated['version_from']} says PyTorch {version}"]}
+    if version.endswith("+cpu") or stated.get("cuda") == "None":
+        info.update(cpu_only_build=True, cuda_build=False, backend="cpu", built_cuda=None)
+    elif cuda:
+        info.update(cpu_only_build=False, cuda_build=True, backend="cuda", built_cuda=cuda, cuda_major=cuda.split(".")[0])
+    else:
+        info.update(cpu_only_build=None, built_cuda=None)
+    if isinstance(stated.get("arch_list"), list) and stated["arch_list"]:
+        info["arch_list"] = [a for a in stated["arch_list"] if a.startswith("sm_")] + \
+            [a for a in stated["arch_list"] if a.startswith("compute_")]
+        info["arch_list_source"] = f"torch.cuda.get_arch_list() in {stated['arch_list_from']}"
+    fw: dict[str, Any] = {"installed": True, "source": stated["version_from"], "info": info, "status": "metadata"}
+    available = stated.get("available")
+    if available is not None:
+        info["cuda_available"] = available
+    if available is False or info.get("cpu_only_build") is True:
+        fw["status"], info["devices"] = "ok", []  # PyTorch's own answer: it sees no GPU
+    elif available is True and isinstance(stated.get("device_count"), int):
+        fw["status"], info["devices"] = "ok", [{"index": i} for i in range(stated["device_count"])]
+    return fw
+
+
+def _contradictions(torch: dict[str, Any], stated: dict[str, Any], notes: list[str]) -> list[dict[str, Any]]:
+    """collect_env's PyTorch against a session's or a template's: two interpreters when they disagree."""
+    info = torch.get("info") or {}
+    out = []
+    said = info.get("version")
+    if stated.get("version") and said and stated["version"] != said:
+        out.append(("version", said, stated["version"], stated["version_from"]))
+    if stated.get("available") is not None and info.get("cuda_available") is not None \
+            and stated["available"] != info["cuda_available"]:
+        out.append(("torch.cuda.is_available()", info["cuda_available"], stated["available"], stated["available_from"]))
+    items = []
+    for what, first, second, where in out:
+        text = f"PyTorch {what}: {first} in {torch.get('source')}, {second} in {where}"
+        notes.append(f"two Python environments? {text}; each is reported as pasted")
+        items.append({"kind": "contradiction", "what": what, "text": text, "where": where, "form": "session",
+                      "line": 0})
+    return items
+
+
+def _tensorflow(facts: dict[str, Any], forms: dict[str, Paste]) -> None:
+    if "tensorflow" in (facts.get("frameworks") or {}):
+        return
+    template = forms["template"].parsed if "template" in forms else {}
+    session = forms["session"].parsed if "session" in forms else {}
+    version = template.get("tensorflow_version") or session.get("tensorflow_version")
+    if not version or not re.match(r"^\d+\.\d+", str(version)):
+        return
+    where = forms["template" if template.get("tensorflow_version") else "session"].where
+    info = {"version": str(version), "source": where, "evidence": [f"{where} says TensorFlow {version}"]}
+    facts.setdefault("frameworks", {})["tensorflow"] = {"installed": True, "source": where, "info": info,
+                                                         "status": "metadata"}
+
+
+def _toolkit(facts: dict[str, Any], tools: Optional[Paste]) -> None:
+    if tools is None or facts.get("toolkit") or not tools.parsed.get("nvcc"):
+        return
+    facts["toolkit"] = {"nvcc": {"found": True, "version": tools.parsed["nvcc_full"], "release": tools.parsed["nvcc"],
+                                 "source": f"nvcc --version ({tools.where})"}}
+
+
+def _host(facts: dict[str, Any], template: Optional[Paste]) -> None:
+    if template is None or (facts.get("host") or {}).get("os"):
+        return
+    values = template.parsed
+    text = f"{values.get('os') or ''} {values.get('platform') or ''}".strip()
+    lowered = text.lower()
+    host: dict[str, Any] = {"source": f"template ({template.where})", "distro": text[:120]}
+    if "wsl" in lowered or "microsoft-standard" in lowered:
+        host.update(os="Linux", wsl=True)
+    elif re.search(r"\bwindows\b|\bwin ?1[01]\b", lowered):
+        host["os"] = "Windows"
+    elif re.search(r"\b(?:macos|mac os|darwin)\b", lowered):
+        host["os"] = "Darwin"
+    elif re.search(r"\b(?:linux|ubuntu|debian|centos|fedora|rhel|rocky)\b", lowered):
+        host["os"] = "Linux"
+    if values.get("python_version"):
+        host["python"] = {"version": values["python_version"]}
+    if host.get("os"):
+        facts["host"] = {**(facts.get("host") or {}), **host}
