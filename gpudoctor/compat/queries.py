@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gpudoctor import status
-from gpudoctor.compat import rules
+from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic, topics
 from gpudoctor.compat.model import TORCH_INDEX, Stack
 from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
@@ -75,9 +75,13 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
             driver_cuda: Optional[str] = None) -> list[str]:
     """The newest builds that will work here, each with its install command, and the driver that would
     unlock newer ones (only where a newer CUDA still targets this GPU: toolkits drop old architectures)."""
+    lines = []
+    branch = branches.last_branch(cc) if os_name not in ("windows", "wsl", "macos") else None
+    if branch and branch.newest_driver and branches.drives(driver, cc).status == rules.FAIL:
+        lines.append(branches.wrong_branch_line(driver, cc, branch))  # never suggest for a driver that cannot drive the GPU
+        driver, driver_cuda = branch.newest_driver, None
     stack = Stack(driver=driver, python=python, os=os_name, gpus=[(f"compute capability {cc}", cc)])
     stack.driver_cuda = driver_cuda or rules.driver_cuda_of(driver, stack.driver_os)
-    lines = []
     if os_name != "macos":
         choice = fitting_torch(stack)
         if choice:
@@ -101,6 +105,8 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
     unlock = _unlock(stack, cc)
     if unlock:
         lines.append(unlock)
+    if branch and branch.newest_driver:
+        lines.append(branches.ceiling_line(branch, cc, stack.driver_os))
     return lines
 
 
@@ -117,7 +123,8 @@ def _unlock(stack: Stack, cc: str) -> Optional[str]:
     column = "min_driver_windows" if stack.driver_os == "windows" else "min_driver_linux"
     have = rules.version(stack.driver_cuda)
     rows = [r for r in load_topic("cuda_toolkits")["entries"] if r.get(column) and rules.major_minor(r.get("version"))]
-    rows = [r for r in rows if rules.major_minor(r["version"]) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK]
+    rows = [r for r in rows if rules.major_minor(r["version"]) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK
+            and (stack.driver_os == "windows" or branches.drives(r[column], cc).status != rules.FAIL)]
     best = max(rows, key=lambda r: rules.version(r["version"]), default=None)
     if best is None:
         return None
