@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from gpudoctor.compat import rules
+from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.model import COMPAT_DOCS, NAMES, TORCH_INDEX, Build, Stack, _os_label, finding
@@ -40,6 +40,7 @@ def judge_versions(stack: Stack, settled: frozenset[tuple[str, str]] | set[tuple
     out: list[Finding] = [finding("CMP008", f"{what} is beyond gpudoctor's compatibility matrix",
                                   text="The verdicts that need it are unknown. Update gpudoctor, or pass --matrix FILE "
                                        "with the missing entries.") for what in stack.unknown]
+    out += branches.stack_findings(stack)  # a GPU the driver does not drive: no build runs on it
     for build in stack.builds:
         if build.cpu_only:
             out += _cpu_only_findings(stack, build)

@@ -1,0 +1,125 @@
+"""Which NVIDIA driver branches drive which GPUs (compat_matrix/driver_branches.json).
+
+NVIDIA moves an architecture to a legacy branch and newer branches stop listing its GPUs: a Tesla K80
+is not even shown by nvidia-smi on driver 535, whatever CUDA that driver supports. So "does this driver
+support CUDA X" is not enough; the driver must also drive the GPU. The judgement goes by architecture
+(compute capability -> architectures.json -> last branch). Jetson GPUs are left out (unknown, never an
+error): their driver comes with JetPack and is not numbered by these branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from gpudoctor.compat import rules
+from gpudoctor.compat.data import architecture_for, load_topic
+from gpudoctor.compat.model import Stack, finding
+from gpudoctor.findings import Finding
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The last branch that drives an architecture, and where the matrix says so."""
+    architecture: str
+    last: int
+    newest_driver: Optional[str]  # the newest release of that branch NVIDIA lists
+    source: str  # the source's text from the matrix file
+
+
+def branch_of(driver: Optional[str]) -> Optional[int]:
+    """The branch of a driver version: 535 for "535.104.05"; None when it is not a version."""
+    parsed = rules.version(driver)
+    return parsed.major if parsed is not None else None
+
+
+def last_branch(cc: str) -> Optional[Branch]:
+    """The last branch that drives GPUs of compute capability ``cc``; None while newer branches still
+    drive them, for a Jetson-only compute capability, or where the matrix does not know."""
+    if _jetson_only(cc):
+        return None
+    arch = architecture_for(cc)
+    data = load_topic("driver_branches")
+    entry = next((e for e in data["entries"] if e.get("architecture") == arch), None)
+    if entry is None or not entry.get("last_branch"):
+        return None
+    return Branch(arch or "", int(entry["last_branch"]), entry.get("newest_driver"),
+                  data["sources"].get(entry["source"], entry["source"]))
+
+
+def drives(driver: Optional[str], cc: str) -> rules.Verdict:
+    """Whether driver ``driver`` drives a GPU of compute capability ``cc``: FAIL with the last branch
+    that does in ``needs`` ("470"), OK, or UNKNOWN when the driver is not a version."""
+    have = branch_of(driver)
+    if have is None:
+        return rules.Verdict(rules.UNKNOWN, f"driver {driver!r} is not a version")
+    branch = last_branch(cc)
+    if branch is None or have <= branch.last:
+        return rules.Verdict(rules.OK, "")
+    return rules.Verdict(rules.FAIL, f"R{branch.last} is the last driver branch that drives {branch.architecture.title()} "
+                                     f"GPUs (compute capability {cc}); driver {driver} (R{have}) does not list them",
+                         needs=str(branch.last))
+
+
+def stack_findings(stack: Stack) -> list[Finding]:
+    """CMP010 for each GPU of the stack its driver does not drive; nothing when the driver is not given."""
+    out: list[Finding] = []
+    if stack.driver_os == "windows":
+        return out  # Windows numbers its drivers apart (R470 is 471.xx to 474.xx): the Linux branches do not apply
+    for label, cc in stack.gpus:
+        if not stack.driver or _is_jetson_label(label):
+            continue
+        verdict = drives(stack.driver, cc)
+        if verdict.status != rules.FAIL:
+            continue
+        branch = last_branch(cc)
+        newest = branch.newest_driver if branch else None
+        out.append(finding("CMP010", f"driver {stack.driver} does not drive {label}: R{verdict.needs} is the last branch that does",
+                           detail=verdict.reason + ". No newer driver will list this GPU.",
+                           text=f"Install driver {newest or 'R' + str(verdict.needs)} (branch R{verdict.needs}) with the CUDA and "
+                                f"framework builds that branch supports, or move to a newer GPU.",
+                           commands=[f"gpudoctor matrix suggest --cc {cc} --driver {newest}"] if newest else [],
+                           links=[DRIVER_MATRIX_DOCS]))
+    return out
+
+
+def wrong_branch_line(driver: str, cc: str, branch: Branch) -> str:
+    """`matrix suggest`'s first line when the given driver cannot drive the GPU."""
+    return (f"Driver {driver} does not drive compute capability {cc} GPUs: R{branch.last} is the last branch that drives "
+            f"{branch.architecture.title()} GPUs. The builds below are for driver {branch.newest_driver}, its newest release.")
+
+
+def ceiling_line(branch: Branch, cc: str, os_name: str = "linux") -> str:
+    """`matrix suggest`'s last line for an architecture newer drivers dropped: the newest CUDA that its last
+    branch runs and that still targets the GPU, and that nothing newer will run."""
+    driver = branch.newest_driver or ""
+    fits = [r["version"] for r in load_topic("cuda_toolkits")["entries"]
+            if rules.toolkit_targets(r["version"], cc).status == rules.OK
+            and rules.driver_runs_cuda(r["version"], driver, rules.driver_cuda_of(driver, os_name), os_name).status in (rules.OK, rules.LIMITED)]
+    newest = max(fits, key=rules.version, default=None)
+    cuda = f"; with it CUDA {rules.major_minor(newest)} is the newest CUDA for compute capability {cc}" if newest else ""
+    return (f"Nothing newer will run on this GPU: R{branch.last} (newest {driver}) is the last driver branch for "
+            f"{branch.architecture.title()} GPUs{cuda}, and newer builds need a newer driver or drop compute capability {cc}.")
+
+
+DRIVER_MATRIX_DOCS = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html"
+
+
+def _is_jetson_label(label: str) -> bool:
+    entry = rules.gpu_entry(label)
+    return bool(entry) and entry.get("segment") == "jetson"
+
+
+def gpu_by_pci_id(device_id: str) -> Optional[dict[str, Any]]:
+    """The first gpus.json entry that lists PCI device id ``device_id`` ("0x102d"), or None."""
+    wanted = device_id.strip().lower()
+    for entry in load_topic("gpus")["entries"]:
+        if wanted in (d.lower() for d in entry.get("pci_device_ids") or ()):
+            return entry
+    return None
+
+
+def _jetson_only(cc: str) -> bool:
+    """A compute capability only Jetson modules have (5.3, 6.2, 7.2, 8.7): no discrete GPU to judge."""
+    rows = [e for e in load_topic("gpus")["entries"] if e.get("compute_capability") == cc]
+    return bool(rows) and all(e.get("segment") == "jetson" for e in rows)
