@@ -153,6 +153,10 @@ SHAPE: dict[str, str] = {
     "facts.driver.pci_devices": _LIST, "facts.driver.pci_devices[]": _OBJ,
     "facts.driver.pci_devices[].bus_id": _STR, "facts.driver.pci_devices[].driver": "str|null",
     "facts.driver.pci_devices[].device_id": _STR, "facts.driver.pci_devices[].class": _STR,
+    "facts.driver.legacy_notices": _OBJ, "facts.driver.legacy_notices.read": _BOOL, "facts.driver.legacy_notices.reason": _STR,
+    "facts.driver.legacy_notices.notices": _LIST, "facts.driver.legacy_notices.notices[]": _OBJ,
+    "facts.driver.legacy_notices.notices[].name": _STR, "facts.driver.legacy_notices.notices[].branch": _STR,
+    "facts.driver.legacy_notices.notices[].driver": "str|null",
     # nvml
     "facts.nvml": "obj|null", "facts.nvml.init": _OBJ, "facts.nvml.init.ok": _BOOL, "facts.nvml.init.reason": _STR,
     "facts.nvml.driver_version": _STR, "facts.nvml.nvml_version": _STR, "facts.nvml.cuda_driver_version": _INT,

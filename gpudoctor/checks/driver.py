@@ -10,6 +10,7 @@ from gpudoctor.checks.base import (DRIVER_ERRORS_COMMAND, DRIVER_LOAD_COMMAND, D
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
+from gpudoctor.views.limits import limit_hit
 
 DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
@@ -49,6 +50,11 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
                       commands=[DRIVER_ERRORS_COMMAND])
         if not nvml.get("init"):
             return
+    elif incomplete.get("reason") == "not_started":
+        yield _not_started(facts, str(incomplete.get("stderr_tail") or ""))
+        if not (get(facts, "driver.nvml_library_files") or []) and isinstance(get(facts, "driver.device_nodes"), dict):
+            yield _library_not_found(facts)  # what the driver's files alone show still stands: no driver, a container without GPUs
+        return
     elif incomplete.get("reason") == "crashed":
         code = incomplete.get("returncode")
         yield finding("DRV019", f"the NVML probe crashed while {_while(during)} (exit status {code})",
@@ -67,6 +73,18 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     if init.get("ok") or not init:
         return
     yield from _init_failure(facts, init)
+
+
+def _not_started(facts: Facts, error: str) -> Finding:
+    """NVML was never asked anything: its process could not be started. A limit of this process is named as
+    the cause (views/limits.py); a driver must never be blamed for what it was not asked."""
+    hit = limit_hit(error, facts)
+    if hit is not None:
+        return finding("INT006", f"the NVML probe could not start: {hit.what}",
+                       detail=error[-800:], text="Nothing was asked of the driver. Raise the limit, then run again.",
+                       commands=[hit.fix])
+    return finding("INT006", f"the NVML probe could not start: {error or 'no reason given'}",
+                   text="Nothing was asked of the driver. Run again; if it persists, report it to gpudoctor.")
 
 
 def _while(during: str) -> str:
@@ -284,7 +302,8 @@ def check_bindings(facts: Facts) -> Iterator[Finding]:
 
 CHECKS = (
     Check("driver.nvml", "driver", "NVML starts", ("DRV001", "DRV002", "DRV003", "DRV004", "DRV005", "DRV006",
-                                                   "DRV009", "DRV010", "DRV011", "DRV019", "CTR001", "CTR006"),
+                                                   "DRV009", "DRV010", "DRV011", "DRV019", "CTR001", "CTR006",
+                                                   "INT006"),
           check_nvml_init),
     Check("driver.nouveau", "driver", "nouveau is not in the way", ("DRV007",), check_nouveau, ("driver_files",)),
     Check("driver.gpu_count", "driver", "every NVIDIA GPU is listed by the driver", ("DRV012", "DRV013", "DRV014"),

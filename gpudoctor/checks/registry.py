@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from gpudoctor.checks import cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
+from gpudoctor.checks import branches, cluster, compat, container, driver, environment, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
 from gpudoctor.checks.selection import recorded, select
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
@@ -21,6 +21,7 @@ from gpudoctor.areas import NAMES as AREAS  # noqa: F401 - the areas, bottom of 
 CHECKS: tuple[Check, ...] = (
     *internal.CHECKS,
     *driver.CHECKS,
+    *branches.CHECKS,  # a GPU the driver's branch no longer drives
     *gpu_health.CHECKS,
     *topology.CHECKS,
     *visibility.CHECKS,

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from gpudoctor.probes.kernel_log import probe_legacy_notices
 from gpudoctor.snapshot import unavailable
 
 NVIDIA_PCI_VENDOR = "0x10de"
@@ -96,6 +97,7 @@ def probe_driver_files() -> dict[str, Any]:
         "kernel_module": _kernel_module(),
         "nouveau_loaded": os.path.isdir("/sys/module/nouveau") or _module_listed("nouveau"),
         "pci_devices": _pci_nvidia_devices(),
+        "legacy_notices": probe_legacy_notices(),
         "device_nodes": _device_nodes(),
         "nvml_library_files": sorted({p for d in NVML_LIBRARY_DIRS for p in glob.glob(f"{d}/libnvidia-ml.so*")}),
     }
