@@ -273,6 +273,15 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(missing_functions=["nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetGpuMaxPcieLinkGeneration"]),
     },
     # --- gpus ---------------------------------------------------------------------------------
+    "DRV021": {
+        "host": {"container": _NO_CONTAINER},
+        "driver": {"kernel_module": {"loaded": True, "version": "535.104.05", "flavour": "proprietary"},
+                   "pci_devices": [_pci("0000:01:00.0", "nvidia"), _pci("0000:41:00.0", None, "0x102d")],
+                   "legacy_notices": {"read": True, "notices": [
+                       {"name": "Tesla K80", "branch": "470", "driver": "535.104.05"}]}},
+        "nvml": _nvml(device_count=1, driver_version="535.104.05"),
+        "gpus": [_gpu(0, pci={"bus_id": "00000000:01:00.0"})],
+    },
     "GPU101": {
         "nvml": _nvml(),
         "gpus": [_gpu(0, memory={"unavailable": "gpu_lost"}, temperature={"current_c": {"unavailable": "gpu_lost"}})],

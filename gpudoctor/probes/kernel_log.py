@@ -1,0 +1,101 @@
+"""The driver's own word on GPUs it will not drive, read from the kernel log (/dev/kmsg, what dmesg reads).
+
+A driver branch that no longer drives a GPU logs, once per GPU while it loads:
+  NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
+  NVRM:  supported through the NVIDIA 470.xx Legacy drivers. ...  The 535.129.03 NVIDIA driver will ignore
+  NVRM:  this GPU.  Continuing probe...
+(compat_matrix/driver_branches.json NVRM-LOG-535, NVRM-LOG-595). That line is the evidence for the check
+driver.branch; without it the check still judges from the PCI device id. The read is bounded in records,
+bytes and time and never blocks (O_NONBLOCK: the end of the buffer is EAGAIN, not a wait); a log this
+process may not read (kernel.dmesg_restrict) is "not read", never a finding.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from typing import Any
+
+KMSG = "/dev/kmsg"
+MAX_RECORDS = 20000
+MAX_BYTES = 4 * 1024 * 1024
+MAX_SECONDS = 0.25
+_RECORD_BYTES = 8192  # one read returns one record; the kernel caps a record below this
+
+_NOTICE = re.compile(r"The NVIDIA (?P<name>.+?) GPU installed in this system is supported through the NVIDIA "
+                     r"(?P<branch>\d+)\.xx Legacy drivers\b(?:.*?The (?P<driver>\d+\.\d+(?:\.\d+)?) NVIDIA driver will ignore)?")
+_START = "GPU installed in this system is"
+_FOLLOWING = 4  # the notice is printed as up to five NVRM lines
+
+
+def probe_legacy_notices(path: str = KMSG) -> dict[str, Any]:
+    """{"read": true, "notices": [{"name", "branch", "driver"}]} or {"read": false, "reason": ...}."""
+    try:
+        messages = _read_messages(path)
+    except OSError as exc:
+        reason = "no_permission" if exc.errno in (errno.EPERM, errno.EACCES) else "not_found" if exc.errno == errno.ENOENT \
+            else errno.errorcode.get(exc.errno or 0, "unknown").lower()
+        return {"read": False, "reason": reason}
+    return {"read": True, "notices": legacy_notices(messages)}
+
+
+def legacy_notices(messages: list[str]) -> list[dict[str, Any]]:
+    """The legacy-branch notices in a kernel log's messages (each without its kmsg header), one per GPU
+    named; a notice split over several NVRM lines is joined first."""
+    out: list[dict[str, Any]] = []
+    for i, text in enumerate(messages):
+        if _START not in text:
+            continue
+        joined = " ".join(_body(m) for m in messages[i:i + 1 + _FOLLOWING])
+        match = _NOTICE.search(re.sub(r"\s+", " ", joined))
+        if match:
+            notice = {"name": match["name"].removeprefix("NVIDIA ").strip(), "branch": match["branch"],
+                      "driver": match["driver"]}
+            if notice not in out:
+                out.append(notice)
+    return out
+
+
+def _body(message: str) -> str:
+    """A message without its "NVRM:" tag, so a notice split over lines reads as one sentence."""
+    return re.sub(r"^\s*NVRM:\s*", "", message)
+
+
+def _read_messages(path: str) -> list[str]:
+    """The messages of /dev/kmsg records ("PRI,SEQ,TIME,FLAGS;text"), oldest first, within the bounds.
+    An overwritten record (EPIPE) is skipped; the end of the buffer (EAGAIN) or of a file ends the read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    messages: list[str] = []
+    total = 0
+    deadline = time.monotonic() + MAX_SECONDS
+    try:
+        while len(messages) < MAX_RECORDS and total < MAX_BYTES and time.monotonic() < deadline:
+            try:
+                chunk = os.read(fd, _RECORD_BYTES)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:
+                    continue
+                raise
+            if not chunk:
+                break
+            total += len(chunk)
+            messages.extend(_messages(chunk.decode("utf-8", "replace")))
+    finally:
+        os.close(fd)
+    return messages
+
+
+def _messages(chunk: str) -> list[str]:
+    """A kmsg record's text (after the first ';'; continuation lines " KEY=value" dropped); a plain file
+    of such records, one a line, gives one message a line."""
+    out = []
+    for line in chunk.splitlines():
+        if not line or line.startswith(" "):
+            continue
+        head, sep, text = line.partition(";")
+        out.append(text if sep and "," in head else line)
+    return [m.replace("\\x0a", " ") for m in out]
