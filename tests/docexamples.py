@@ -690,6 +690,10 @@ EXAMPLES: dict[str, Facts] = {
         "frameworks": {"tensorflow": {"installed": True, "status": "ok",
                                       "info": {"version": "2.16.1", "cpu_only_build": True, "devices": []}}},
     },
+    "CMP010": {
+        "nvml": _nvml(driver_version="590.44.01", cuda_driver_version=13010),
+        "gpus": [_gpu(0, "Tesla P100-PCIE-16GB", compute_capability="6.0")],
+    },
     "RUN011": {
         "workload": {"gpu": True, "devices": ["0"], "runs": [{
             "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",

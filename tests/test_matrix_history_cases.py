@@ -1,16 +1,16 @@
 """`gpudoctor matrix check` judged against real cases from older public threads.
 
-fixtures/matrix_cases/history_cases.json holds stacks from before 2023 (PyTorch 0.3-1.x, TensorFlow
-0.12-2.9, JAX 0.1-0.4, CuPy 8), GPUs from Fermi to Volta, driver branches that no longer drive a GPU,
-and cuDNN mismatches, in the format and with the verdict semantics of cases.json (see
+fixtures/matrix_cases/history_cases.json holds mostly older stacks (PyTorch 0.3-1.x, TensorFlow 0.12-2.9,
+JAX 0.1-0.4, CuPy 8), GPUs from Fermi to Volta, driver branches that no longer drive a GPU, and cuDNN
+older than a build needs, in the format and with the verdict semantics of cases.json (see
 test_matrix_cases.py): each stack exactly as its thread gives it, the thread's URL, what establishes
 the outcome, and the verdict that outcome supports ("error", "ok" or "not_error").
 
 A case the matrix cannot judge yet carries "open": the rule or data it lacks. Its verdict may still
 be short of the expected one (unknown, or a missed error), but an "ok" or "not_error" case must never
 be judged "error", open or not: a false alarm on a healthy machine is the worst defect. Why a separate
-corpus: the bundled matrix grew from recent tickets, and old GPUs and old releases are where a doctor
-is most often asked and most easily wrong.
+corpus: cases.json holds mostly recent tickets, while old GPUs and old releases are judged from data
+(driver branches, per-release architecture lists) that those tickets never reach.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_never_a_false_error(case: dict) -> None:
         assert verdict != "error", f"false error ({case['source']}): {output}"
 
 
-def _marked(case: dict):
+def _marked(case: dict) -> object:
     """An open case is expected to miss its verdict until its rule lands; XPASS in the summary then says
     its "open" mark is stale."""
     if "open" in case:
