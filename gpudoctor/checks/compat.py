@@ -42,5 +42,5 @@ CHECKS = (
     Check("compat.known_bad", "compat", "no known-bad combination", ("CMP009",), check_known_bad,
           ("frameworks", "host", "nvml")),
     Check("compat.stack", "compat", "the driver, GPUs, toolkit and framework builds are compatible",
-          ("CMP001", "CMP002", "CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008"), check_compat, ("nvml", "frameworks", "cuda_stack", "python")),
+          ("CMP001", "CMP002", "CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008", "CMP010"), check_compat, ("nvml", "frameworks", "cuda_stack", "python")),
 )
