@@ -172,11 +172,14 @@ def test_not_a_version_is_a_one_line_usage_error(command, args):
 
 
 def test_suggest_offers_no_driver_that_cannot_help_an_old_gpu():
-    """Tesla K80 (3.7): CUDA 12 and 13 cannot target it (TARGETS), so no newer driver 'unlocks' them."""
+    """Tesla K80 (3.7): CUDA 12 and 13 cannot target it (TARGETS), and R470 is the last driver branch that
+    drives it (driver_branches.json), so no newer driver 'unlocks' anything: CUDA 11.8 runs on R470 under
+    minor-version compatibility, and that is the ceiling."""
     result = CliRunner().invoke(cli, ["matrix", "suggest", "--driver", "470.57.02", "--gpu", "Tesla K80"])
     assert result.exit_code == 0
     assert "CUDA 13" not in result.stdout and "CUDA 12" not in result.stdout
-    assert "unlocks builds for CUDA 11.8" in result.stdout  # the last toolkit for 3.7
+    assert "unlocks" not in result.stdout
+    assert "R470" in result.stdout and "CUDA 11.8 is the newest CUDA" in result.stdout  # the last toolkit for 3.7
     pytorch = [line for line in result.stdout.splitlines() if line.startswith("PyTorch")]
     assert pytorch and "cu1" in pytorch[0]
 
