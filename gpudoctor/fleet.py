@@ -125,21 +125,25 @@ def judge_node(facts: dict[str, Any], created: Optional[str]) -> dict[str, Any]:
 
 _judge = judge_node
 
+#: A node's verdict when no check could judge anything in its report (report.judged_anything).
+NOTHING_JUDGED = "nothing judged"
+
 
 def node_summary(name: str, source: str, report: dict[str, Any], fail_on: str,
                  judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge) -> dict[str, Any]:
     judged = judge(report["facts"], report.get("created"))
     summary = judged.get("summary") or {}
     findings = [f for f in judged.get("findings") or [] if f.get("severity") in (ERROR, WARNING)]
+    unjudged = not rep.judged_anything(judged)  # an empty report: not ok, whatever its (absent) findings say
     return {
         "name": name,
         "file": source,
         "hostname": known(get(report["facts"], "host.hostname")),
         "created": report.get("created"),
-        "verdict": summary.get("verdict"),
+        "verdict": NOTHING_JUDGED if unjudged else summary.get("verdict"),
         "counts": summary.get("counts") or {},
         "areas": summary.get("areas") or {},
-        "failing": rep.exit_code(rep.findings_of(judged), fail_on) != rep.EXIT_OK,
+        "failing": unjudged or rep.exit_code(rep.findings_of(judged), fail_on) != rep.EXIT_OK,
         "findings": [{"severity": f.get("severity"), "code": f.get("code"), "where": _where(f.get("subject") or {}),
                       "title": f.get("title")} for f in findings],
     }

@@ -56,6 +56,17 @@ def exit_code(findings: Sequence[Finding], fail_on: str = "error") -> int:
     return status.exit_code((f.severity for f in findings), fail_on)
 
 
+def judged_anything(report: dict[str, Any]) -> bool:
+    """Whether a check outside the doctor's own reached a verdict on a fact. A report whose every check was
+    skipped judged nothing, and "no problems found" would claim a pass on what nobody looked at."""
+    return any(isinstance(c, dict) and c.get("area") != "doctor" and c.get("status") != SKIP
+               for c in report.get("checks") or [])
+
+
+#: What to do when there is nothing to judge: the one command that gathers every fact.
+GATHER_COMMAND = "pipx run gpudoctor check --format markdown"
+
+
 def findings_of(report: dict[str, Any]) -> list[Finding]:
     return [Finding.from_dict(f) for f in report.get("findings", [])]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator, Optional
 
-from gpudoctor.checks.base import DRIVER_LOAD_COMMAND, Check, Facts, finding, nvml_ready
+from gpudoctor.checks.base import DRIVER_LOAD_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.compat import branches, rules
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, gpus, known
@@ -21,7 +21,9 @@ from gpudoctor.snapshot import get, gpus, known
 
 def check_driver_branch(facts: Facts) -> Iterator[Finding]:
     pci = get(facts, "driver.pci_devices")
-    if not isinstance(pci, list) or get(facts, "host.container.detected"):
+    if not isinstance(pci, list):
+        raise NotApplicable("the PCI bus was not read")  # nothing judged: not a pass
+    if get(facts, "host.container.detected"):
         return  # a container's /sys shows the host's GPUs, not the ones it was given
     driver = _driver_version(facts)
     listed = {str(known(get(g, "pci.bus_id")) or "")[-12:].lower() for g in gpus(facts)} if nvml_ready(facts) else set()

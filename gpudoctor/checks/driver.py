@@ -26,6 +26,8 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
     nvml = facts.get("nvml") or {}
     incomplete = nvml.get("incomplete") or {}
     record = get(facts, "probes.nvml") or {}
+    if not nvml and not record:  # nothing was asked of NVML: no verdict, least of all a pass
+        raise NotApplicable("NVML was not asked")
     stopped = stopped_by(record) is not None  # the GPU checks cannot say it: they are blocked
     at_deadline = stopped_by(record) == STOPPED_DEADLINE
     if at_deadline and not nvml.get("incomplete") and nvml.get("init"):
@@ -202,6 +204,8 @@ def _library_versions(paths: list[str]) -> list[str]:
 
 def check_nouveau(facts: Facts) -> Iterator[Finding]:
     driver = facts.get("driver") or {}
+    if not driver:
+        raise NotApplicable("the driver's files were not read")
     pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []
     bound = [d["bus_id"] for d in pci if d.get("driver") == "nouveau"]
     if not (driver.get("nouveau_loaded") or bound):
@@ -293,6 +297,8 @@ def _node_subject(facts: Facts, path: str) -> Subject:
 
 
 def check_bindings(facts: Facts) -> Iterator[Finding]:
+    if not facts.get("nvml"):
+        raise NotApplicable("NVML was not asked")
     missing = get(facts, "nvml.missing_functions") or []
     if missing:
         yield finding("DRV018", f"this driver's NVML lacks {len(missing)} function(s) the bindings use: {', '.join(missing)}",

@@ -15,7 +15,8 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  nothing at or above --fail-on (default: error) was found
   1  findings at or above --fail-on
-  2  usage error or bad input (unknown option, unreadable or malformed report)
+  2  usage error or bad input (unknown option, unreadable or malformed report;
+     analyze: nothing to judge, as in an empty report or a paste with no version)
   3  gpudoctor itself could not complete (internal error, interrupted, report not written)
 """
 FORMATS = ("text", "json", "markdown", "junit")

@@ -32,7 +32,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
 
     if len(inputs) == 1 and str(inputs[0]) != "-" and _starts_as_json(inputs[0]):
         saved = load_report(inputs[0])  # a saved JSON report: exactly as before pastes were read
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, str(inputs[0]))
         return
     from gpudoctor.pastes import PasteError, read_inputs
     from gpudoctor.pastes.read import decode, read_bytes
@@ -48,7 +48,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
                     saved = rep.load(text, source=name)
                 except rep.ReportError as exc:
                     raise BadInput(str(exc)) from None
-                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, name)
                 return
             texts.append((name, text))
             notes += bad
@@ -62,9 +62,10 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
             raise BadInput(str(exc)) from None
         for line in found.notes:
             click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact)
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source)
         return
     report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
+    _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
     emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
     read = terminal(", ".join(f"{p.kind} ({p.where})" for p in found.pastes))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
@@ -90,10 +91,20 @@ def _starts_as_json(path: Path) -> bool:
     return head.lstrip(b" \t\r\n").lstrip(b"\xef\xbb\xbf").lstrip().startswith((b"{", b"[")) or not head.strip()
 
 
-def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
+def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:
+    """Bad input (exit 2, one line) when no check could judge anything: an empty report, or pastes whose
+    every value is beyond what a check reads. Never "no problems found" for what nobody looked at."""
+    if not rep.judged_anything(report):
+        raise BadInput(f"{source}: nothing to judge: {what} no driver, GPU, CUDA or framework fact a check "
+                       f"reads; on the machine, run: {rep.GATHER_COMMAND}")
+
+
+def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
+                 source: str = "the report") -> None:
     from gpudoctor import pipeline
 
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
+    _refuse_if_nothing_judged(report, source, "the report holds")
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
     emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)

@@ -65,7 +65,7 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
     for name, text in texts:
         pastes = find_pastes(text, name)
         if not pastes:
-            raise PasteError(f"{name}: no paste found; analyze reads {WHAT}")
+            raise PasteError(f"{name}: nothing to judge: no paste found; analyze reads {WHAT}")
         found += pastes
     reports = [p for p in found if p.kind == "gpudoctor-json" or (p.kind == "gpudoctor-markdown" and "facts" in p.parsed)]
     out = Inputs(pastes=found)
@@ -80,7 +80,7 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
     facts, runnable = merge(found)
     useful = [p for p in found if _says_something(p)]
     if not useful:
-        raise PasteError(f"{texts[0][0] if len(texts) == 1 else 'the inputs'}: the pastes could not be read "
+        raise PasteError(f"{texts[0][0] if len(texts) == 1 else 'the inputs'}: nothing to judge: the pastes could not be read "
                          f"({'; '.join(n for p in found for n in p.parsed.get('notes') or []) or 'no values found'})")
     out.facts, out.runnable, out.notes = facts, runnable, list(facts["paste"]["notes"])
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpudoctor.fleet import NOTHING_JUDGED
 from gpudoctor.render.markdown import STATUS_WORDS
 from gpudoctor.render.safe import code_span, markdown_inline, printable
 
@@ -18,12 +19,15 @@ COMPARED = "the driver, CUDA driver, GPU models and count, framework versions an
 def headline(merged: dict[str, Any]) -> str:
     nodes = merged["nodes"]
     fail_on = merged["fail_on"]
+    unjudged = [n["name"] for n in nodes if n.get("verdict") == NOTHING_JUDGED]
+    empty = f"; {len(unjudged)} with nothing judged (not ok): {', '.join(unjudged)}" if unjudged else ""
     if fail_on == "never":
-        return f"{len(nodes)} node(s); --fail-on never: findings do not change the exit status"
-    failing = [n["name"] for n in nodes if n["failing"]]
+        return f"{len(nodes)} node(s); --fail-on never: findings do not change the exit status{empty}"
+    failing = [n["name"] for n in nodes if n["failing"] and n.get("verdict") != NOTHING_JUDGED]
     if not failing:
-        return f"{len(nodes)} node(s), none with findings at or above --fail-on {fail_on}"
-    return f"{len(nodes)} node(s), {len(failing)} with findings at or above --fail-on {fail_on}: {', '.join(failing)}"
+        return f"{len(nodes)} node(s), none with findings at or above --fail-on {fail_on}{empty}"
+    return (f"{len(nodes)} node(s), {len(failing)} with findings at or above --fail-on {fail_on}: "
+            f"{', '.join(failing)}{empty}")
 
 
 def _num(value: float, unit: str) -> str:
