@@ -69,6 +69,7 @@ def test_every_architecture_has_an_entry():
     ("590.44.01", "7.0", rules.FAIL, "580"), ("595.71.05", "5.2", rules.FAIL, "580"),
     ("418.87.00", "2.0", rules.FAIL, "390"), ("590.44.01", "9.0", rules.OK, None),
     ("590.44.01", "7.5", rules.OK, None),
+    ("474.44", "3.7", rules.OK, None), ("581.57", "6.1", rules.OK, None),  # Windows numbering of R470, R580
     ("590.44.01", "7.2", rules.OK, None),  # Jetson Xavier: its driver is JetPack's, not these branches
 ])
 def test_drives(driver, cc, status, needs):

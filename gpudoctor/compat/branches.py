@@ -27,6 +27,13 @@ class Branch:
     source: str  # the source's text from the matrix file
 
 
+#: Majors this far above a last branch are read as that branch, never as a newer one: Windows numbers one
+#: branch over several majors (R470's Kepler releases are 471.xx to 474.xx, R580's 580.xx to 582.xx), and a
+#: pasted nvidia-smi does not always say which OS it came from. No Linux branch starts within this span of
+#: a last branch (the branch after R470 is 495, after R580 590); a miss is better than a false alarm.
+SAME_BRANCH_SPAN = 4
+
+
 def branch_of(driver: Optional[str]) -> Optional[int]:
     """The branch of a driver version: 535 for "535.104.05"; None when it is not a version."""
     parsed = rules.version(driver)
@@ -54,7 +61,7 @@ def drives(driver: Optional[str], cc: str) -> rules.Verdict:
     if have is None:
         return rules.Verdict(rules.UNKNOWN, f"driver {driver!r} is not a version")
     branch = last_branch(cc)
-    if branch is None or have <= branch.last:
+    if branch is None or have <= branch.last + SAME_BRANCH_SPAN:
         return rules.Verdict(rules.OK, "")
     return rules.Verdict(rules.FAIL, f"R{branch.last} is the last driver branch that drives {branch.architecture.title()} "
                                      f"GPUs (compute capability {cc}); driver {driver} (R{have}) does not list them",
