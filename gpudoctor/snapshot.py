@@ -142,7 +142,7 @@ SHAPE: dict[str, str] = {
     "facts.host.framework_env.*": "str|null", "facts.host.python": _OBJ, "facts.host.python.version": _STR,
     "facts.host.python.executable": _STR, "facts.host.container": _OBJ, "facts.host.container.detected": _BOOL,
     "facts.host.container.markers": _LIST, "facts.host.container.markers[]": _STR,
-    "facts.host.container.dev_shm_bytes": _INT,
+    "facts.host.container.dev_shm_bytes": _INT, "facts.host.limits": _OBJ, "facts.host.limits.*": "int|null",
     # driver
     "facts.driver": "obj|null", "facts.driver.kernel_module": _OBJ, "facts.driver.kernel_module.loaded": _BOOL,
     "facts.driver.kernel_module.version": _STR, "facts.driver.kernel_module.flavour": _STR,

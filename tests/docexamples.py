@@ -769,7 +769,7 @@ EXAMPLES: dict[str, Facts] = {
                  "NCCL_DEBUG=INFO for details), NCCL version 2.28.9 (and 1 other rank(s) failed)",
         "stderr_tail": "Last error:\nError while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"}),
     "RUN025": _deep(_H200, 2, 18, p2p=_p2p(2, 372.0, {(1, 0): {"gbs": 366.0}}), allreduce=_allreduce(2, 176.0)),
-    "RUN026": _deep(_H100, 2, 12, allreduce=_allreduce(2, 301.0)),  # NV12: no measured reference
+    "RUN026": _deep(_H100, 3, 18, allreduce=_allreduce(3, 310.0)),  # 3 GPUs: no measured reference
     # --- acceleration: check --deep under torchrun, across nodes ------------------------------
     "RUN031": {"cluster": _cluster(allreduce={
         "ok": False, "world_size": 4, "backend": "nccl",
@@ -810,6 +810,12 @@ EXAMPLES: dict[str, Facts] = {
             "cuda_stack": {"status": "timeout", "duration_s": 5.0, "title": "the CUDA toolkit and libraries",
                            "error": "unfinished when the --timeout deadline passed"},
         },
+    },
+    "INT006": {
+        # gpudoctor check under `ulimit -n 16`: the NVML probe's pipes could not be made
+        "host": {"limits": {"open_files": 16, "processes": 4096, "environment_bytes": 3120, "arg_max_bytes": 2097152}},
+        "nvml": {"timed_out": False, "incomplete": {"while": "starting", "reason": "not_started", "returncode": None,
+                                                    "stderr_tail": "OSError: [Errno 24] Too many open files"}},
     },
     "INT005": {
         # gpudoctor check --quick --only acceleration: --quick runs no work on the GPUs

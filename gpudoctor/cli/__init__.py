@@ -19,8 +19,13 @@ __all__ = ["cli", "main", "progress_line"]
 def main() -> None:
     """The entry point. SIGTERM and SIGHUP (the terminal closed, a job scheduler's stop) end gpudoctor as
     Ctrl-C does: through the same clean-up, children killed, exit 3. A hang-up that was ignored when
-    gpudoctor started (``nohup``) stays ignored."""
+    gpudoctor started (``nohup``) stays ignored. Nothing gpudoctor starts outlives it (probes/warden.py):
+    the warden is started first, while this process is still one thread."""
     import signal
+
+    from gpudoctor.probes import warden
+
+    warden.start()
 
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # unwinds through the same clean-up as Ctrl-C: children killed, exit 3

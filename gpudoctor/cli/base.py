@@ -37,6 +37,7 @@ class DoctorGroup(click.Group):
         from gpudoctor.cli.output import guard_standard_streams
 
         guard_standard_streams()  # before anything is printed: --help and --version too
+        import gpudoctor.views.limits  # noqa: F401 - to name a limit once no file can be opened to import it
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -62,6 +63,10 @@ class DoctorGroup(click.Group):
                 click.echo(f"gpudoctor: {source} could not be judged ({what}): a value in it does not have the "
                            "type this gpudoctor expects", err=True)
                 ctx.exit(rep.EXIT_USAGE)
+            limit = _limit_hit(exc)
+            if limit is not None:  # the operating system's limit, not gpudoctor's fault: say which, and the fix
+                click.echo(f"gpudoctor: could not complete: {limit.what} ({what}); raise it: {limit.fix}", err=True)
+                ctx.exit(rep.EXIT_INTERNAL)
             click.echo(f"gpudoctor: internal error: {what}", err=True)
             ctx.exit(rep.EXIT_INTERNAL)
 
@@ -71,6 +76,22 @@ def _first_line(exc: BaseException) -> str:
 
     text = str(exc).strip()
     return terminal(text.splitlines()[0][:300]) if text else ""
+
+
+def _limit_hit(exc: BaseException) -> Any:
+    """The limit of this process an OSError names (views/limits.py, imported before anything can fail), with
+    its value where it can still be read, or None."""
+    from gpudoctor.views.limits import limit_hit
+
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    try:
+        from gpudoctor.probes.system import probe_limits
+
+        facts = {"host": {"limits": probe_limits()}}
+    except Exception:  # noqa: BLE001 - out of files, this import may fail too: the limit without its value
+        facts = {}
+    return limit_hit(f"[Errno {exc.errno}]", facts)
 
 
 def _stdout_to_devnull() -> None:

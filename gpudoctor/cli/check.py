@@ -58,9 +58,6 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
-    from gpudoctor.probes import warden
-
-    warden.start()  # before the first process is started: nothing it starts may outlive it
     from gpudoctor import runner
     from gpudoctor.probes import interpreter
     from gpudoctor.trace import mark

@@ -132,9 +132,6 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
     if report_file:
         facts = load_report(report_file)["facts"]
     else:
-        from gpudoctor.probes import warden
-
-        warden.start()  # before the NVML child: nothing it starts may outlive it
         from gpudoctor.runner import PROBES, run_probes
 
         facts = run_probes([p for p in PROBES if p.name in ("host", "nvml")])

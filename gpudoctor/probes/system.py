@@ -82,7 +82,30 @@ def probe_host() -> dict[str, Any]:
         "container": probe_container(),
         "env": {name: os.environ.get(name) for name in ENV_NAMES},
         "framework_env": probe_framework_env(),
+        "limits": probe_limits(),
     }
+
+
+def probe_limits() -> dict[str, Any]:
+    """What this process may use to start others: its limits on open files and on processes (the soft
+    limits, ``ulimit -n`` and ``ulimit -u``; null where unlimited), and the size of its environment against
+    the most a new process may be handed (``getconf ARG_MAX``): every probe starts a process, and a
+    child that cannot start is a limit's doing, not the driver's or a framework's."""
+    out: dict[str, Any] = {}
+    try:
+        import resource
+
+        for key, which in (("open_files", "RLIMIT_NOFILE"), ("processes", "RLIMIT_NPROC")):
+            soft = resource.getrlimit(getattr(resource, which))[0]
+            out[key] = None if soft == resource.RLIM_INFINITY else int(soft)
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+    out["environment_bytes"] = sum(len(k) + len(v) + 2 for k, v in os.environb.items()) if hasattr(os, "environb") else None
+    try:
+        out["arg_max_bytes"] = int(os.sysconf("SC_ARG_MAX"))
+    except (AttributeError, OSError, ValueError):
+        out["arg_max_bytes"] = None
+    return out
 
 
 def probe_framework_env() -> dict[str, str]:

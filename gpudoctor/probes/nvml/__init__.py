@@ -42,7 +42,7 @@ def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stde
     if not finished:
         nvml["incomplete"] = {
             "while": last_progress or "starting",
-            "reason": "timeout" if timed_out else "crashed",
+            "reason": "timeout" if timed_out else "not_started" if start_error and not lines else "crashed",
             "returncode": returncode,
             "stderr_tail": stderr_tail or start_error,
         }
