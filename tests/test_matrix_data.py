@@ -89,18 +89,14 @@ def test_versions_and_compute_capabilities_parse(path: Path):
             assert all(PCI_ID.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=TOPICS)
-def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
-    """Issue 15: every data entry cites its source and an "as of" date. An entry (and every item of a
-    section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
-    Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow
-    release's arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's
-    tested-build table), a GPU's pci_device_ids a pci_source when not empty."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    sources = raw["sources"]
+def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
+    """What in one matrix file lacks its citation: an entry with no declared source or no valid "as of"
+    date (its own, else the file's), per-field data the rules read (a PyTorch variant's or a TensorFlow
+    release's arch_list/ptx, a GPU's pci_device_ids) with no citation of its own."""
+    sources = raw.get("sources") or {}
     problems = []
     for i, entry in enumerate(raw["entries"]):
-        where = f"{path.name} entry {i}"
+        where = f"{stem}.json entry {i}"
         if not isinstance(entry.get("source"), str) or entry["source"] not in sources:
             problems.append(f"{where}: no declared source")
         as_of = entry.get("as_of", raw.get("as_of"))
@@ -109,11 +105,58 @@ def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
         for variant in entry.get("variants") or []:
             if ("arch_list" in variant or "ptx" in variant) and not (variant.get("arch_source") or variant.get("ptx_source")):
                 problems.append(f"{where} variant {variant.get('name')}: arch_list/ptx without arch_source")
-        if path.stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
+        if stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
             problems.append(f"{where}: arch_list/ptx without arch_source")
-        if path.stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
+        if stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
             problems.append(f"{where}: pci_device_ids without pci_source")
+    return problems
+
+
+@pytest.mark.parametrize("path", FILES, ids=TOPICS)
+def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
+    """Issue 15: every data entry cites its source and an "as of" date. An entry (and every item of a
+    section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
+    Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow
+    release's arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's
+    tested-build table), a GPU's pci_device_ids a pci_source when not empty."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    problems = citation_problems(raw, path.stem)
     assert problems == [], "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("stem", ["pytorch", "tensorflow"])
+def test_an_entry_without_source_or_as_of_fails(stem: str):
+    """The check above really fails: the first (oldest) release of each framework file, stripped of its
+    source, of its as_of date where the file has none to lend, or of its architecture citation."""
+    raw = json.loads((matrix.data_dir() / f"{stem}.json").read_text(encoding="utf-8"))
+    assert citation_problems(raw, stem) == []
+    no_source = json.loads(json.dumps(raw))
+    del no_source["entries"][0]["source"]
+    assert citation_problems(no_source, stem) == [f"{stem}.json entry 0: no declared source"]
+    with pytest.raises(matrix.MatrixError, match="entry 0 does not cite"):
+        matrix.validate(no_source, stem)
+    undated = json.loads(json.dumps(raw))
+    undated.pop("as_of")
+    undated["entries"][0].pop("as_of", None)
+    assert f"{stem}.json entry 0: no valid as_of date (None)" in citation_problems(undated, stem)
+    bad_date = json.loads(json.dumps(raw))
+    bad_date["entries"][0]["as_of"] = "last year"
+    assert citation_problems(bad_date, stem) == [f"{stem}.json entry 0: no valid as_of date ('last year')"]
+    uncited_arch = json.loads(json.dumps(raw))
+    first = uncited_arch["entries"][0]
+    target = first["variants"][0] if stem == "pytorch" else first
+    target.pop("arch_source")
+    assert citation_problems(uncited_arch, stem) and "without arch_source" in citation_problems(uncited_arch, stem)[0]
+
+
+def test_old_releases_carry_their_own_as_of_date():
+    """Releases added after a file was first dated (PyTorch 1.0-1.11, TensorFlow 1.13-2.3) say when their
+    facts were read."""
+    for stem, first, last in (("pytorch", "1.0", "1.11"), ("tensorflow", "1.13", "2.3")):
+        rows = {r["version"]: r for r in topic(stem)["entries"]}
+        for version, row in rows.items():
+            if Version(first) <= Version(version) <= Version(last):
+                assert ISO_DATE.match(row["as_of"]) and row["as_of"] <= TODAY, (stem, version)
 
 
 def test_known_bad_entries_are_complete_and_sourced():
@@ -330,7 +373,8 @@ def torch_variant(release: str, name: str) -> dict[str, Any]:
 def test_pytorch_releases():
     rows = topic("pytorch")["entries"]
     versions = [r["version"] for r in rows]
-    assert versions[0] == "1.12" and "2.7" in versions and "2.14" in versions
+    assert versions[0] == "1.0" and "1.12" in versions and "2.7" in versions and "2.14" in versions
+    assert [Version(v) for v in versions] == sorted(Version(v) for v in versions)
     for row in rows:
         names = [v["name"] for v in row["variants"]]
         assert row["default_pypi_variant"] in names, row["version"]
@@ -361,9 +405,8 @@ def test_tensorflow_releases():
     assert rows["2.17"]["python"] == ">=3.9,<3.13" and rows["2.17"]["cuda"] == "12.3" and rows["2.17"]["cudnn"] == "8.9"
     assert rows["2.4"]["cuda"] == "11.0"
     for version, row in rows.items():
-        minor = Version(version).minor
-        assert row["and_cuda_extra"] is (minor >= 14)
-        assert row["windows_native_gpu"] is (minor <= 10)
+        assert row["and_cuda_extra"] is (Version(version) >= Version("2.14"))
+        assert row["windows_native_gpu"] is (Version(version) <= Version("2.10"))
 
 
 def test_cudnn_releases():

@@ -75,6 +75,11 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
         stack.unknown.append(f"PyTorch {text}")
         return None
     python = release.get("python")
+    if "+" not in text and stack.os == "windows" and "windows" not in release.get("pypi_wheels", {"windows": ""}):
+        # PyPI has no Windows wheel of this release (1.0-1.6), so it came from download.pytorch.org, and the
+        # plain version does not say which of its builds (CPU or a CUDA variant) it is
+        stack.unknown.append(f"which build PyTorch {text} is on Windows (PyPI has no Windows wheel of it)")
+        return Build(f"PyTorch {text}", "torch", None, python_spec=python, version=text, installed=installed, release=release)
     if name == "cpu" or ("+" not in text and stack.os in ("windows", "macos")):
         label = f"PyTorch {text}" + ("" if "+" in text else f" (the plain PyPI wheel on {_os_label(stack.os)} is CPU-only)")
         return Build(label, "torch", None, python_spec=python, version=text, cpu_only=True, installed=installed, release=release)
