@@ -176,6 +176,15 @@ def test_kmsg_records_are_read_to_their_end(tmp_path: Path):
     assert out == {"read": True, "notices": [{"name": "GeForce GT 710", "branch": "470", "driver": "535.129.03"}]}
 
 
+def test_kmsg_is_not_read_while_every_gpu_has_a_driver(tmp_path: Path):
+    path = tmp_path / "kmsg"
+    path.write_text(TALOS)
+    bound = [{"bus_id": "0000:01:00.0", "driver": "nvidia"}, {"bus_id": "0000:02:00.0", "driver": "vfio-pci"}]
+    assert kernel_log.probe_legacy_notices(str(path), bound) == {"read": False, "reason": "not_needed"}
+    unbound = [*bound, {"bus_id": "0000:41:00.0", "driver": None}]
+    assert kernel_log.probe_legacy_notices(str(path), unbound)["notices"][0]["branch"] == "470"
+
+
 def test_kmsg_that_cannot_be_read_is_not_read(tmp_path: Path):
     assert kernel_log.probe_legacy_notices(str(tmp_path / "absent")) == {"read": False, "reason": "not_found"}
 

@@ -28,10 +28,15 @@ _NOTICE = re.compile(r"The NVIDIA (?P<name>.+?) GPU installed in this system is 
                      r"(?P<branch>\d+)\.xx Legacy drivers\b(?:.*?The (?P<driver>\d+\.\d+(?:\.\d+)?) NVIDIA driver will ignore)?")
 _START = "GPU installed in this system is"
 _FOLLOWING = 4  # the notice is printed as up to five NVRM lines
+_DICT_LINE = re.compile(r"^ [A-Z_]+=")  # a kmsg record's dictionary line (" SUBSYSTEM=pci"), not a message
 
 
-def probe_legacy_notices(path: str = KMSG) -> dict[str, Any]:
-    """{"read": true, "notices": [{"name", "branch", "driver"}]} or {"read": false, "reason": ...}."""
+def probe_legacy_notices(path: str = KMSG, pci_devices: Any = None) -> dict[str, Any]:
+    """{"read": true, "notices": [{"name", "branch", "driver"}]} or {"read": false, "reason": ...}.
+    Given the NVIDIA GPUs on the PCI bus, the log is read only if one has no driver bound: a GPU the driver
+    ignores stays unbound, so on a healthy machine the read costs nothing ("not_needed")."""
+    if isinstance(pci_devices, list) and not any(isinstance(d, dict) and d.get("driver") is None for d in pci_devices):
+        return {"read": False, "reason": "not_needed"}
     try:
         messages = _read_messages(path)
     except OSError as exc:
@@ -94,7 +99,7 @@ def _messages(chunk: str) -> list[str]:
     of such records, one a line, gives one message a line."""
     out = []
     for line in chunk.splitlines():
-        if not line or line.startswith(" "):
+        if not line.strip() or _DICT_LINE.match(line):
             continue
         head, sep, text = line.partition(";")
         out.append(text if sep and "," in head else line)
