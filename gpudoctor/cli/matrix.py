@@ -32,7 +32,8 @@ def matrix_group() -> None:
 @click.option("--gpu", metavar="NAME", help="GPU model as NVML names it, e.g. 'NVIDIA L4'.")
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, instead of --gpu.")
 @click.option("--torch", metavar="VER[+cuXXX|+cpu]", help="PyTorch version; without +cuXXX, the plain PyPI wheel (CUDA on "
-                                                          "Linux, CPU-only on Windows and macOS).")
+                                                          "Linux, CPU-only on Windows and macOS); VER=BUILD a conda package "
+                                                          "(1.12.1=py3.9_cuda11.3_cudnn8.3.2_0).")
 @click.option("--tensorflow", metavar="VER", help="TensorFlow version (the pip wheel; tensorflow[and-cuda] from 2.14).")
 @click.option("--jax", metavar="VER[+cudaNN[-local]]", help="JAX version; without +cudaNN, its newest CUDA extra, e.g. jax[cuda13].")
 @click.option("--cupy", metavar="VER[+cudaNNx]", help="CuPy version; without +cudaNNx, its newest cupy-cudaNNx package.")
@@ -118,7 +119,9 @@ def _print_check(stack: Stack, as_json: bool) -> int:
 def _need_version(value: Optional[str], option: str, what: str = "a version") -> None:
     from gpudoctor.compat.rules import version
 
-    if value is not None and version(value.partition("+")[0] if option in ("--torch", "--jax", "--cupy") else value) is None:
+    # a local version ("+cu128") or a conda build string ("=py3.9_cuda11.3_cudnn8.2.0_0", --torch) follows the version
+    base = re.split(r"[+=]", value, maxsplit=1)[0] if value is not None and option in ("--torch", "--jax", "--cupy") else value
+    if value is not None and version(base) is None:
         raise BadInput(f"{option}: {value!r} is not {what}")
 
 

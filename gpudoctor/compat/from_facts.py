@@ -32,6 +32,9 @@ def stack_from_facts(facts: Facts) -> Stack:
         python_executable=str(get(facts, "python.executable") or "python3"),
         os=os_name,
     )
+    if stack.driver_cuda is None and stack.driver and os_name:
+        # a paste (a Windows collect_env) gives the driver, not its CUDA: Table 3 maps one to the other, per OS
+        stack.driver_cuda = rules.driver_cuda_of(stack.driver, stack.driver_os, bounded=True)
     by_index = {g.get("index"): g for g in facts.get("gpus") or []}
     for dev in resolve(facts).devices:
         cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
@@ -80,6 +83,7 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
         build.min_cc, build.arch_by_toolkit = from_matrix.min_cc, from_matrix.arch_by_toolkit
         if real_arch is None and x86 and _same_cuda(from_matrix.cuda, cuda):
             build.sass, build.ptx = from_matrix.sass, from_matrix.ptx
+            build.ptx_floor, build.ptx_floor_why = from_matrix.ptx_floor, from_matrix.ptx_floor_why
     return build  # without a CUDA version only the known-bad combinations can judge it
 
 

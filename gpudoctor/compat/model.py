@@ -39,6 +39,8 @@ class Build:
     version: str = ""  # the framework version as given ("2.11.0+cu130")
     sass: Optional[list[str]] = None  # machine code; None: not known
     ptx: Optional[list[str]] = None  # PTX; None: not known
+    ptx_floor: Optional[str] = None  # PTX not known, but none of it older than this ("compute_120")
+    ptx_floor_why: str = ""  # what bounds it, as a finding quotes it
     min_cc: Optional[str] = None  # a stated minimum compute capability instead of a list (JAX wheels)
     min_cc_source: str = "JAX's installation guide"  # where that minimum is stated
     arch_by_toolkit: bool = False  # kernels compiled at run time by NVRTC of its CUDA major (CuPy)
@@ -50,6 +52,7 @@ class Build:
     ran: bool = False  # installed, imported and it reached the GPU: an unknown architecture list is moot
     cuda_started: bool = False  # a paste shows CUDA started under it (is_available() True): the driver runs it
     release: Optional[dict[str, Any]] = None  # its matrix entry, when known
+    package: str = "wheel"  # what a Python version is judged for: a pip "wheel" or a "conda package"
 
     def __post_init__(self) -> None:
         if self.arch_list and self.sass is None:

@@ -229,6 +229,53 @@ def toolkit_targets(cuda: str, cc: str) -> Verdict:
     return Verdict(OK, f"nvcc {want} can compile for compute capability {gpu}")
 
 
+# --- what a CUDA version alone proves about a build ---------------------------------------------
+# Deductions that need no entry for the build itself, only cuda_targets.json (which toolkit compiles for
+# which architecture) and the PTX rule of the CUDA C++ Programming Guide ("PTX Compatibility": PTX for
+# compute_XY is JIT-compiled only on compute capability X.Y or higher).
+
+def _target_row(cc: str) -> Optional[dict[str, Any]]:
+    gpu = version(cc)
+    return next((r for r in load_topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None) \
+        if gpu is not None else None
+
+
+def cuda_dropped(cuda: str, cc: str) -> Optional[Verdict]:
+    """FAIL when CUDA ``cuda`` ("13.0", or a major alone, "13") no longer compiles for compute capability
+    ``cc``: nvcc then emits neither machine code nor PTX at or below it, and the toolkit's libraries carry
+    none, so nothing built with that CUDA runs there (CUDA 11.0 dropped sm_30, 12.0 sm_35/sm_37, 13.0
+    everything below sm_75: cuda_targets.json, whose sources quote the release notes). None otherwise.
+    A renamed architecture (Thor's sm_101, sm_110 from CUDA 13.0) is the same GPU under a new name: no verdict."""
+    want, row = major_minor(cuda), _target_row(cc)
+    last = major_minor((row or {}).get("last_cuda"))
+    if want is None or last is None or want <= last or (row or {}).get("renamed_to"):
+        return None
+    return Verdict(FAIL, f"nothing built with CUDA {want} runs on compute capability {version(cc)}: CUDA {last} was the "
+                         f"last toolkit that compiled for it, and later toolkits removed its offline compilation and "
+                         f"library support (no machine code for it, and no PTX that runs there)")
+
+
+def cuda_too_old(cuda: str, cc: str) -> Optional[str]:
+    """Why a build for CUDA ``cuda`` carries no machine code for compute capability ``cc`` (the GPU arrived in
+    a later toolkit: CUDA 11.0 first compiles sm_80, 11.8 sm_89/sm_90, 12.8 sm_100/sm_120), or None. Such a
+    build can still run there through PTX of an older architecture, so this alone is no failure."""
+    want, row = major_minor(cuda), _target_row(cc)
+    first = major_minor((row or {}).get("first_cuda"))
+    if want is None or first is None or want >= first:
+        return None
+    return f"CUDA {want} cannot compile machine code for compute capability {version(cc)} (first supported by CUDA {first})"
+
+
+def ptx_floor_verdict(cc: str, floor: str, why: str) -> Optional[Verdict]:
+    """FAIL when a build whose PTX is not listed can carry PTX only for ``floor`` ("compute_120") or newer
+    architectures and the GPU is older than that: PTX runs only on its own architecture or newer."""
+    gpu, parsed = version(cc), parse_arch(floor)
+    if gpu is None or parsed is None or gpu >= parsed[1]:
+        return None
+    return Verdict(FAIL, f"it has no machine code for compute capability {gpu}, and any PTX it carries is for "
+                         f"{floor.lower()} ({why}), which runs only on compute capability {parsed[1]} or newer")
+
+
 # --- GPUs and framework builds ------------------------------------------------------------------
 
 def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
@@ -315,17 +362,18 @@ def parse_driver_cuda(text: Any) -> Optional[str]:
     return f"{v.major}.{v.minor}"
 
 
-def driver_cuda_of(driver: str, os_name: str = "linux") -> Optional[str]:
+def driver_cuda_of(driver: str, os_name: str = "linux", bounded: bool = False) -> Optional[str]:
     """The newest CUDA whose toolkit minimum driver (Table 3) this driver meets, for Linux or Windows
-    (WSL runs the Windows driver)."""
+    (WSL runs the Windows driver: 551.86 is R550, CUDA 12.4, as 550.54.14 is on Linux). ``bounded``: only
+    when a newer toolkit's minimum driver is above it, so the answer is exact (a driver past the newest row
+    of its column may support a CUDA the matrix does not list there: None)."""
     have = version(driver)
     column = "min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux"
-    best = None
-    for row in load_topic("cuda_toolkits")["entries"]:
-        need, cuda = version(row.get(column)), major_minor(row.get("version"))
-        if have and need and cuda and have >= need and (best is None or cuda > best):
-            best = cuda
-    return str(best) if best else None
+    rows = [(version(r.get(column)), major_minor(r.get("version"))) for r in load_topic("cuda_toolkits")["entries"]]
+    rows = [(need, cuda) for need, cuda in rows if have and need and cuda]
+    best = max((cuda for need, cuda in rows if have >= need), default=None)
+    above = best is not None and any(cuda > best and need > have for need, cuda in rows)
+    return str(best) if best and (above or not bounded) else None
 
 
 def jax_release(jax_version: str) -> Optional[dict[str, Any]]:

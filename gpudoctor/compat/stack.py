@@ -43,7 +43,7 @@ def judge_versions(stack: Stack, settled: frozenset[tuple[str, str]] | set[tuple
     out += branches.stack_findings(stack)  # a GPU the driver does not drive: no build runs on it
     for build in stack.builds:
         if build.cpu_only:
-            out += _cpu_only_findings(stack, build)
+            out += _cpu_only_findings(stack, build) + _python_findings(stack, build)
             continue
         if build.installed and not build.cuda:
             continue  # the build did not say which CUDA it uses: nothing to judge but its known-bad combinations
@@ -69,7 +69,16 @@ def build_from_matrix(framework: str, text: str, stack: Stack, installed: bool =
     return maker(text, stack, installed)
 
 
+# PyTorch's wheel scripts put "+PTX" on the newest architecture of TORCH_CUDA_ARCH_LIST only ("...;10.0;12.0+PTX":
+# pytorch.json PR-145792, PT-BUILD-CUDA-2.8), so a variant whose PTX is not known carries at most that one.
+_TORCH_PTX_WHY = "PyTorch's wheel builds add PTX for the newest architecture of their list only"
+# a conda package's build string: "py3.9_cuda11.3_cudnn8.2.0_0", "py3.10_cpu_0"
+_CONDA_BUILD = re.compile(r"^py(\d+\.\d+)_(?:cuda(\d+\.\d+)_cudnn[\d.]+|cpu)_\d+$")
+
+
 def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+    if "=" in text:
+        return _torch_conda(text, stack, installed)
     release, variant, name = rules.torch_build(text)
     if release is None:
         stack.unknown.append(f"PyTorch {text}")
@@ -87,8 +96,31 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if variant is None:
         stack.unknown.append(f"PyTorch {text} variant {name!r}")
         return Build(label, "torch", None, python_spec=python, version=text, installed=installed, release=release)
-    return Build(label, "torch", variant.get("cuda"), python_spec=python, version=text,
-                 sass=_flags(variant.get("arch_list")), ptx=_flags(variant.get("ptx")), installed=installed, release=release)
+    build = Build(label, "torch", variant.get("cuda"), python_spec=python, version=text,
+                  sass=_flags(variant.get("arch_list")), ptx=_flags(variant.get("ptx")), installed=installed, release=release)
+    if build.sass and build.ptx is None:
+        newest = max((rules.parse_arch(a) for a in build.sass if rules.parse_arch(a)), key=lambda p: p[1], default=None)
+        if newest is not None:
+            build.ptx_floor, build.ptx_floor_why = f"compute_{newest[1].major}{newest[1].minor}", _TORCH_PTX_WHY
+    return build
+
+
+def _torch_conda(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+    """A conda package, "1.12.1=py3.9_cuda11.3_cudnn8.3.2_0": its CUDA is in the build string; its
+    architecture list is not the pip wheel's (conda builds are made by other scripts), so only what the CUDA
+    version proves is judged."""
+    base, _, build_string = text.partition("=")
+    m = _CONDA_BUILD.match(build_string.strip())
+    release, _, _ = rules.torch_build(base)
+    if release is None or m is None:
+        stack.unknown.append(f"PyTorch {text}" + ("" if m else " (expected a conda build string such as py3.9_cuda11.3_cudnn8.2.0_0)"))
+        return None
+    label, python = f"PyTorch {text}", f"=={m.group(1)}"  # one conda package per Python
+    if m.group(2) is None:
+        return Build(label, "torch", None, python_spec=python, version=base, cpu_only=True, installed=installed,
+                     release=release, package="conda package")
+    return Build(label, "torch", m.group(2), python_spec=python, version=base, installed=installed, release=release,
+                 package="conda package")
 
 
 def _tensorflow(text: str, stack: Stack, installed: bool) -> Optional[Build]:
@@ -226,6 +258,8 @@ def _arch_findings(stack: Stack, build: Build, label: str, cc: str) -> list[Find
                                                      "is not known to gpudoctor's matrix")
     if _is_jetson(label) and verdict.status != rules.UNKNOWN:
         verdict = _on_tegra(build, cc, verdict)
+    if verdict.status == rules.UNKNOWN:
+        verdict = _deduced(build, cc, verdict)
     if verdict.status == rules.FAIL:
         commands = _install_commands(stack, build)
         return [finding("CMP003", f"{build.label} has no code for {label} (compute capability {cc})", detail=verdict.reason,
@@ -241,6 +275,26 @@ def _arch_findings(stack: Stack, build: Build, label: str, cc: str) -> list[Find
                         detail=verdict.reason,
                         text=_arch_unknown_fix(build))]
     return []
+
+
+def _deduced(build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
+    """An unknown architecture verdict settled by what the build's CUDA proves (compat/rules.py): a toolkit
+    that dropped the GPU built nothing that runs there; PTX runs only on its own architecture or newer; a
+    CUDA older than the GPU has no machine code for it, so only PTX could run it."""
+    if not build.cuda:
+        return verdict
+    dropped = rules.cuda_dropped(build.cuda, cc)
+    if dropped is not None:
+        return dropped
+    if build.sass is not None and build.ptx is None and build.ptx_floor:
+        return rules.ptx_floor_verdict(cc, build.ptx_floor, build.ptx_floor_why) or verdict
+    too_old = rules.cuda_too_old(build.cuda, cc) if build.sass is None else None
+    if too_old is None:
+        return verdict
+    if build.ptx is not None:  # its PTX is known: that alone decides
+        return rules.build_runs_on(cc, [], build.ptx)
+    return rules.Verdict(rules.UNKNOWN, f"{too_old}, so it runs there only through PTX, and whether it carries PTX "
+                                        "is not known to gpudoctor's matrix")
 
 
 def _arch_unknown_fix(build: Build) -> str:
@@ -294,8 +348,9 @@ def _python_findings(stack: Stack, build: Build) -> list[Finding]:
         return [finding("CMP007", f"{build.label} does not support Python {stack.python} (it supports {build.python_spec})",
                         text="Use a Python version inside that range, or a release of the framework that supports this Python.",
                         severity=WARNING)]
-    return [finding("CMP007", f"no {build.label} wheel exists for Python {stack.python} (it supports {build.python_spec})",
-                    detail="pip finds no matching distribution for this Python ('No matching distribution found').",
+    return [finding("CMP007", f"no {build.label} {build.package} exists for Python {stack.python} (it supports {build.python_spec})",
+                    detail=f"{'conda' if build.package == 'conda package' else 'pip'} finds no matching distribution for this Python"
+                           + (" ('No matching distribution found')." if build.package == "wheel" else "."),
                     text="Use a Python version inside that range, or a release of the framework that supports this Python.",
                     severity=ERROR)]
 
@@ -353,6 +408,14 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
                                     "cannot be JIT-compiled by this driver. Install a toolkit no newer than the driver's CUDA, "
                                     "or a newer driver.", links=[COMPAT_DOCS]))
     for label, cc in stack.gpus:
+        dropped = rules.cuda_dropped(stack.toolkit_cuda, cc)
+        if dropped is not None:
+            out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} builds nothing that runs on {label} (compute capability {cc})",
+                               detail=dropped.reason, severity=ERROR,
+                               text="Programs and extensions built with this toolkit fail there ('no kernel image is available "
+                                    "for execution on the device'), and its libraries carry no code for it. Use a toolkit "
+                                    "that still supports the GPU."))
+            continue
         verdict = rules.toolkit_targets(stack.toolkit_cuda, cc)
         if verdict.status == rules.FAIL:
             out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} cannot build code for {label} (compute capability {cc})",
