@@ -169,7 +169,7 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
                           detail=_message(info) or "It gave no reason.",
                           text="The framework's own message above names the cause: a driver older than its CUDA build, "
                                "a library it cannot load, or a GPU its build has no code for.",
-                          commands=[f"{_python(facts)} -m gpudoctor devices"])
+                          commands=[_own_step(facts, name, "devices")])
         elif seen < expected:
             yield finding("FWK003", f"{label} sees {seen} of the {expected} GPU(s) CUDA programs should see",
                           detail=_message(info) or "",
