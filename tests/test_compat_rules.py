@@ -145,7 +145,7 @@ def test_show_prints_entries_with_sources():
     assert "12.4" in result.stdout and "sources:" in result.stdout
     header, rule, first = result.stdout.splitlines()[1:4]
     assert header.split()[:3] == ["version", "min_driver_linux", "min_driver_windows"]  # a table, not key=value lines
-    assert set(rule.strip()) == {"-", " "} and first.split()[:3] == ["8.0", "375.26", "376.51"]  # TABLE3 (8.0.61 GA2)
+    assert set(rule.strip()) == {"-", " "} and first.split()[:3] == ["8.0", "367.48", "369.30"]  # TABLE3 (8.0.44 GA1)
     assert "version=" not in result.stdout
     assert CliRunner().invoke(cli, ["matrix", "show", "nope"]).exit_code == 2
 
