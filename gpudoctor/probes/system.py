@@ -116,11 +116,12 @@ def probe_framework_env() -> dict[str, str]:
 
 def probe_driver_files() -> dict[str, Any]:
     """What the kernel says about the driver, read without NVML."""
+    pci = _pci_nvidia_devices()
     return {
         "kernel_module": _kernel_module(),
         "nouveau_loaded": os.path.isdir("/sys/module/nouveau") or _module_listed("nouveau"),
-        "pci_devices": _pci_nvidia_devices(),
-        "legacy_notices": probe_legacy_notices(),
+        "pci_devices": pci,
+        "legacy_notices": probe_legacy_notices(pci_devices=pci),
         "device_nodes": _device_nodes(),
         "nvml_library_files": sorted({p for d in NVML_LIBRARY_DIRS for p in glob.glob(f"{d}/libnvidia-ml.so*")}),
     }
