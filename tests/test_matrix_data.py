@@ -112,51 +112,70 @@ def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
     return problems
 
 
+def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
+    """What in a matrix file lacks its source or its "as of" date (issue 15): an entry (and every item of
+    a section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
+    Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow release's
+    arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's tested-build table),
+    a GPU's pci_device_ids a pci_source when not empty, a JAX extra's min_cudnn a min_cudnn_source, each
+    jaxlib wheel tag its source, a CuPy release line's python and cudnn_supported a python_source and a
+    cudnn_source."""
+    sources = raw.get("sources") or {}
+    problems = []
+    for i, entry in enumerate(raw["entries"]):
+        where = f"{stem} entry {i}"
+        if not isinstance(entry.get("source"), str) or entry["source"] not in sources:
+            problems.append(f"{where}: no declared source")
+        as_of = entry.get("as_of", raw.get("as_of"))
+        if not (isinstance(as_of, str) and ISO_DATE.match(as_of) and as_of <= TODAY):
+            problems.append(f"{where}: no valid as_of date ({as_of!r})")
+        for variant in entry.get("variants") or []:
+            if ("arch_list" in variant or "ptx" in variant) and not (variant.get("arch_source") or variant.get("ptx_source")):
+                problems.append(f"{where} variant {variant.get('name')}: arch_list/ptx without arch_source")
+        if stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
+            problems.append(f"{where}: arch_list/ptx without arch_source")
+        if stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
+            problems.append(f"{where}: pci_device_ids without pci_source")
+        for extra in entry.get("extras") or [] if stem == "jax" else []:
+            if "min_cudnn" in extra and extra.get("min_cudnn_source") not in sources:
+                problems.append(f"{where} extra {extra.get('name')}: min_cudnn without min_cudnn_source")
+        for tag, row in (entry.get("jaxlib_tags") or {}).items() if stem == "jax" else []:
+            if not isinstance(row, dict) or row.get("source") not in sources:
+                problems.append(f"{where} jaxlib tag {tag}: no declared source")
+        for line in entry.get("cupy_releases") or [] if stem == "cupy" else []:
+            for key in ("python", "cudnn_supported"):
+                cite = "cudnn_source" if key == "cudnn_supported" else "python_source"
+                if key in line and line.get(cite) not in sources:
+                    problems.append(f"{where} CuPy {line.get('cupy')}: {key} without {cite}")
+    return problems
+
+
 @pytest.mark.parametrize("path", FILES, ids=TOPICS)
 def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
-    """Issue 15: every data entry cites its source and an "as of" date. An entry (and every item of a
-    section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
-    Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow
-    release's arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's
-    tested-build table), a GPU's pci_device_ids a pci_source when not empty."""
     raw = json.loads(path.read_text(encoding="utf-8"))
     problems = citation_problems(raw, path.stem)
     assert problems == [], "\n".join(problems[:20])
 
 
-@pytest.mark.parametrize("stem", ["pytorch", "tensorflow"])
-def test_an_entry_without_source_or_as_of_fails(stem: str):
-    """The check above really fails: the first (oldest) release of each framework file, stripped of its
-    source, of its as_of date where the file has none to lend, or of its architecture citation."""
+@pytest.mark.parametrize("stem,mutate,expected", [
+    ("jax", lambda raw: raw["entries"][0].pop("source"), "entry 0: no declared source"),
+    ("jax", lambda raw: raw.pop("as_of"), "no valid as_of date (None)"),  # then every entry lacks one
+    ("jax", lambda raw: raw["entries"][0].__setitem__("as_of", "someday"), "entry 0: no valid as_of date ('someday')"),
+    ("jax", lambda raw: next(iter(raw["entries"][0]["jaxlib_tags"].values())).pop("source"), "jaxlib tag cuda90: no declared source"),
+    ("jax", lambda raw: raw["entries"][0]["extras"][0].pop("min_cudnn_source"), "extra jax[cuda10]: min_cudnn without"),
+    ("cupy", lambda raw: raw["entries"][-1].pop("source"), "no declared source"),
+    ("cupy", lambda raw: raw["entries"][-1].__setitem__("as_of", "2027-01-01"), "no valid as_of date ('2027-01-01')"),
+    ("cupy", lambda raw: raw["entries"][-1]["cupy_releases"][0].pop("python_source"), "CuPy 7.0.0: python without python_source"),
+    ("cupy", lambda raw: raw["entries"][-1]["cupy_releases"][0].pop("cudnn_source"), "CuPy 7.0.0: cudnn_supported without"),
+])
+def test_an_entry_without_its_source_or_as_of_date_fails(stem: str, mutate, expected: str):
+    """The check above is not vacuous: the bundled JAX and CuPy files, each stripped of one citation or
+    given a date that is not a past ISO date, fail it, naming what is missing."""
     raw = json.loads((matrix.data_dir() / f"{stem}.json").read_text(encoding="utf-8"))
     assert citation_problems(raw, stem) == []
-    no_source = json.loads(json.dumps(raw))
-    del no_source["entries"][0]["source"]
-    assert citation_problems(no_source, stem) == [f"{stem}.json entry 0: no declared source"]
-    with pytest.raises(matrix.MatrixError, match="entry 0 does not cite"):
-        matrix.validate(no_source, stem)
-    undated = json.loads(json.dumps(raw))
-    undated.pop("as_of")
-    undated["entries"][0].pop("as_of", None)
-    assert f"{stem}.json entry 0: no valid as_of date (None)" in citation_problems(undated, stem)
-    bad_date = json.loads(json.dumps(raw))
-    bad_date["entries"][0]["as_of"] = "last year"
-    assert citation_problems(bad_date, stem) == [f"{stem}.json entry 0: no valid as_of date ('last year')"]
-    uncited_arch = json.loads(json.dumps(raw))
-    first = uncited_arch["entries"][0]
-    target = first["variants"][0] if stem == "pytorch" else first
-    target.pop("arch_source")
-    assert citation_problems(uncited_arch, stem) and "without arch_source" in citation_problems(uncited_arch, stem)[0]
-
-
-def test_old_releases_carry_their_own_as_of_date():
-    """Releases added after a file was first dated (PyTorch 1.0-1.11, TensorFlow 1.13-2.3) say when their
-    facts were read."""
-    for stem, first, last in (("pytorch", "1.0", "1.11"), ("tensorflow", "1.13", "2.3")):
-        rows = {r["version"]: r for r in topic(stem)["entries"]}
-        for version, row in rows.items():
-            if Version(first) <= Version(version) <= Version(last):
-                assert ISO_DATE.match(row["as_of"]) and row["as_of"] <= TODAY, (stem, version)
+    mutate(raw)
+    problems = citation_problems(raw, stem)
+    assert problems and all(expected in p for p in problems), problems
 
 
 def test_known_bad_entries_are_complete_and_sourced():
@@ -425,9 +444,39 @@ def test_jax_and_cupy():
     assert extras["jax[cuda13]"]["min_compute_capability"] == "7.5" and extras["jax[cuda13]"]["min_driver_linux"] == "580"
     assert extras["jax[cuda12]"]["min_compute_capability"] == "5.2"
     cupy = {r["package"]: r for r in topic("cupy")["entries"]}
-    assert set(cupy) == {"cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"}
-    assert {p: r["cuda_major"] for p, r in cupy.items()} == {"cupy-cuda11x": 11, "cupy-cuda12x": 12, "cupy-cuda13x": 13}
+    per_cuda = ["80", "90", "91", "92", "100", "101", "102", "110", "111", "112", "113", "114", "115", "116", "117"]
+    assert set(cupy) == {"cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x"} | {f"cupy-cuda{c}" for c in per_cuda}
+    assert {p: r["cuda_major"] for p, r in cupy.items() if p.endswith("x")} == {"cupy-cuda11x": 11, "cupy-cuda12x": 12,
+                                                                                "cupy-cuda13x": 13}
+    for c in per_cuda:  # the package's name is its CUDA: cupy-cuda101 is CUDA 10.1
+        assert cupy[f"cupy-cuda{c}"]["cuda"] == f"{c[:-1]}.{c[-1]}" and cupy[f"cupy-cuda{c}"]["cuda_major"] == int(c[:-1])
     # measured on nvidia-h100-x1, 2026-11-23 (tests/fixtures/real/h100x1-20261123/build_facts.txt: cuobjdump)
     assert extras["jax[cuda13]"]["arch_list"] == ["sm_75", "sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
     assert extras["jax[cuda13]"]["ptx"] == ["compute_120"]
     assert cupy["cupy-cuda13x"]["min_compute_capability"] == "7.5"
+
+
+def test_old_jaxlib_wheels_and_their_cudnn_floors():
+    """jaxlib's CUDA wheels before the pip extras, as JAX's build scripts, README and CHANGELOG give them."""
+    jax = {r["version"]: r for r in topic("jax")["entries"]}
+    assert sorted(jax["0.1.32"]["jaxlib_tags"]) == ["cuda100", "cuda101", "cuda90", "cuda92"]
+    assert sorted(jax["0.1.66"]["jaxlib_tags"]) == ["cuda101", "cuda102", "cuda110", "cuda111"]  # no cuda112 from 0.1.66
+    assert list(jax["0.1.72"]["jaxlib_tags"]) == ["cuda111"]
+    assert jax["0.1.61"]["jaxlib_tags"]["cuda112"] == {"cuda": "11.2", "min_cudnn": "8.1", "source": "JAXLIB-BUILD-0.1",
+                                                       "note": "built with cuDNN 8.1.0.77"}
+    assert {t: r["min_cudnn"] for t, r in jax["0.1.73"]["jaxlib_tags"].items()} == {"cuda11.cudnn82": "8.2", "cuda11.cudnn805": "8.0.5"}
+    assert jax["0.2.0"]["no_jaxlib"] is True and jax["0.3.0"]["no_jaxlib"] is False
+    assert jax["0.4.11"]["jaxlib_tags"]["cuda12.cudnn88"]["min_cudnn"] == "8.9"  # misnamed: built with 8.9 (jax 0.4.13)
+    assert jax["0.4.29"]["jaxlib_tags"] == {"cuda12.cudnn91": {"cuda": "12", "min_cudnn": "9.1", "source": "JAX-SETUP-0.2"}}
+    assert jax["0.4.31"]["min_cudnn"] == "9.1" and jax["0.6.0"]["min_cudnn_by_major"] == {"12": "9.8"}
+
+
+def test_cupy_python_wheels_per_release_line():
+    """The CPython tags of each package's wheels on PyPI (PYPI-CUPY-WHEELS), as the matrix gives them."""
+    cupy = {r["package"]: r for r in topic("cupy")["entries"]}
+    lines = {r["cupy"]: r for r in cupy["cupy-cuda101"]["cupy_releases"]}
+    assert lines["7.0.0"]["python"] == ">=3.5,<3.9" and lines["7.0.0"]["wheels"]["windows"] == ["cp36", "cp37", "cp38"]
+    assert lines["9.6.0"]["python"] == ">=3.6,<3.10" and "10.0.0" not in lines  # CuPy v10 dropped CUDA 10.1
+    assert [r["cupy"] for r in cupy["cupy-cuda117"]["cupy_releases"]] == ["10.6.0"]
+    assert "v8.0 (CUDA 10.1)" in lines["9.0.0"]["cudnn_supported"]
+    assert cupy["cupy-cuda80"]["min_compute_capability"] == "3.0" and cupy["cupy-cuda110"]["min_compute_capability"] == "3.5"
