@@ -260,3 +260,14 @@ def test_a_notice_from_another_driver_is_not_evidence():
 ])
 def test_quiet_where_the_branch_is_not_the_cause(facts):
     assert _codes(facts) == []
+
+
+def test_an_overlay_branch_that_is_not_a_number_is_unknown_not_a_crash(tmp_path: Path):
+    overlay = tmp_path / "m.json"
+    overlay.write_text(json.dumps({"topic": "driver_branches", "as_of": "2026-11-27", "sources": {"S": "mine"},
+                                   "entries": [{"architecture": "kepler", "last_branch": "R470", "newest_driver": 470,
+                                                "source": "S", "as_of": "2026-11-27"}]}))
+    result = CliRunner().invoke(cli, ["matrix", "check", "--matrix", str(overlay), "--gpu", "Tesla K80",
+                                      "--driver", "535.104.05"])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "CMP010" not in result.output and "Traceback" not in result.output

@@ -48,9 +48,11 @@ def last_branch(cc: str) -> Optional[Branch]:
     arch = architecture_for(cc)
     data = load_topic("driver_branches")
     entry = next((e for e in data["entries"] if e.get("architecture") == arch), None)
-    if entry is None or not entry.get("last_branch"):
-        return None
-    return Branch(arch or "", int(entry["last_branch"]), entry.get("newest_driver"),
+    last = entry.get("last_branch") if entry else None
+    if not (isinstance(last, str) and last.isascii() and last.isdigit()):
+        return None  # still driven, or a --matrix overlay's value that is not a branch: unknown, never a crash
+    newest = entry.get("newest_driver")
+    return Branch(arch or "", int(last), newest if isinstance(newest, str) and branch_of(newest) == int(last) else None,
                   data["sources"].get(entry["source"], entry["source"]))
 
 
