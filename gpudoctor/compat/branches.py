@@ -28,7 +28,7 @@ class Branch:
 
 
 #: Majors this far above a last branch are read as that branch, never as a newer one: Windows numbers one
-#: branch over several majors (R470's Kepler releases are 471.xx to 474.xx, R580's 580.xx to 582.xx), and a
+#: branch over several majors (R470's Kepler releases are 471.xx to 474.xx, R580's 580.xx and 581.xx), and a
 #: pasted nvidia-smi does not always say which OS it came from. No Linux branch starts within this span of
 #: a last branch (the branch after R470 is 495, after R580 590); a miss is better than a false alarm.
 SAME_BRANCH_SPAN = 4
