@@ -102,9 +102,28 @@ def test_an_import_that_cannot_load_a_library_still_gets_the_reinstall_advice(tm
     assert record["status"] == "import_error" and record["stage"] == "import"
     facts = copy.deepcopy(h200x2)
     facts["frameworks"]["torch"] = record
+    # the fake stands for the installed torch: its folder is where the environment's torch lies
+    facts["python"]["distributions"].append({"name": "torch", "version": "2.11.0", "location": str(tmp_path / "fakes")})
     failure = _fwk(pipeline.judge(facts)["findings"], "FWK004")
     assert failure["title"].startswith("PyTorch fails to import: ImportError: libcudnn.so.9")
     assert failure["remediation"]["text"].startswith("Reinstall PyTorch")
+
+
+def test_a_stray_torch_on_pythonpath_is_named_as_the_cause(tmp_path, monkeypatch, h200x2):
+    """PYTHONPATH names a folder holding a stray torch/ (a source tree, a half-copied package): `import torch`
+    finds it before the environment's own PyTorch, and fails. The variable is the cause, not the install."""
+    install_fake(tmp_path, monkeypatch, """
+        raise ModuleNotFoundError("No module named 'torch._C'")
+    """, "torch")
+    record, _ = probe("torch")
+    assert record["info"]["module_file"] == str(tmp_path / "fakes" / "torch" / "__init__.py")
+    assert record["info"]["pythonpath_entry"] == str(tmp_path / "fakes")
+    facts = copy.deepcopy(h200x2)
+    facts["frameworks"]["torch"] = record
+    failure = _fwk(pipeline.judge(facts)["findings"], "FWK004")
+    assert failure["remediation"]["text"].startswith(f"PYTHONPATH is the cause: its entry {tmp_path / 'fakes'} holds a torch")
+    assert "unset PYTHONPATH" in failure["remediation"]["commands"]
+    assert "Reinstall" not in failure["remediation"]["text"]
 
 
 @pytest.mark.parametrize("stages, returncode, expected", [

@@ -93,6 +93,14 @@ def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
         return finding("FWK004", title, detail="\n".join(parts),
                        text=f"The environment variable {variable}={value!r} makes {label} fail here; the installation "
                             "is not at fault.", commands=[fix])
+    stray = _from_pythonpath(facts, name, fw)
+    if stray and stage == "import":
+        entry, found = stray
+        return finding("FWK004", title, detail="\n".join(parts),
+                       text=f"PYTHONPATH is the cause: its entry {entry} holds a {name} that import {name} finds first "
+                            f"({found}), before any {label} installed in this environment. Unset PYTHONPATH, or remove "
+                            f"that folder's {name}; the installation is not at fault.",
+                       commands=["unset PYTHONPATH", f"{_python(facts)} -c 'import {name}; print({name}.__file__)'"])
     if stage == "import" and error.split(":")[0].strip() in INSTALL_ERRORS:
         return finding("FWK004", title, detail="\n".join(parts),
                        text=f"Reinstall {label} in this environment; if the error names a CUDA library "
@@ -107,6 +115,19 @@ def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
     return finding("FWK004", title, detail="\n".join(parts),
                    text=f"That is {label}'s own error; it names the cause. Run the same step alone to see it in full.",
                    commands=[_own_step(facts, name, stage)])
+
+
+def _from_pythonpath(facts: Facts, name: str, fw: dict[str, Any]) -> Optional[tuple[str, str]]:
+    """(the PYTHONPATH entry, the file found) when ``import name`` found the framework under PYTHONPATH and
+    not in a folder an installed distribution lies in (python.distributions' locations), else None."""
+    info = fw.get("info") or {}
+    entry, found = info.get("pythonpath_entry"), info.get("module_file")
+    if not isinstance(entry, str) or not isinstance(found, str):
+        return None
+    locations = {d.get("location") for d in get(facts, "python.distributions") or [] if isinstance(d, dict)}
+    if any(isinstance(loc, str) and found.startswith(f"{loc.rstrip('/')}/{name}/") for loc in locations):
+        return None  # an installed copy that happens to lie under PYTHONPATH: what the user installed
+    return entry, found
 
 
 def _not_started(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:

@@ -9,6 +9,8 @@ listed there are the ones this framework really runs with, not a guess from the 
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 import time
 import traceback
@@ -201,10 +203,34 @@ def _nccl_text(v: Any) -> Any:
 PROBES = {"torch": probe_torch, "tensorflow": probe_tensorflow, "jax": probe_jax, "cupy": probe_cupy}
 
 
-def import_failure(exc: BaseException) -> dict[str, Any]:
-    """The facts of a framework whose import (or the asking after it) raised ``exc``: called in its handler."""
+def import_failure(exc: BaseException, name: str = "") -> dict[str, Any]:
+    """The facts of a framework whose import (or the asking after it) raised ``exc``: called in its handler;
+    with ``name``, also where ``import name`` found the framework (origin)."""
     return {"import_error": f"{type(exc).__name__}: {exc}"[:800], "traceback_tail": traceback.format_exc()[-2000:],
-            "stage": _stage}
+            "stage": _stage, **(origin(name) if name else {})}
+
+
+def origin(name: str) -> dict[str, Any]:
+    """Where ``import name`` found the framework (``module_file``), and the PYTHONPATH entry that file lies
+    under (``pythonpath_entry``): a stray copy there is imported before the installed one, and the
+    variable, not the installation, is then what fails. Absolute entries only: a relative one is the
+    user's working directory's, which this process does not run in."""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        try:
+            spec = importlib.util.find_spec(name)
+            path = spec.origin if spec is not None else None
+        except (ImportError, ValueError, AttributeError):
+            path = None
+    out: dict[str, Any] = {"module_file": path if isinstance(path, str) else None}
+    if isinstance(path, str):
+        real = os.path.realpath(path)
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+            if os.path.isabs(entry) and real.startswith(os.path.realpath(entry).rstrip("/") + "/"):
+                out["pythonpath_entry"] = entry
+                break
+    return out
 
 
 def report(name: str) -> dict[str, Any]:
@@ -218,7 +244,7 @@ def report(name: str) -> dict[str, Any]:
     try:
         info = PROBES[name]()
     except BaseException as exc:  # noqa: BLE001 - an import that raises is the finding
-        info = import_failure(exc)
+        info = import_failure(exc, name)
     info["import_and_probe_s"] = round(time.monotonic() - start, 3)
     stage("libraries")
     info["loaded_libraries"] = _loaded()

@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
             import_s = time.monotonic() - started
     except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes
-            protocol.emit("framework", import_failure(exc), default=float)
+            protocol.emit("framework", import_failure(exc, framework), default=float)
     facts_done.set()
     mark(f"{framework} workload: imported")
     devices = read_devices(argv[1])
