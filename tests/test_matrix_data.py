@@ -83,33 +83,10 @@ def test_versions_and_compute_capabilities_parse(path: Path):
             assert CC.match(value), f"{path.name}{where}.{key} = {value!r}"
         if key == "python":
             SpecifierSet(value)
-        if key in ("arch_list", "ptx"):
+        if key in ("arch_list", "ptx", "windows_arch_list", "windows_ptx"):
             assert all(ARCH_FLAG.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
         if key == "pci_device_ids":
             assert all(PCI_ID.match(a) for a in value), f"{path.name}{where}.{key} = {value!r}"
-
-
-def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
-    """What in one matrix file lacks its citation: an entry with no declared source or no valid "as of"
-    date (its own, else the file's), per-field data the rules read (a PyTorch variant's or a TensorFlow
-    release's arch_list/ptx, a GPU's pci_device_ids) with no citation of its own."""
-    sources = raw.get("sources") or {}
-    problems = []
-    for i, entry in enumerate(raw["entries"]):
-        where = f"{stem}.json entry {i}"
-        if not isinstance(entry.get("source"), str) or entry["source"] not in sources:
-            problems.append(f"{where}: no declared source")
-        as_of = entry.get("as_of", raw.get("as_of"))
-        if not (isinstance(as_of, str) and ISO_DATE.match(as_of) and as_of <= TODAY):
-            problems.append(f"{where}: no valid as_of date ({as_of!r})")
-        for variant in entry.get("variants") or []:
-            if ("arch_list" in variant or "ptx" in variant) and not (variant.get("arch_source") or variant.get("ptx_source")):
-                problems.append(f"{where} variant {variant.get('name')}: arch_list/ptx without arch_source")
-        if stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
-            problems.append(f"{where}: arch_list/ptx without arch_source")
-        if stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
-            problems.append(f"{where}: pci_device_ids without pci_source")
-    return problems
 
 
 def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
@@ -132,6 +109,8 @@ def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
         for variant in entry.get("variants") or []:
             if ("arch_list" in variant or "ptx" in variant) and not (variant.get("arch_source") or variant.get("ptx_source")):
                 problems.append(f"{where} variant {variant.get('name')}: arch_list/ptx without arch_source")
+            if ("windows_arch_list" in variant or "windows_ptx" in variant) and not variant.get("windows_arch_source"):
+                problems.append(f"{where} variant {variant.get('name')}: windows_arch_list/ptx without windows_arch_source")
         if stem == "tensorflow" and ("arch_list" in entry or "ptx" in entry) and not entry.get("arch_source"):
             problems.append(f"{where}: arch_list/ptx without arch_source")
         if stem == "gpus" and entry.get("pci_device_ids") and not entry.get("pci_source"):
@@ -163,19 +142,35 @@ def test_every_data_entry_cites_a_source_and_an_as_of_date(path: Path):
     ("jax", lambda raw: raw["entries"][0].__setitem__("as_of", "someday"), "entry 0: no valid as_of date ('someday')"),
     ("jax", lambda raw: next(iter(raw["entries"][0]["jaxlib_tags"].values())).pop("source"), "jaxlib tag cuda90: no declared source"),
     ("jax", lambda raw: raw["entries"][0]["extras"][0].pop("min_cudnn_source"), "extra jax[cuda10]: min_cudnn without"),
+    ("pytorch", lambda raw: raw["entries"][0].pop("source"), "entry 0: no declared source"),
+    ("pytorch", lambda raw: raw["entries"][0].__setitem__("as_of", "last year"), "entry 0: no valid as_of date ('last year')"),
+    ("pytorch", lambda raw: raw["entries"][0]["variants"][0].pop("arch_source"), "variant cu80: arch_list/ptx without"),
+    ("pytorch", lambda raw: raw["entries"][0]["variants"][0].pop("windows_arch_source"), "variant cu80: windows_arch_list"),
+    ("tensorflow", lambda raw: raw["entries"][0].pop("source"), "entry 0: no declared source"),
+    ("tensorflow", lambda raw: raw["entries"][0].__setitem__("as_of", "2027-01-01"), "entry 0: no valid as_of date"),
+    ("tensorflow", lambda raw: raw["entries"][0].pop("arch_source"), "entry 0: arch_list/ptx without arch_source"),
     ("cupy", lambda raw: raw["entries"][-1].pop("source"), "no declared source"),
     ("cupy", lambda raw: raw["entries"][-1].__setitem__("as_of", "2027-01-01"), "no valid as_of date ('2027-01-01')"),
     ("cupy", lambda raw: raw["entries"][-1]["cupy_releases"][0].pop("python_source"), "CuPy 7.0.0: python without python_source"),
     ("cupy", lambda raw: raw["entries"][-1]["cupy_releases"][0].pop("cudnn_source"), "CuPy 7.0.0: cudnn_supported without"),
 ])
 def test_an_entry_without_its_source_or_as_of_date_fails(stem: str, mutate, expected: str):
-    """The check above is not vacuous: the bundled JAX and CuPy files, each stripped of one citation or
-    given a date that is not a past ISO date, fail it, naming what is missing."""
+    """The check above is not vacuous: the bundled PyTorch, TensorFlow, JAX and CuPy files, each stripped of
+    one citation or given a date that is not a past ISO date, fail it, naming what is missing."""
     raw = json.loads((matrix.data_dir() / f"{stem}.json").read_text(encoding="utf-8"))
     assert citation_problems(raw, stem) == []
     mutate(raw)
     problems = citation_problems(raw, stem)
     assert problems and all(expected in p for p in problems), problems
+
+
+def test_old_releases_carry_their_own_as_of_date():
+    """Releases added after a file was first dated (PyTorch 1.0-1.11, TensorFlow 1.13-2.3) say when their
+    facts were read."""
+    for stem, first, last in (("pytorch", "1.0", "1.11"), ("tensorflow", "1.13", "2.3")):
+        rows = {r["version"]: r for r in topic(stem)["entries"]}
+        dated = [v for v in rows if Version(first) <= Version(v) <= Version(last)]
+        assert dated and all(ISO_DATE.match(rows[v]["as_of"]) and rows[v]["as_of"] <= TODAY for v in dated), stem
 
 
 def test_known_bad_entries_are_complete_and_sourced():

@@ -181,7 +181,9 @@ def test_pastes_say_what_they_cannot_tell(tmp_path: Path):
     assert "[-] Topology: not checked: a paste does not show the links between GPUs" in out
     assert "torch 1.5.0+cu101 (CUDA 10.1, from the paste)" in out
     assert "from package metadata" not in out
-    assert "whether all run is unknown (CMP008)" in out  # the matrix does not know that build's architectures
+    # the matrix knows 1.5.0+cu101's architectures (pytorch.json, builder windows/cuda101.bat): judged, not unknown
+    assert "[✓] Compatibility: torch 1.5.0+cu101 (CUDA 10.1, sm_37-sm_75, PTX compute_37)" in out
+    assert "CMP008" not in out
 
 
 def test_the_readme_example_is_what_gpudoctor_prints():

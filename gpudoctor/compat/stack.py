@@ -96,8 +96,10 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if variant is None:
         stack.unknown.append(f"PyTorch {text} variant {name!r}")
         return Build(label, "torch", None, python_spec=python, version=text, installed=installed, release=release)
-    build = Build(label, "torch", variant.get("cuda"), python_spec=python, version=text,
-                  sass=_flags(variant.get("arch_list")), ptx=_flags(variant.get("ptx")), installed=installed, release=release)
+    # native-Windows wheels were built with their own TORCH_CUDA_ARCH_LIST (builder windows/cuda<NN>.bat)
+    arch = "windows_" if stack.os == "windows" and "windows_arch_list" in variant else ""
+    build = Build(label, "torch", variant.get("cuda"), python_spec=python, version=text, sass=_flags(variant.get(f"{arch}arch_list")),
+                  ptx=_flags(variant.get(f"{arch}ptx")), installed=installed, release=release)
     if _nightly(text):  # nightlies keep the +PTX that releases strip (pytorch.json PR-145792): the release's PTX is not theirs
         build.ptx = None
     if build.sass and build.ptx is None:
