@@ -4,7 +4,8 @@ Sources (each case's expectation; the matrix entries cite the same):
   PYPI-TORCH  https://pypi.org/project/torch/#history: torch/version.py inside each X.Y.0 manylinux1 wheel
               (1.0-1.1 cuda 9.0.176, 1.2 10.0.130, 1.3 10.1.243, 1.4 10.1, 1.5-1.11 10.2); Windows wheels on PyPI
               from 1.7.0 only, CPU-only like the macOS ones
-  BUILDER     https://github.com/pytorch/builder manywheel/build.sh at each release (TORCH_CUDA_ARCH_LIST):
+  BUILDER     https://github.com/pytorch/builder manywheel/build.sh (Linux) and windows/cuda<NN>.bat (Windows,
+              3.7+PTX;5.0;6.0;6.1;7.0;... from 1.4) at each release (TORCH_CUDA_ARCH_LIST), Linux:
               1.0-1.3.0 3.5;5.0+PTX;..., 1.4-1.5 3.7+PTX;5.0;..., 1.6-1.11 3.7;5.0;6.0;7.0 (+7.5 for 10.x in 1.7,
               +7.5;8.0 for 11.0, +7.5;8.0;8.6 for 11.1/11.3)
   TABLE3      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/ Table 3: 9.0.76 >= 384.81, 10.0.130 >= 410.48,
@@ -89,6 +90,16 @@ def test_plain_version_on_windows_before_pypi_had_windows_wheels_is_unknown_not_
     assert (exit_code, data["verdict"], codes(data)) == (0, "unknown", set())
     exit_code, data = check("--os", "windows", "--gpu", T4, "--torch", "1.7.0")
     assert (exit_code, codes(data)) == (1, {"FWK001"})  # PyPI's 1.7.0 win_amd64 wheel is CPU-only
+
+
+def test_windows_wheels_are_judged_by_their_own_architecture_list():
+    """BUILDER windows/cuda101.bat: the 1.7 Windows cu101 wheel is 3.7+PTX;5.0;6.0;6.1;7.0;7.5, so an RTX 3090
+    (8.6) runs it through PTX JIT (a warning); the Linux wheel (3.7;5.0;6.0;7.0;7.5, no PTX) cannot run."""
+    gpu = "NVIDIA GeForce RTX 3090"
+    exit_code, data = check("--os", "windows", "--gpu", gpu, "--torch", "1.7.1+cu101", "--driver", "456.71")
+    assert (exit_code, data["verdict"], codes(data)) == (0, "warning", {"CMP004"})
+    exit_code, data = check("--os", "linux", "--gpu", gpu, "--torch", "1.7.1+cu101", "--driver", "455.32")
+    assert (exit_code, data["verdict"], codes(data)) == (1, "error", {"CMP003"})
 
 
 def test_every_old_variant_has_a_driver_floor_and_a_known_default():
