@@ -271,3 +271,16 @@ def test_an_overlay_branch_that_is_not_a_number_is_unknown_not_a_crash(tmp_path:
                                       "--driver", "535.104.05"])
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "CMP010" not in result.output and "Traceback" not in result.output
+
+
+def test_an_unbound_k80_is_one_finding_not_two():
+    """The GPU the branch no longer drives is also unbound (DRV014's case) or, bound, not listed (DRV013's):
+    driver.branch names it with its cause, and driver.gpu_count does not say it again."""
+    from gpudoctor.checks.driver import check_gpu_count
+
+    for bound in (None, "nvidia"):
+        facts = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x102d", bound)], ["0000:01:00.0"])
+        assert _codes(facts) == ["DRV021"]
+        assert [f.code for f in check_gpu_count(facts)] == []
+    unbound_a100 = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x20b2", None)], ["0000:01:00.0"])
+    assert [f.code for f in check_gpu_count(unbound_a100)] == ["DRV014"]

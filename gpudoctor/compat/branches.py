@@ -128,6 +128,13 @@ def gpu_by_pci_id(device_id: str) -> Optional[dict[str, Any]]:
     return None
 
 
+def undriven(device_id: Any, driver: Optional[str]) -> bool:
+    """Whether the GPU with PCI ``device_id`` is one the ``driver``'s branch no longer drives (by the matrix):
+    driver.branch names such a GPU (DRV021), and no other finding needs to speak for it."""
+    entry = gpu_by_pci_id(str(device_id or ""))
+    return bool(entry) and drives(driver, entry["compute_capability"]).status == rules.FAIL
+
+
 def _jetson_only(cc: str) -> bool:
     """A compute capability only Jetson modules have (5.3, 6.2, 7.2, 8.7): no discrete GPU to judge."""
     rows = [e for e in load_topic("gpus")["entries"] if e.get("compute_capability") == cc]

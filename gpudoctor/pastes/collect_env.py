@@ -59,6 +59,9 @@ def _norm_key(key: str) -> str:
     return re.sub(r"\s+", " ", key.strip().lower())
 
 
+_LIBRARIES_HEADING = re.compile(r"^\s*Versions of relevant libraries\s*:", re.M)
+
+
 def _value(text: str) -> Optional[str]:
     text = text.strip().strip("`").strip()
     return None if text.lower() in UNKNOWN else text
@@ -99,6 +102,7 @@ def parse(text: str) -> dict[str, Any]:
             continue
         blocks[field].append(line)
     _finish(out, blocks)
+    _cut_note(text, out)
     return out
 
 
@@ -132,6 +136,16 @@ def _finish(out: dict[str, Any], blocks: dict[str, list[str]]) -> None:
     out["pip"], out["conda"] = _packages(blocks.get("libraries") or [])
     if "torch_version" not in out:
         out["notes"].append("collect_env: no PyTorch version line")
+
+
+def _cut_note(text: str, out: dict[str, Any]) -> None:
+    """collect_env always ends with its library list: a paste without that heading was cut short, and what
+    it would have said after its last line (GPUs, driver, cuDNN, the pip packages) is unknown, not absent."""
+    if _LIBRARIES_HEADING.search(text):
+        return
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    out["notes"].append(f"collect_env: cut short after {last[:60]!r} (no 'Versions of relevant libraries' section); "
+                        "what it would show after that line is not known")
 
 
 def _gpus(lines: list[str]) -> list[dict[str, Any]]:

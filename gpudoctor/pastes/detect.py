@@ -19,6 +19,9 @@ from gpudoctor.pastes import collect_env, markdown_report, nvidia_smi
 
 _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
 _QUOTE = re.compile(r"^\s{0,3}>\s?")
+#: Characters that show as nothing (zero-width spaces and joiners, soft hyphen, word joiner, BOM): copied
+#: from a web page into a key ("PyTorch\u200b version:") they would hide the line from every reader.
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060-\u2064\ufeff]")
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
 
 KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x",
@@ -71,6 +74,7 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
             return [Paste("gpudoctor-markdown", name, {"facts": facts})]
         return [Paste("gpudoctor-markdown", name, markdown_report.parse_shown(text))]
     found: list[Paste] = []
+    text = _INVISIBLE.sub("", text)
     blocks = pieces(unquote(text))
     for n, block in enumerate(blocks, 1):
         where = name if len(blocks) == 1 else f"{name}, block {n}"

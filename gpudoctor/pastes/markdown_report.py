@@ -31,6 +31,19 @@ _FRAMEWORK = re.compile(r"(torch|tensorflow|jax|cupy) (\S+) \(([^)]*)\)")
 _PYTHON = re.compile(r"(?:^|; )(\d+\.\d+(?:\.\d+)?) \((virtualenv|conda|system)\) at (\S+)")
 
 
+#: The most GPUs one machine's report can list (NVML numbers a host's GPUs; the largest hosts hold 16):
+#: a paste's claim of more is bounded here, so the work follows what was pasted, not what it claims.
+MAX_GPUS = 64
+
+
+def claimed(count: int, what: str, notes: list[str]) -> int:
+    """How many GPUs to read of ``count`` claimed: at most MAX_GPUS, with a note when the claim is cut."""
+    if count <= MAX_GPUS:
+        return count
+    notes.append(f"{what}: claims {count} GPUs, more than one machine holds; read as {MAX_GPUS}")
+    return MAX_GPUS
+
+
 def looks_like(text: str) -> bool:
     return bool(TITLE.search(text))
 
@@ -100,7 +113,7 @@ def parse_shown(text: str) -> dict[str, Any]:
                 out["driver_version"], out["cuda_version"] = m.group(1), m.group(2)
         elif area == "GPUs":
             for count, name, mib in _GPUS.findall(cell.split(": ", 1)[-1]):
-                for _ in range(int(count)):
+                for _ in range(claimed(int(count), f"the GPUs cell's {name.strip()[:80]}", out["notes"])):
                     out["gpus"].append({"index": len(out["gpus"]), "name": name.strip(),
                                         **({"memory_total_mib": int(mib)} if mib else {})})
         elif area == "Frameworks":
@@ -124,7 +137,7 @@ def _capabilities(text: str, gpus: list[dict[str, Any]]) -> None:
         if cells[:3] == ["GPU", "cuda", "Name"] and "CC" in cells:
             header = cells
             continue
-        if header and cells and cells[0].isdigit() and len(cells) >= len(header) - 1:
+        if header and cells and cells[0].isascii() and cells[0].isdigit() and len(cells) >= len(header) - 1:
             index = int(cells[0])
             row = dict(zip(header, cells))
             cc = row.get("CC", "")

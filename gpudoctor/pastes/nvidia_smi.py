@@ -31,6 +31,7 @@ FAILURES = (
 )
 _HEADER = re.compile(r"NVIDIA-SMI\s+([\d.]+)\s+Driver Version:\s*([\d.]+)(?:\s+CUDA Version:\s*([\d.]+|N/A))?", re.I)
 _ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC|MCDM)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
+_ASCII_NUMBER = re.compile(r"[0-9]{1,9}")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _Q_KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
 _Q_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
@@ -112,7 +113,7 @@ def parse_q(text: str) -> dict[str, Any]:
                 out["driver_version"] = value
             elif key == "CUDA Version":
                 out["cuda_version"] = value if value.upper() != "N/A" else None
-            elif key == "Attached GPUs" and value.isdigit():
+            elif key == "Attached GPUs" and _ASCII_NUMBER.fullmatch(value):  # "²".isdigit(), yet int() refuses it
                 out["attached"] = int(value)
             continue
         if key == "Product Name":
@@ -178,7 +179,7 @@ def parse_xml(text: str) -> dict[str, Any]:
     cuda = _text(root, "cuda_version")
     out["cuda_version"] = cuda if cuda and cuda.upper() != "N/A" else None
     attached = _text(root, "attached_gpus")
-    if attached and attached.isdigit():
+    if attached and _ASCII_NUMBER.fullmatch(attached):
         out["attached"] = int(attached)
     for i, node in enumerate(root.findall("gpu")):
         gpu: dict[str, Any] = {"index": i, "bus_id": node.get("id")}

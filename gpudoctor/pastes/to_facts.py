@@ -18,6 +18,7 @@ import re
 from typing import Any, Optional
 
 from gpudoctor.pastes.detect import Paste
+from gpudoctor.pastes.markdown_report import MAX_GPUS
 
 #: Why each area (or check) cannot be judged from a paste: the report's skip reasons.
 NOT_TOLD = {
@@ -284,6 +285,8 @@ def _frameworks_shown(facts: dict[str, Any], values: dict[str, Any]) -> None:
         m = re.match(r"CUDA ([\d.]+)", build)
         if build.startswith("CPU-only"):
             info.update(cpu_only_build=True, cuda_build=False, built_cuda=None)
+        elif m and fw["name"] in ("jax", "cupy"):  # the CUDA their process loaded; the wheel names only its major
+            info.update(cpu_only_build=False, cuda_build=True, runtime_cuda=m.group(1), cuda_major=m.group(1).split(".")[0])
         elif m:
             info.update(cpu_only_build=False, cuda_build=True, built_cuda=m.group(1), cuda_major=m.group(1).split(".")[0])
             if fw["name"] == "torch":
@@ -293,7 +296,8 @@ def _frameworks_shown(facts: dict[str, Any], values: dict[str, Any]) -> None:
         seen = re.search(r"sees (\d+) GPU", build)
         entry: dict[str, Any] = {"installed": True, "source": "gpudoctor-markdown", "info": info, "status": "metadata"}
         if seen:
-            entry["status"], info["devices"] = "ok", [{"index": i} for i in range(int(seen.group(1)))]
+            shown = min(int(seen.group(1)), MAX_GPUS)  # a claim is bounded: the work follows what was pasted
+            entry["status"], info["devices"] = "ok", [{"index": i} for i in range(shown)]
         out[fw["name"]] = entry
     if out:
         facts["frameworks"] = out
@@ -307,6 +311,8 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     frameworks = bool(facts.get("frameworks"))
     if nvml:
         run.add("driver.nvml")
+    if ok and nvml.get("device_count") == 0:  # nvidia-smi's "No devices were found": DRV012, as in a report
+        run.add("driver.gpu_count")
     if facts.get("evidence"):  # what the pastes show happened: messages, sessions, templates
         run.update(("frameworks.messages", "container.messages", "driver.messages"))
     if frameworks:

@@ -116,7 +116,7 @@ def _value(field: str, raw: str) -> Any:
         return "cpu" if re.match(r"^\[\s*(?:Cpu|TFRT_CPU)", text) else "gpu" if re.match(
             r"^\[\s*(?:Cuda|cuda|gpu|Gpu|StreamExecutorGpu)", text) else None
     if field == "torch_device_count":
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isascii() and text.isdigit() else None  # int() refuses "²"
     value = text.strip("'\"")
     if field == "torch_cuda" and value == "None":
         return "None"

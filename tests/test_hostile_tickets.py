@@ -1,0 +1,99 @@
+"""Hostile tickets stay bounded and truthful (issue 26, adversarial pass 2026-11-26). Each case starts from a
+real recording of 1 x H100 (tests/fixtures/real/h100x1-20261123/final: the Markdown report, collect_env and
+nvidia-smi of one healthy machine) changed one fact at a time, and is judged through `gpudoctor analyze`."""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpudoctor import report as rep
+from gpudoctor.cli import cli
+from gpudoctor.pastes import markdown_report, nvidia_smi
+from gpudoctor.pastes.detect import find_pastes
+
+FINAL = Path(__file__).parent / "fixtures" / "real" / "h100x1-20261123" / "final"
+MARKDOWN = (FINAL / "full.md").read_text(encoding="utf-8")
+COLLECT_ENV = (FINAL / "collect_env.txt").read_text(encoding="utf-8")
+GPUS_CELL = "| GPUs | ✅ pass | 1: 1 x NVIDIA H100 80GB HBM3 (81559 MiB) |"
+
+
+def _analyze(tmp_path: Path, text: str, *args: str) -> tuple[int, str, str]:
+    path = tmp_path / "ticket.md"
+    path.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["analyze", *args, str(path)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _codes(out: str) -> set[str]:
+    return {f["code"] for f in json.loads(out)["findings"]}
+
+
+def _shown_only(markdown: str) -> str:
+    """The Markdown without its facts block: what a ticket cut short keeps, read from its words."""
+    return markdown[:markdown.index("<details><summary>All facts")]
+
+
+def test_a_claimed_gpu_count_is_bounded_by_what_was_pasted(tmp_path: Path) -> None:
+    assert GPUS_CELL in MARKDOWN
+    for claim in (3_000_000, 100_000_000):
+        text = _shown_only(MARKDOWN).replace(GPUS_CELL, GPUS_CELL.replace("1: 1 x", f"1: {claim} x"))
+        start = time.monotonic()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        code, out, err = _analyze(tmp_path, text, "--format", "json")
+        assert time.monotonic() - start < 10
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
+        assert code in (rep.EXIT_OK, rep.EXIT_FINDINGS)
+        assert len(json.loads(out)["facts"]["gpus"]) == markdown_report.MAX_GPUS
+        assert f"claims {claim} GPUs" in err
+
+
+def test_a_markdown_report_cut_at_6000_characters_is_judged_without_a_crash(tmp_path: Path) -> None:
+    whole = _analyze(tmp_path, MARKDOWN, "--format", "json")
+    cut = _analyze(tmp_path, MARKDOWN[:6000], "--format", "json")
+    assert whole[0] == cut[0] == rep.EXIT_OK
+    assert not {c for c in _codes(cut[1]) if c.startswith(("INT", "CMP"))}  # CuPy's CUDA 13.2 is its runtime's
+
+
+def test_nvidia_smi_no_devices_is_drv012_as_in_a_saved_report(tmp_path: Path) -> None:
+    code, out, _ = _analyze(tmp_path, "nvidia-smi says:\n\n```\n$ nvidia-smi\nNo devices were found\n```\n",
+                            "--format", "json")
+    assert code == rep.EXIT_FINDINGS and "DRV012" in _codes(out)
+
+
+def test_superscript_digits_do_not_throw_away_a_valid_q_paste() -> None:
+    text = ("==============NVSMI LOG==============\n\nDriver Version                            : 580.159.04\n"
+            "CUDA Version                              : 13.0\n\nAttached GPUs                             : ¹\n"
+            "GPU 00000000:00:06.0\n    Product Name                          : NVIDIA H100 80GB HBM3\n")
+    parsed = nvidia_smi.parse_q(text)
+    assert parsed["driver_version"] == "580.159.04" and parsed["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert "attached" not in parsed
+
+
+def test_zero_width_spaces_in_collect_env_keys_read_as_the_keys() -> None:
+    hidden = COLLECT_ENV.replace("PyTorch version:", "PyTorch\u200b version:").replace(
+        "Nvidia driver version:", "Nvidia\u200c driver\u2060 version:").replace("GPU models", "GPU\ufeff models")
+    plain, tricked = (next(p for p in find_pastes(t) if p.kind == "collect_env").parsed for t in (COLLECT_ENV, hidden))
+    for key in ("torch_version", "driver_version", "gpus", "cuda_build"):
+        assert tricked[key] == plain[key]
+
+
+def test_a_collect_env_cut_short_gets_a_note(tmp_path: Path) -> None:
+    whole = _analyze(tmp_path, COLLECT_ENV)
+    cut = _analyze(tmp_path, COLLECT_ENV[:COLLECT_ENV.index("cuDNN version:")])
+    assert "cut short" not in whole[2]
+    assert "collect_env: cut short after 'Nvidia driver version: 580.159.04'" in cut[2]
+    assert whole[0] == cut[0] == rep.EXIT_OK
+
+
+@pytest.mark.parametrize("digit", ["²", "٣", "³"])
+def test_non_ascii_digits_anywhere_in_a_q_paste_never_crash(tmp_path: Path, digit: str) -> None:
+    text = ("Driver Version : 580.159.04\nAttached GPUs : " + digit + "\nGPU 00000000:00:06.0\n"
+            "    Product Name : NVIDIA H100 80GB HBM3\n")
+    code, _, err = _analyze(tmp_path, text)
+    assert code in (rep.EXIT_OK, rep.EXIT_FINDINGS) and "could not be judged" not in err
