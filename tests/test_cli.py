@@ -23,7 +23,7 @@ from helpers_faults import HOST_ENV
 
 import importlib.util as _util
 
-#: Where CPU PyTorch / tensorflow-cpu are installed (CI's test extra), `check` runs their training step on
+#: Where PyTorch / tensorflow-cpu are installed (the test extra; any build), `check` runs their training step on
 #: the CPU and notes it (RUN017), one note per framework; the system Python here has neither.
 CPU_TRAINING_NOTES = ["RUN017"] * sum(_util.find_spec(n) is not None for n in ("torch", "tensorflow"))
 

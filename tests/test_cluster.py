@@ -5,7 +5,7 @@ is tested in test_area_acceleration.py.
 
 The reports were recorded on real 2 x H200 and 4 x H200 machines (tests/fixtures/real/h200x*-20261121/cluster/,
 2026-11-21, `tools/device/record_cluster.sh`). The whole path for real on this CPU machine: torchrun with
-the CPU-only PyTorch starts 2 ranks (one node, and two agents as two nodes); the rendezvous, the node's
+the PyTorch installed here (any build; no GPU) starts 2 ranks (one node, and two agents as two nodes); the rendezvous, the node's
 check and the gather to rank 0 run for real, and the all-reduce is "not measured: CUDA shows this rank no GPU".
 """
 

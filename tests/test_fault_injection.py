@@ -54,7 +54,7 @@ MARK = "GPUDOCTOR_FAULT_CASE"
 #: Deadline of a case without --timeout: each takes about a second on the 2-core CPU machine.
 DEADLINE_S = 30.0
 GLIBC = platform.libc_ver()[0] == "glibc"
-#: Frameworks really installed here (CI installs CPU PyTorch and tensorflow-cpu): their children
+#: Frameworks really installed here (the test extra installs PyTorch and tensorflow-cpu): their children
 #: are real, and a case that judges what frameworks see names them in findings of their own.
 REAL_FRAMEWORKS = [n for n in ("torch", "tensorflow", "jax") if importlib.util.find_spec(n) is not None]
 FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}

@@ -36,6 +36,7 @@ from gpudoctor.checks import registry
 from gpudoctor.probes.frameworks import metadata as md
 from gpudoctor.probes.frameworks import probe_frameworks_metadata
 from gpudoctor.render.facts_text import frameworks_line
+from helpers_builds import tensorflow_build, torch_build
 
 AREA = {c.id: c.area for c in registry.CHECKS}
 
@@ -351,18 +352,26 @@ def test_the_module_is_stdlib_only_python_3_9_and_runs_as_a_script_under_isolati
     assert json.loads(out.stdout)["torch"]["built_cuda"] == "12.1"
 
 
-def test_real_torch_and_tensorflow_cpu_here():
-    """This machine's real packages (the test extra): torch 2.13.0+cpu and tensorflow-cpu 2.21.0."""
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
+def test_real_torch_and_tensorflow_here():
+    """This machine's real packages (the test extra), whichever builds the index served: the metadata says
+    what the imported frameworks say of themselves (helpers_builds), with the evidence that decides it."""
+    torch_real, tf_real = torch_build(), tensorflow_build()
     builds = md.read_builds()
     torch, tf = builds["torch"], builds["tensorflow"]
-    assert torch["version"] == "2.13.0+cpu" and torch["distribution"] == "torch"
-    assert (torch["cuda_build"], torch["cpu_only_build"]) == (False, True)
-    assert torch["evidence"] == ["torch/version.py says cuda = None, hip = None", "local version tag +cpu",
-                                 "RECORD lists torch/lib/libtorch_cpu.so but no torch/lib/libtorch_cuda.so"]
-    assert tf["version"] == "2.21.0" and tf["distribution"] == "tensorflow-cpu"
-    assert (tf["cuda_build"], tf["cpu_only_build"]) == (False, True)
+    assert torch["version"] == torch_real.version and torch["distribution"] == "torch"
+    assert torch["backend"] == torch_real.flavour
+    assert (torch["cuda_build"], torch["cpu_only_build"]) == (torch_real.flavour == "cuda", torch_real.flavour == "cpu")
+    assert torch["built_cuda"] == torch_real.cuda
+    if torch_real.flavour == "cpu":
+        tag = ["local version tag +cpu"] if torch_real.version.endswith("+cpu") else []
+        assert torch["evidence"] == ["torch/version.py says cuda = None, hip = None", *tag,
+                                     "RECORD lists torch/lib/libtorch_cpu.so but no torch/lib/libtorch_cuda.so"]
+    elif torch_real.flavour == "cuda":
+        assert torch["evidence"][0] == f"torch/version.py says cuda = '{torch_real.cuda}'"
+    else:
+        assert torch["evidence"][0].startswith("torch/version.py says cuda = None, hip = ")
+    assert tf["version"] == tf_real.version and tf["distribution"] == "tensorflow-cpu"
+    assert (tf["cuda_build"], tf["cpu_only_build"]) == (tf_real.flavour == "cuda", tf_real.flavour == "cpu")
     assert tf["evidence"] == ["tensorflow/python/platform/build_info.py says is_cuda_build = False, is_rocm_build = False",
                               "distribution name tensorflow-cpu"]
 

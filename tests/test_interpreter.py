@@ -3,7 +3,7 @@
 The "tool venv" here is how pipx installs gpudoctor: a venv holding gpudoctor and its dependencies
 only. It is a bare venv (no pip) whose .pth file reaches a folder of links to gpudoctor's own
 dependencies in this test venv, so it holds no framework; the "project venv" is this test venv,
-which holds the real torch 2.13.0 (CPU) and tensorflow-cpu that `.[test]` installs.
+which holds the real torch and tensorflow-cpu that `.[test]` installs (whichever torch build the index served).
 """
 
 from __future__ import annotations

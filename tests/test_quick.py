@@ -9,11 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from gpudoctor import pipeline
 from gpudoctor.probes.frameworks import probe_frameworks_metadata
 from gpudoctor.snapshot import with_fact
+from helpers_builds import tensorflow_build, torch_build
 
 H200X2 = Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json"
 
@@ -35,16 +34,19 @@ def test_quick_imports_no_framework_and_starts_no_framework_child():
     assert not {"smoke", "workload", "multigpu"} & set(probes)
 
 
-def test_real_cpu_builds_are_recognised_from_metadata():
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
+def test_real_builds_are_recognised_from_metadata():
+    """The installed torch and TensorFlow, whichever builds they are, read from metadata as the imported
+    frameworks describe themselves; on a GPU machine only a CPU-only build is a problem metadata can prove
+    (what a GPU build sees needs a live import)."""
+    builds = {"torch": torch_build(), "tensorflow": tensorflow_build()}
     fw = probe_frameworks_metadata()["frameworks"]
-    assert fw["torch"]["status"] == "metadata" and fw["torch"]["info"]["version"].endswith("+cpu")
-    assert fw["torch"]["info"]["cpu_only_build"] is True
-    assert fw["tensorflow"]["info"]["cpu_only_build"] is True
+    for name, build in builds.items():
+        assert fw[name]["status"] == "metadata"
+        assert fw[name]["info"]["version"] == build.version
+        assert fw[name]["info"]["cpu_only_build"] is (build.flavour == "cpu"), (name, fw[name])
     report = pipeline.judge(h200_facts_with(fw))
     codes = sorted(f["code"] for f in report["findings"])
-    assert codes == ["FWK001", "FWK001"]
+    assert codes == ["FWK001"] * sum(b.flavour == "cpu" for b in builds.values())
 
 
 def test_metadata_builds_still_get_the_driver_verdict():

@@ -3,20 +3,27 @@
 This machine (the project's CI container) has no GPU and no driver, but a real CUDA 13.0 toolkit:
 nvcc 13.0.88 at /usr/local/bin/nvcc, a wrapper script exec'ing /usr/local/cuda-13.0/bin/nvcc, the
 toolkit at /usr/local/cuda-13.0 (/usr/local/cuda links to it) with libcudart.so.13. The test extra
-installs torch 2.13.0+cpu and tensorflow-cpu 2.21.0; the framework tests skip where they are absent.
+installs torch and tensorflow-cpu; the framework tests skip where they are absent. Which torch build
+the index served (CPU, CUDA or ROCm) is read from torch itself (helpers_builds), and the tests assert
+what gpudoctor must say about that build.
 
 The real framework facts are then put into the 2 x H200 recording (driver 580, CUDA 13.0) in place of
 the GPU builds recorded there: a CPU-only build on a GPU machine must give FWK001 with a command
-installing the CUDA build that driver runs.
+installing the CUDA build that driver runs; a GPU build that saw no GPU here (there is none) must give
+FWK002 with the framework's own reason.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 from gpudoctor import pipeline
 from gpudoctor.checks import registry
@@ -25,7 +32,9 @@ from gpudoctor.probes.libnames import version_from_library
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.toolkit import probe_toolkit
+from helpers_builds import tensorflow_build, torch_build
 
+ROOT = Path(__file__).resolve().parents[1]
 TOOLKIT = "/usr/local/cuda-13.0"
 STACK_AREAS = {"frameworks", "libraries", "toolkit", "python"}
 AREA = {c.id: c.area for c in registry.CHECKS}
@@ -136,25 +145,32 @@ def test_python_lists_the_environment():
 
 # --- real frameworks --------------------------------------------------------------------------------
 
-def test_real_torch_is_a_cpu_build(real_frameworks):
+def test_real_torch_facts_are_those_of_its_build(real_frameworks):
+    build = torch_build()
     torch = real_frameworks["torch"]
     assert torch["installed"] is True
     assert torch["status"] == "ok", torch
     info = torch["info"]
-    assert info["version"].endswith("+cpu")
-    assert info["cpu_only_build"] is True
-    assert info["built_cuda"] is None
-    assert "Torch not compiled with CUDA enabled" in info["init_error"]
+    assert info["version"] == build.version
+    assert info["built_cuda"] == build.cuda
+    assert info["cpu_only_build"] is (build.flavour == "cpu")
+    if build.flavour == "cpu":
+        assert "Torch not compiled with CUDA enabled" in info["init_error"]
+    elif build.flavour == "cuda":
+        assert "NVIDIA driver" in info["init_error"]  # torch's own reason: this machine has none
+    # no GPU and no driver here, whichever the build
     assert info["devices"] == [] and info["cuda_available"] is False
     assert not [lib for lib in info["loaded_libraries"] if lib["family"] == "libcuda"]
 
 
-def test_real_tensorflow_is_a_cpu_build(real_frameworks):
+def test_real_tensorflow_facts_are_those_of_its_build(real_frameworks):
+    build = tensorflow_build()
     tf = real_frameworks["tensorflow"]
     assert tf["installed"] is True
     assert tf["status"] == "ok", tf
     info = tf["info"]
-    assert info["cpu_only_build"] is True
+    assert info["version"] == build.version
+    assert info["cpu_only_build"] is (build.flavour == "cpu")
     assert info["devices"] == [] and info["cuda_available"] is False
     assert "smoke" not in info
 
@@ -173,18 +189,33 @@ def _on_h200(h200x2: dict[str, Any], name: str, record: dict[str, Any]) -> dict[
     return facts
 
 
-def test_real_cpu_torch_on_h200_gives_fwk001_with_the_cu130_wheel(real_frameworks, h200x2):
+def test_real_torch_on_h200_gets_the_finding_its_build_calls_for(real_frameworks, h200x2):
+    """A CPU-only build: FWK001 and the CUDA wheel this driver runs. A GPU build, which saw no GPU on this
+    machine: FWK002, naming torch's own reason."""
+    build = torch_build()
     assert h200x2["nvml"]["cuda_driver_version"] == 13000
     findings = _findings(_on_h200(h200x2, "torch", real_frameworks["torch"]))
+    if build.flavour != "cpu":
+        # A GPU build loaded its CUDA libraries from this venv's wheels, which the recording's Python does
+        # not hold: LIB001 judges that mix of two machines' facts, one finding per such library.
+        mixed = [f for f in findings if f["code"] == "LIB001"]
+        assert all(f["title"].startswith("PyTorch loaded ") and f" from {sys.prefix}/" in f["title"] for f in mixed), mixed
+        findings = [f for f in findings if f not in mixed]
     stack = [f for f in findings if AREA[f["check"]] in STACK_AREAS]
-    assert [f["code"] for f in stack] == ["FWK001"], stack
+    code = "FWK001" if build.flavour == "cpu" else "FWK002"
+    assert [f["code"] for f in stack] == [code], stack
     fwk = stack[0]
     assert fwk["severity"] == "error"
-    assert "PyTorch" in fwk["title"] and "+cpu" in fwk["title"] and "2 GPU(s)" in fwk["title"]
-    assert "Torch not compiled with CUDA enabled" in fwk["detail"]
-    assert any("--index-url https://download.pytorch.org/whl/cu130" in c for c in fwk["remediation"]["commands"])
-    assert all(c.startswith(h200x2["python"]["executable"]) for c in fwk["remediation"]["commands"])
-    assert {f["code"] for f in findings} == {"FWK001"}
+    assert {f["code"] for f in findings} == {code}
+    assert "PyTorch" in fwk["title"]
+    assert real_frameworks["torch"]["info"]["init_error"] in fwk["detail"]
+    if build.flavour == "cpu":
+        assert build.version in fwk["title"] and "2 GPU(s)" in fwk["title"]
+        assert "Torch not compiled with CUDA enabled" in fwk["detail"]
+        assert any("--index-url https://download.pytorch.org/whl/cu130" in c for c in fwk["remediation"]["commands"])
+        assert all(c.startswith(h200x2["python"]["executable"]) for c in fwk["remediation"]["commands"])
+    else:
+        assert "sees no GPU, but CUDA programs here should see 2" in fwk["title"]
 
 
 def test_real_tensorflow_cpu_on_h200_gives_fwk001_with_and_cuda(real_frameworks, h200x2):
@@ -196,12 +227,37 @@ def test_real_tensorflow_cpu_on_h200_gives_fwk001_with_and_cuda(real_frameworks,
     assert any("uninstall -y tensorflow-cpu" in c for c in fwk["remediation"]["commands"])
 
 
+def _newest_wheel_run_fully(release: str, driver_cuda: str) -> str:
+    """The newest CUDA wheel of PyTorch ``release`` in the bundled matrix that a driver for ``driver_cuda``
+    runs without minor-version compatibility: a driver runs every CUDA up to its own."""
+    entries = json.loads(ROOT.joinpath("compat_matrix", "pytorch.json").read_text())["entries"]
+    variants = next(e for e in entries if e["version"] == release)["variants"]
+    fits = [v for v in variants if v.get("cuda") and Version(v["cuda"]) <= Version(driver_cuda)]
+    return max(fits, key=lambda v: Version(v["cuda"]))["name"]
+
+
 def test_real_frameworks_on_an_old_driver_get_an_older_wheel(real_frameworks, h200x2):
     """The wheel offered follows the driver and keeps the release: torch 2.13 ships cu126, cu130 and cu132
-    (compat_matrix/pytorch.json), so a driver for CUDA 12.8 gets 2.13's cu126, not cu130."""
+    (compat_matrix/pytorch.json), so a driver for CUDA 12.8 gets 2.13's cu126, not cu130. A CPU-only
+    build is offered it by FWK001, a CUDA build the driver cannot run by CMP001; a CUDA build it runs
+    fully is offered nothing."""
+    build = torch_build()
     facts = _on_h200(h200x2, "torch", real_frameworks["torch"])
     facts["nvml"]["cuda_driver_version"] = 12080
-    fwk = [f for f in _findings(facts) if f["code"] == "FWK001"]
-    assert len(fwk) == 1
-    assert any("'torch==2.13.*'" in c and c.endswith("--index-url https://download.pytorch.org/whl/cu126")
-               for c in fwk[0]["remediation"]["commands"])
+    findings = [f for f in _findings(facts) if f["title"].startswith("PyTorch ")]  # the recording's JAX and CuPy have theirs
+    codes = {f["code"] for f in findings}
+    if build.flavour == "cuda" and Version(build.cuda).major == 12 and Version(build.cuda) > Version("12.8"):
+        assert "CMP002" in codes and not {"FWK001", "CMP001"} & codes, findings  # minor-version compatibility
+        return
+    if build.flavour == "cpu":
+        code = "FWK001"
+    elif build.flavour == "cuda" and Version(build.cuda).major > 12:
+        code = "CMP001"
+    else:  # a CUDA build this driver runs fully, or a ROCm build: no wheel to offer for the driver's sake
+        assert not {"FWK001", "CMP001", "CMP002"} & codes, findings
+        return
+    offered = [f for f in findings if f["code"] == code]
+    assert len(offered) == 1, findings
+    wheel = _newest_wheel_run_fully(build.release, "12.8")
+    assert any(f"'torch=={build.release}.*'" in c and c.endswith(f"--index-url https://download.pytorch.org/whl/{wheel}")
+               for c in offered[0]["remediation"]["commands"]), offered

@@ -170,7 +170,7 @@ def test_a_gpu_that_hangs_keeps_the_other_gpus_results_in_a_real_child(tmp_path)
 
 def test_the_written_out_adam_updates_as_torch_optim_adam_does():
     """The training step's Adam (written out to spare the TorchDynamo import) against PyTorch's own, on the
-    CPU PyTorch here: the same losses and weights after 20 steps, to float32 rounding."""
+    PyTorch here, on its CPU device: the same losses and weights after 20 steps, to float32 rounding."""
     torch = pytest.importorskip("torch")
 
     def train(ours: bool):
@@ -287,7 +287,7 @@ def test_a_shared_child_that_crashes_is_a_crashed_import(monkeypatch, tmp_path):
 
 
 def test_a_check_imports_each_threaded_framework_once(monkeypatch):
-    """The real check on this machine (CPU PyTorch, no GPU): PyTorch's framework facts and its CPU training
+    """The real check on this machine (its PyTorch, no GPU): PyTorch's framework facts and its CPU training
     step come from one child; TensorFlow keeps a framework-probe child of its own."""
     pytest.importorskip("torch")
     from gpudoctor import pipeline
