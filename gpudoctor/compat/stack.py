@@ -100,19 +100,11 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     arch = "windows_" if stack.os == "windows" and "windows_arch_list" in variant else ""
     build = Build(label, "torch", variant.get("cuda"), python_spec=python, version=text, sass=_flags(variant.get(f"{arch}arch_list")),
                   ptx=_flags(variant.get(f"{arch}ptx")), installed=installed, release=release)
-    if _nightly(text):  # nightlies keep the +PTX that releases strip (pytorch.json PR-145792): the release's PTX is not theirs
-        build.ptx = None
     if build.sass and build.ptx is None:
         newest = max((rules.parse_arch(a) for a in build.sass if rules.parse_arch(a)), key=lambda p: p[1], default=None)
         if newest is not None:
             build.ptx_floor, build.ptx_floor_why = f"compute_{newest[1].major}{newest[1].minor}", _TORCH_PTX_WHY
     return build
-
-
-def _nightly(text: str) -> bool:
-    """A nightly or pre-release ("2.6.0.dev20241112+cu124", "2.6.0rc1"): judged by the release line it precedes."""
-    v = rules.version(text.partition("+")[0])
-    return v is not None and v.is_prerelease
 
 
 def _torch_conda(text: str, stack: Stack, installed: bool) -> Optional[Build]:
