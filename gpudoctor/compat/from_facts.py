@@ -80,6 +80,9 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
     x86 = str(get(facts, "host.machine") or "x86_64").lower() in ("x86_64", "amd64")
     if from_matrix is not None and not from_matrix.cpu_only:
         build.release, build.python_spec = from_matrix.release, from_matrix.python_spec
+        build.cudnn_floors, build.cudnn_loaded = from_matrix.cudnn_floors, _loaded_cudnn(info)
+        if build.cuda is None and "+cuda" in from_matrix.version:  # a jaxlib wheel's local version names its CUDA
+            build.cuda = from_matrix.cuda
         build.min_cc, build.arch_by_toolkit = from_matrix.min_cc, from_matrix.arch_by_toolkit
         if real_arch is None and x86 and _same_cuda(from_matrix.cuda, cuda):
             build.sass, build.ptx = from_matrix.sass, from_matrix.ptx
@@ -90,11 +93,23 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
 def _matrix_version(name: str, version: str, cuda: Optional[str], facts: Facts) -> str:
     if name == "cupy":
         dist = next((d.get("name") for d in get(facts, "python.distributions") or [] if str(d.get("name", "")).startswith("cupy-cuda")), None)
-        m = re.match(r"^cupy-(cuda\d+x)$", str(dist or ""))
+        m = re.match(r"^cupy-(cuda\d+x?)$", str(dist or ""))
         return f"{version}+{m.group(1)}" if m else (f"{version}+cuda{cuda}x" if cuda and "." not in cuda else version)
+    jaxlib = next((str(d.get("version")) for d in get(facts, "python.distributions") or [] if d.get("name") == "jaxlib"), "")
+    if name == "jax" and "+cuda" in jaxlib:  # "0.3.25+cuda11.cudnn82": the wheel itself, whose cuDNN floor decides
+        return jaxlib
     if name == "jax" and cuda:
         return f"{version}+cuda{str(cuda).split('.')[0]}"
     return version
+
+
+def _loaded_cudnn(info: dict[str, Any]) -> Optional[str]:
+    """The cuDNN a framework's own process loaded: what it reported, else what the library it mapped says."""
+    runtime = info.get("runtime_cudnn")
+    if isinstance(runtime, str) and rules.version(runtime):
+        return runtime
+    lib = next((x for x in info.get("loaded_libraries") or [] if isinstance(x, dict) and x.get("family") == "libcudnn"), {})
+    return lib.get("version") if isinstance(lib.get("version"), str) and rules.version(lib["version"]) else None
 
 
 def _same_cuda(a: Optional[str], b: Optional[str]) -> bool:
@@ -103,9 +118,9 @@ def _same_cuda(a: Optional[str], b: Optional[str]) -> bool:
 
 
 def _package_cuda_major(name: str, facts: Facts) -> Optional[str]:
-    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name."""
+    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name (cupy-cuda101: CUDA 10.1 itself)."""
     for dist in get(facts, "python.distributions") or []:
-        m = re.match(r"^(?:jax-cuda(\d+)-plugin|cupy-cuda(\d+)x)$", dist.get("name", ""))
+        m = re.match(r"^(?:jax-cuda(\d+)-plugin|cupy-cuda(\d+)x|cupy-cuda(\d+)(\d))$", dist.get("name", ""))
         if m and dist["name"].startswith("jax" if name == "jax" else "cupy"):
-            return m.group(1) or m.group(2)
+            return m.group(1) or m.group(2) or f"{m.group(3)}.{m.group(4)}"  # cupy-cuda101: CUDA 10.1
     return None

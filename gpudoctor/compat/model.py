@@ -46,6 +46,8 @@ class Build:
     arch_by_toolkit: bool = False  # kernels compiled at run time by NVRTC of its CUDA major (CuPy)
     cudnn_built: Optional[str] = None  # the cuDNN it was built with (TensorFlow): runtime needs same major, >= minor
     cudnn_min: Optional[str] = None  # the oldest cuDNN it accepts (JAX)
+    cudnn_floors: list[str] = field(default_factory=list)  # JAX: the floors of the wheels the version may be
+    cudnn_loaded: Optional[str] = None  # the cuDNN its own process loaded (an installed build)
     cpu_only: bool = False
     installed: bool = False  # read from this machine (a wheel exists), not a hypothetical install
     arch_measured: bool = False  # sass/ptx are what the build itself said (not the matrix's list for its wheel)

@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.jax_wheels import cudnn_floors, refusing_floor, tagged_wheel
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.model import COMPAT_DOCS, NAMES, TORCH_INDEX, Build, Stack, _os_label, finding
 from gpudoctor.findings import ERROR, WARNING, Finding
@@ -145,6 +146,14 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if release is None:
         stack.unknown.append(f"JAX {text}")
         return None
+    wheel = tagged_wheel(release, extra) if extra else None  # +cuda111, +cuda11.cudnn82: one jaxlib wheel
+    # a jaxlib 0.1 tag names a CUDA version (cuda92 is 9.2, cuda111 11.1): one the release lacks is not a major
+    if wheel is not None:
+        extra = f"cuda{wheel.major}"
+    elif release.get("no_jaxlib") is True or re.match(r"^cuda(\d{3}|[89]\d)$", extra.lower()):
+        stack.unknown.append(f"JAX {text} (" + (f"no jaxlib {base} exists: give the jaxlib version, as pip list shows it"
+                                                 if release.get("no_jaxlib") is True else f"no jaxlib {base}+{extra} wheel is known") + ")")
+        return None
     majors = [int(m) for m in release.get("cuda_majors") or [] if str(m).isdigit()]
     want = re.match(r"^cuda(\d+)(?:[-_.]?(local|pip))?$", extra.lower()) if extra else None  # cuda12_pip: before 0.6
     if extra and not want:
@@ -157,8 +166,9 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if major is not None and majors and major not in majors:
         stack.unknown.append(f"JAX {base} with CUDA {major} (the matrix lists CUDA {', '.join(map(str, majors))} for it)")
     label = f"JAX {text}" + ("" if extra or not extra_name else f" ({extra_name})")
-    return Build(label, "jax", str(major) if major else None, python_spec=release.get("python"), version=text,
-                 min_cc=extra_row.get("min_compute_capability"), cudnn_min=release.get("min_cudnn"),
+    return Build(label, "jax", wheel.cuda if wheel else (str(major) if major else None), python_spec=release.get("python"),
+                 version=text, min_cc=extra_row.get("min_compute_capability"), cudnn_min=release.get("min_cudnn"),
+                 cudnn_floors=cudnn_floors(release, major if extra else None, wheel),
                  min_cc_source=_cited(release, extra_row.get("min_cc_source")),
                  installed=installed, release=release)
 
@@ -173,17 +183,20 @@ def _cupy(text: str, stack: Stack, installed: bool) -> Optional[Build]:
             packages.append(row)
     m = re.match(r"^cuda(\d+)x?$", extra.lower()) if extra else None
     if extra and not m:
-        stack.unknown.append(f"CuPy {text} (package {extra!r}: expected cuda12x or cuda13x)")
+        stack.unknown.append(f"CuPy {text} (package {extra!r}: expected cuda12x, cuda13x or one CUDA's, as cuda101)")
         return None
-    if m:
-        packages = [p for p in packages if str(p.get("cuda_major")) == m.group(1)]
+    if m:  # cupy-cuda101 names its CUDA; cupy-cuda12x (or "+cuda12") its major
+        named = [p for p in packages if p.get("package") == f"cupy-{extra.lower()}"]
+        packages = named or [p for p in packages if str(p.get("cuda_major")) == m.group(1)]
     if not packages:
         stack.unknown.append(f"CuPy {text}")
         return None
-    package = max(packages, key=lambda p: int(p.get("cuda_major") or 0))
+    package = max(packages, key=lambda p: (int(p.get("cuda_major") or 0), str(p.get("package")).endswith("x"),
+                                           rules.version(p.get("cuda")) or rules.version("0")))
+    line = next((r for r in package.get("cupy_releases") or [] if isinstance(r, dict) and rules.major_minor(r.get("cupy")) == want), {})
     label = f"CuPy {text}" + ("" if extra else f" ({package.get('package')})")
-    return Build(label, "cupy", str(package.get("cuda_major")), version=text, arch_by_toolkit=True, installed=installed,
-                 release=package)
+    return Build(label, "cupy", str(package.get("cuda") or package.get("cuda_major")), version=text, arch_by_toolkit=True,
+                 python_spec=line.get("python"), installed=installed, release=package)
 
 
 def _flags(value: Any) -> Optional[list[str]]:
@@ -333,7 +346,7 @@ def _toolkit_major_verdict(build: Build, cc: str) -> rules.Verdict:
     row = next((r for r in load_topic("cuda_targets")["entries"] if rules.version(r.get("compute_capability")) == gpu), None)
     if gpu is None or row is None or not build.cuda:
         return rules.Verdict(rules.UNKNOWN, f"the matrix does not know which CUDA releases target compute capability {cc}")
-    major = int(build.cuda)
+    major = int(build.cuda.split(".")[0])  # cupy-cuda101 compiles with NVRTC 10.1: judged by its major
     first, last = rules.major_minor(row.get("first_cuda")), rules.major_minor(row.get("last_cuda"))
     if last is not None and last.major < major:
         return rules.Verdict(rules.FAIL, f"CUDA {major}.x cannot compile for compute capability {gpu}: CUDA {last} was the last "
@@ -362,17 +375,25 @@ def _cudnn_findings(stack: Stack, build: Build) -> list[Finding]:
     and JAX check the cuDNN they load at start-up and refuse another major or an older minor than they
     were built with (JAX: "Outdated cuDNN installation found ... Minimum supported: 9100"); with the
     pip extras the right one comes along, so a --cudnn given means a different one is loaded. PyTorch
-    wheels and CuPy bring or pin their own cuDNN, so a system cuDNN is not judged against them."""
+    wheels and CuPy bring or pin their own cuDNN, so a system cuDNN is not judged against them. A JAX
+    version may name one jaxlib wheel or stand for all of its release's (compat/jax_wheels.py): its
+    cuDNN is refused only when every one of them refuses it. An installed JAX is judged by the cuDNN
+    its own process loaded."""
+    loaded = build.cudnn_loaded or stack.cudnn
     need = build.cudnn_built or build.cudnn_min
-    if not stack.cudnn or not need or build.framework not in ("tensorflow", "jax"):
+    if build.cudnn_floors and loaded:
+        need = refusing_floor(loaded, build.cudnn_floors)
+        if need is None:
+            return []
+    if not loaded or not need or build.framework not in ("tensorflow", "jax"):
         return []
-    ok = rules.cudnn_satisfies(stack.cudnn, need)
+    ok = rules.cudnn_satisfies(loaded, need)
     if ok is not False:
         return []
-    have, want = rules.version(stack.cudnn), rules.version(need)
+    have, want = rules.version(loaded), rules.version(need)
     code = "FWK006" if have.major != want.major else "FWK007"
-    return [finding(code, f"{build.label} refuses cuDNN {stack.cudnn}: it was built with cuDNN {need}",
-                    detail=f"It checks at start-up: 'Loaded runtime CuDNN library: {stack.cudnn} but source was compiled with: "
+    return [finding(code, f"{build.label} refuses cuDNN {loaded}: it was built with cuDNN {need}",
+                    detail=f"It checks at start-up: 'Loaded runtime CuDNN library: {loaded} but source was compiled with: "
                            f"{need}. CuDNN library needs to have matching major version and equal or higher minor version.'",
                     text=f"Use cuDNN {want.major}.x at {need} or newer"
                          + (" (pip install 'tensorflow[and-cuda]' brings the matching one)" if build.framework == "tensorflow" else
@@ -440,13 +461,20 @@ def _install_commands(stack: Stack, build: Build) -> list[str]:
         if choice:
             release, variant = choice
             return [f"{py} -m pip install --force-reinstall 'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{variant['name']}"]
-    if build.framework == "jax" and build.release and not build.cpu_only:
+    if build.framework == "jax" and build.release and not build.cpu_only and not _before_extras(build.release):
         have = rules.major_minor(stack.driver_cuda)
         majors = sorted((int(m) for m in build.release.get("cuda_majors") or [] if str(m).isdigit()), reverse=True)
         fits = [m for m in majors if have is not None and have.major >= m and str(m) != build.cuda]
         if fits:
             return [f"{py} -m pip install -U 'jax[cuda{fits[0]}]=={build.version.partition('+')[0]}'"]
     return []
+
+
+def _before_extras(release: dict[str, Any]) -> bool:
+    """A jaxlib older than 0.4.1 is versioned apart from jax, and its CUDA wheels came from JAX's own index,
+    not from a jax[cudaNN] extra: no pip command names it."""
+    first = rules.version(release.get("matrix_version"))
+    return first is not None and first < rules.version("0.4.1")
 
 
 def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
