@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -19,10 +18,11 @@ from gpudoctor import pipeline
 from gpudoctor.snapshot import get, with_fact
 
 from docexamples import EXAMPLES
+from helpers_stdlib import stdlib_module_names
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 #: Modules every CPython has (what a fix may run with any interpreter).
-STANDARD = set(sys.stdlib_module_names) | {"pip", "venv", "ensurepip"}
+STANDARD = set(stdlib_module_names()) | {"pip", "venv", "ensurepip"}
 
 
 def _reports() -> list[Path]:

@@ -37,6 +37,7 @@ from gpudoctor.probes.frameworks import metadata as md
 from gpudoctor.probes.frameworks import probe_frameworks_metadata
 from gpudoctor.render.facts_text import frameworks_line
 from helpers_builds import tensorflow_build, torch_build
+from helpers_stdlib import stdlib_module_names
 
 AREA = {c.id: c.area for c in registry.CHECKS}
 
@@ -344,7 +345,7 @@ def test_the_module_is_stdlib_only_python_3_9_and_runs_as_a_script_under_isolati
     tree = ast.parse(source, feature_version=(3, 9))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    assert imported <= set(stdlib_module_names()) | {"__future__"}, imported
     dist(tmp_path, "torch", "2.5.1+cu121", module="torch")
     out = subprocess.run([sys.executable, "-I", md.__file__, json.dumps([str(tmp_path)])],
                          capture_output=True, text=True, timeout=60, cwd="/")

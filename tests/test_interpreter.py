@@ -21,6 +21,7 @@ import pytest
 
 from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import child_env, run_module
+from helpers_stdlib import stdlib_module_names
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules that run inside children under the diagnosed interpreter: Python 3.9 and the standard library.
@@ -59,7 +60,7 @@ def tool_venv(tmp_path: Path) -> Path:
 
 
 def test_child_modules_need_only_python_3_9_and_the_standard_library():
-    stdlib = set(sys.stdlib_module_names)
+    stdlib = set(stdlib_module_names())
     for rel in CHILD_MODULES:
         tree = ast.parse((ROOT / rel).read_text(), rel, feature_version=(3, 9))
         for node in tree.body:  # module level: a framework is imported inside the functions that ask it
