@@ -410,15 +410,18 @@ def expand_jobs(items: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, 
 
 def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
           metrics: Sequence[Metric] = METRICS,
-          judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge) -> dict[str, Any]:
+          judge: Callable[[dict[str, Any], Optional[str]], dict[str, Any]] = _judge,
+          refused: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """``items``: (source file, loaded report) per node, in the order given (a torchrun job's report counts
-    as its nodes, see ``expand_jobs``)."""
+    as its nodes, see ``expand_jobs``); ``refused``: (source file, why) of each file that is not a report
+    that could be read: a row of its own, failing, after the nodes."""
     items = expand_jobs(items)
     sources = [s for s, _ in items]
     reports = [r for _, r in items]
-    names = node_names(sources, [hostname(r) for r in reports])
+    names = node_names(sources + [s for s, _ in refused], [hostname(r) for r in reports] + [None] * len(refused))
     facts = [r["facts"] for r in reports]
     nodes = [node_summary(n, s, r, fail_on, judge) for n, s, r in zip(names, sources, reports)]
+    nodes += [refused_row(n, s, why) for n, (s, why) in zip(names[len(reports):], refused)]
     areas = list(dict.fromkeys(a for node in nodes for a in node["areas"]))
     return {
         "kind": "gpudoctor-merge",
@@ -427,11 +430,26 @@ def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
         "fail_on": fail_on,
         "areas": areas,
         "nodes": nodes,
-        "drift": drift(names, facts),
+        "drift": drift(names[:len(reports)], facts),
         "outliers": {"well_below": WELL_BELOW, "min_samples": MIN_SAMPLES, "peers": "same GPU model",
-                     "metrics": outliers(names, facts, metrics)},
+                     "metrics": outliers(names[:len(reports)], facts, metrics)},
     }
 
 
+#: A row's verdict when its file could not be read as a report.
+REFUSED = "refused"
+
+
+def refused_row(name: str, source: str, why: str) -> dict[str, Any]:
+    """The row of a file that is not a readable report: failing, with the reason as its one finding (INT007),
+    so the rest of the fleet is still merged and the file is not silently dropped."""
+    return {"name": name, "file": source, "hostname": None, "created": None, "verdict": REFUSED, "counts": {},
+            "areas": {}, "failing": True,
+            "findings": [{"severity": ERROR, "code": "INT007", "where": "file", "title": why}]}
+
+
 def exit_code(merged: dict[str, Any]) -> int:
+    """2 when a file was refused (bad input, though the rest was merged), else 1 for a failing node, else 0."""
+    if any(n.get("verdict") == REFUSED for n in merged["nodes"]):
+        return rep.EXIT_USAGE
     return rep.EXIT_FINDINGS if any(n["failing"] for n in merged["nodes"]) else rep.EXIT_OK

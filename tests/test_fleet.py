@@ -456,7 +456,7 @@ def test_a_warning_fails_only_at_fail_on_warning(write):
             in result.stdout)
 
 
-# Bad input: exit 2, one line naming the file -------------------------------------------------------
+# A file that is not a readable report: a row of its own, the rest merged, exit 2 ----------------------
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 @pytest.mark.parametrize("content, message", [
@@ -466,28 +466,29 @@ def test_a_warning_fails_only_at_fail_on_warning(write):
     (lambda r: [r], "{path} is not a gpudoctor report (expected a JSON object)"),
     (lambda r: {k: v for k, v in r.items() if k != "facts"}, "{path} is not a gpudoctor report (missing facts)"),
 ])
-def test_bad_report_is_exit_2_one_line(write, tmp_path, fmt, content, message):
+def test_bad_report_is_a_refused_row_and_exit_2(write, tmp_path, fmt, content, message):
     bad = content(real("h200x2"))
     path = tmp_path / "bad-node.json"
     path.write_text(bad if isinstance(bad, str) else json.dumps(bad), encoding="utf-8")
-    result = merge([*write(), path], "--format", fmt)
+    good = write()
+    result = merge([*good, path], "--format", fmt)
     assert result.exit_code == 2
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("Error: " + message.format(path=path))
+    assert message.format(path=path) in result.stdout
+    if fmt == "json":
+        nodes = json.loads(result.stdout)["nodes"]
+        assert [n["verdict"] for n in nodes][-1] == "refused" and len(nodes) == len(good) + 1
 
 
 def test_missing_report_is_exit_2(tmp_path):
     result = merge([tmp_path / "absent.json"])
     assert result.exit_code == 2
-    assert result.stderr == f"Error: cannot read {tmp_path / 'absent.json'}: No such file or directory\n"
+    assert f"cannot read {tmp_path / 'absent.json'}: No such file or directory" in result.stdout
 
 
 def test_no_report_is_a_usage_error():
     result = CliRunner().invoke(cli, ["merge"])
     assert result.exit_code == 2
-    assert "Missing argument 'REPORT.json...'" in result.stderr
+    assert "Missing argument 'REPORT.json|DIR|-...'" in result.stderr
 
 
 # Node names ---------------------------------------------------------------------------------------
@@ -736,3 +737,53 @@ def test_a_large_fleet_read_in_worker_processes_merges_exactly_as_in_one(tmp_pat
     parallel = CliRunner().invoke(cli, ["merge", "-f", "json", *files])
     assert parallel.exit_code == serial.exit_code == 1  # bogus_alloc.json's node has an error
     assert json.loads(parallel.stdout) == json.loads(serial.stdout)
+
+
+# --- files that are not readable reports, folders and standard input ---------------------------------------
+
+
+def _fleet_folder(tmp_path: Path) -> list[Path]:
+    real = Path(__file__).parent / "fixtures/real"
+    good = [real / "h100x1-20261123/full.json", real / "h200x1-20261123/full.json"]
+    files = []
+    for i, src in enumerate(good):
+        files.append(tmp_path / f"node-{i}.json")
+        files[-1].write_bytes(src.read_bytes())
+    (tmp_path / "cut.json").write_bytes(good[0].read_bytes()[:6000])  # a copy cut short
+    (tmp_path / "other.json").write_text('{"kind": "something else"}')  # JSON, not a report
+    return files + [tmp_path / "cut.json", tmp_path / "other.json"]
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["one process", "workers"])
+def test_a_file_that_is_not_a_report_is_its_own_row_and_the_rest_is_merged(tmp_path, monkeypatch, parallel):
+    from gpudoctor.cli import reports as reports_cli
+
+    files = _fleet_folder(tmp_path)
+    if parallel:
+        monkeypatch.setattr(reports_cli, "PARALLEL_FROM", 2)
+    result = CliRunner().invoke(cli, ["merge", "-f", "json", *map(str, files)])
+    assert result.exit_code == 2  # a file was refused; the table is still there
+    merged = json.loads(result.stdout)
+    rows = {n["name"]: n for n in merged["nodes"]}
+    assert [rows[n]["verdict"] for n in ("cut", "other")] == ["refused", "refused"]
+    assert all(rows[n]["failing"] and rows[n]["findings"][0]["code"] == "INT007" for n in ("cut", "other"))
+    assert "not valid JSON" in rows["cut"]["findings"][0]["title"]
+    assert "not a gpudoctor report" in rows["other"]["findings"][0]["title"]
+    assert sum(n["verdict"] == "ok" for n in merged["nodes"]) == 2
+
+
+def test_a_folder_and_standard_input_name_the_reports(tmp_path):
+    files = _fleet_folder(tmp_path)
+    by_folder = CliRunner().invoke(cli, ["merge", "-f", "json", str(tmp_path)])
+    by_stdin = CliRunner().invoke(cli, ["merge", "-f", "json", "-"], input="\n".join(map(str, files)) + "\n")
+    assert by_folder.exit_code == by_stdin.exit_code == 2
+    names = lambda r: sorted(n["name"] for n in json.loads(r.stdout)["nodes"])  # noqa: E731
+    assert names(by_folder) == names(by_stdin) == ["cut", "h100x1", "h200x1", "other"] or \
+        len(names(by_folder)) == len(names(by_stdin)) == 4
+    text = CliRunner().invoke(cli, ["merge", str(tmp_path)]).stdout
+    assert "2 file(s) refused, not readable reports: cut, other" in text.splitlines()[0]
+
+
+def test_nothing_to_merge_is_one_line_and_exit_2(tmp_path):
+    result = CliRunner().invoke(cli, ["merge", str(tmp_path)])
+    assert result.exit_code == 2 and "no report files given" in result.output

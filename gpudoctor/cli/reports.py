@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 import click
 
@@ -143,8 +143,8 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@click.argument("report_files", metavar="REPORT.json...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("report_files", metavar="REPORT.json|DIR|-...", nargs=-1, required=True,
+                type=click.Path(path_type=Path, allow_dash=True))
 @click.option("-f", "--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text",
               show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
@@ -161,15 +161,17 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     outliers are measured figures worse than 0.7 x the median of peers with the same GPU model.
     A node is named by its host name, or by its file name when that is redacted or not unique. As every
     report gpudoctor prints, the output is redacted unless --no-redact (name the files after the nodes).
+    A folder stands for the .json files in it; - reads the paths from standard input, one a line. A file
+    that is not a readable report is a row of its own (refused) and the rest is merged: exit 2.
     """
     from gpudoctor import fleet
     from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
     from gpudoctor.render.safe import terminal
 
     fmt = format_for(click.get_current_context(), fmt, output, ("text", "markdown", "json"))
-    reports, judged = _load_fleet(report_files, identities=not no_redact)
+    reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact)
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
-        id(facts), None) or fleet.judge_node(facts, created)))
+        id(facts), None) or fleet.judge_node(facts, created), refused=refused))
     render = {"json": rep.to_json,
               "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
     text = render(merged)
@@ -186,9 +188,31 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
 PARALLEL_FROM = 64
 
 
-def _load_fleet(paths: tuple[Path, ...], identities: bool) -> tuple[list[tuple[str, dict]], dict[int, dict]]:
-    """(source, redacted report) per file in order, and the verdicts already reached, by ``id`` of each
-    report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs, are judged there)."""
+def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The report files ``merge`` was given: a folder's .json files (sorted), and with ``-`` the paths read
+    from standard input, one a line. None at all is bad input."""
+    out: list[Path] = []
+    for path in given:
+        if str(path) == "-":
+            try:
+                text = sys.stdin.read() if sys.stdin is not None else ""
+            except (OSError, ValueError):  # no standard input (closed, a CI job's): no paths from it
+                text = ""
+            out += _fleet_files(tuple(Path(line.strip()) for line in text.splitlines() if line.strip() and line.strip() != "-"))
+        elif path.is_dir():
+            out += sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file())
+        else:
+            out.append(path)
+    if not out:
+        raise BadInput("merge: no report files given (a folder holds no .json file, or standard input named none)")
+    return tuple(out)
+
+
+def _load_fleet(paths: tuple[Path, ...], identities: bool
+                ) -> tuple[list[tuple[str, dict]], dict[int, dict], list[tuple[str, str]]]:
+    """(source, redacted report) per readable file in order, the verdicts already reached, by ``id`` of each
+    report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs, are judged there), and
+    (source, why) per file that is not a readable report."""
     import os
 
     import threading
@@ -197,30 +221,36 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool) -> tuple[list[tuple[s
     # fork: spawn would re-run the user's __main__ (a pipx shim, pytest, a zipapp); forking is safe only
     # while this process runs no other thread (nothing gpudoctor starts for merge does)
     if len(paths) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
-        from gpudoctor.redact import redact_report
+        done = [_prepare_node(p, identities, judge=False) for p in paths]
+    else:
+        import concurrent.futures
+        import multiprocessing
 
-        return [(str(p), redact_report(load_report(p), identities=identities)) for p in paths], {}
-    import concurrent.futures
-    import multiprocessing
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:  # a value that still breaks a check is bad input (DoctorGroup), as in one process
+            from gpudoctor.cli.base import LOADED_REPORTS
 
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None:  # a value that still breaks a check is bad input (DoctorGroup), as in one process
-        from gpudoctor.cli.base import LOADED_REPORTS
+            ctx.meta.setdefault(LOADED_REPORTS, []).extend(str(p) for p in paths)
+        chunk = max(1, len(paths) // (workers * 4))
+        from gpudoctor.probes.processes import die_with_parent
 
-        ctx.meta.setdefault(LOADED_REPORTS, []).extend(str(p) for p in paths)
-    chunk = max(1, len(paths) // (workers * 4))
-    from gpudoctor.probes.processes import die_with_parent
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                                    initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
+    reports = [(str(p), report) for p, (report, _) in zip(paths, done) if isinstance(report, dict)]
+    refused = [(str(p), why) for p, (report, why) in zip(paths, done) if not isinstance(report, dict)]
+    judged = {id(r["facts"]): j for r, j in done if isinstance(r, dict) and isinstance(j, dict)}
+    return reports, judged, refused
 
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                                initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
-    return [(str(p), report) for p, (report, _) in zip(paths, done)], {id(r["facts"]): j for r, j in done}
 
-
-def _prepare_node(path: Path, identities: bool) -> tuple[dict, dict]:
-    """In a worker: one node's report, loaded, redacted and judged (BadInput travels back to the parent)."""
+def _prepare_node(path: Path, identities: bool, judge: bool = True) -> tuple[Any, Any]:
+    """One node's report, loaded, redacted and (in a worker) judged; a file that is not a readable report
+    gives (None, why) instead, so one bad file among a thousand does not stop the merge."""
     from gpudoctor import fleet
     from gpudoctor.redact import redact_report
 
-    report = redact_report(load_report(path), identities=identities)
-    return report, fleet.judge_node(report["facts"], report.get("created"))
+    try:
+        report = redact_report(load_report(path), identities=identities)
+    except BadInput as exc:
+        return None, str(exc)
+    return report, fleet.judge_node(report["facts"], report.get("created")) if judge else None

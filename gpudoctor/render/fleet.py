@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.fleet import NOTHING_JUDGED
+from gpudoctor.fleet import NOTHING_JUDGED, REFUSED
 from gpudoctor.render.markdown import STATUS_WORDS
 from gpudoctor.render.safe import code_span, markdown_inline, printable
 
@@ -21,9 +21,11 @@ def headline(merged: dict[str, Any]) -> str:
     fail_on = merged["fail_on"]
     unjudged = [n["name"] for n in nodes if n.get("verdict") == NOTHING_JUDGED]
     empty = f"; {len(unjudged)} with nothing judged (not ok): {', '.join(unjudged)}" if unjudged else ""
+    refused = [n["name"] for n in nodes if n.get("verdict") == REFUSED]
+    empty += f"; {len(refused)} file(s) refused, not readable reports: {', '.join(refused)}" if refused else ""
     if fail_on == "never":
         return f"{len(nodes)} node(s); --fail-on never: findings do not change the exit status{empty}"
-    failing = [n["name"] for n in nodes if n["failing"] and n.get("verdict") != NOTHING_JUDGED]
+    failing = [n["name"] for n in nodes if n["failing"] and n.get("verdict") not in (NOTHING_JUDGED, REFUSED)]
     if not failing:
         return f"{len(nodes)} node(s), none with findings at or above --fail-on {fail_on}{empty}"
     return (f"{len(nodes)} node(s), {len(failing)} with findings at or above --fail-on {fail_on}: "
