@@ -35,8 +35,11 @@ def matrix_group() -> None:
                                                           "Linux, CPU-only on Windows and macOS); VER=BUILD a conda package "
                                                           "(1.12.1=py3.9_cuda11.3_cudnn8.3.2_0).")
 @click.option("--tensorflow", metavar="VER", help="TensorFlow version (the pip wheel; tensorflow[and-cuda] from 2.14).")
-@click.option("--jax", metavar="VER[+cudaNN[-local]]", help="JAX version; without +cudaNN, its newest CUDA extra, e.g. jax[cuda13].")
-@click.option("--cupy", metavar="VER[+cudaNNx]", help="CuPy version; without +cudaNNx, its newest cupy-cudaNNx package.")
+@click.option("--jax", metavar="VER[+cudaNN[-local]]", help="JAX version; without +cudaNN, its newest CUDA extra, e.g. jax[cuda13]. "
+                                                             "Before 0.4.1 the jaxlib wheel as pip shows it (0.1.69+cuda111, "
+                                                             "0.3.25+cuda11.cudnn82).")
+@click.option("--cupy", metavar="VER[+cudaNNx]", help="CuPy version; without +cudaNNx, its newest cupy-cudaNNx package "
+                                                      "(+cuda101: the cupy-cuda101 package).")
 @click.option("--cuda", metavar="VER", help="CUDA toolkit version (nvcc).")
 @click.option("--cudnn", metavar="VER", help="The cuDNN in use, judged against what TensorFlow and JAX (-local) were built "
                                              "with (PyTorch wheels bring their own).")
