@@ -1,4 +1,6 @@
-"""`gpudoctor checks` and `gpudoctor explain`: the catalogue of checks and finding codes."""
+"""`gpudoctor checks` and `gpudoctor explain`: the catalogue of checks and finding codes. The catalogue is
+gpudoctor's own text, yet it goes out through render/safe.py as everything printed does, so no edit to it
+can put a control character on a terminal."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import click
 
 from gpudoctor.cli.base import cli
 from gpudoctor.cli.errors import BadInput
+from gpudoctor.render.safe import terminal
 
 
 @cli.command("checks")
@@ -14,8 +17,8 @@ def list_checks() -> None:
     from gpudoctor.checks.registry import CHECKS
 
     for c in CHECKS:
-        click.echo(f"{c.id:<36} {c.area:<11} {', '.join(c.codes)}")
-        click.echo(f"{'':<36} {c.title}")
+        click.echo(terminal(f"{c.id:<36} {c.area:<11} {', '.join(c.codes)}"))
+        click.echo(terminal(f"{'':<36} {c.title}"))
 
 
 @cli.command()
@@ -27,5 +30,5 @@ def explain(code: str) -> None:
     entry = CATALOGUE.get(code.upper())
     if entry is None:
         raise BadInput(f"unknown finding code {code!r}; `gpudoctor checks` lists them")
-    click.echo(f"{entry.code} {entry.slug} ({entry.severity})\n\nWhat it means: {entry.means}\n\n"
-               f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}")
+    click.echo(terminal(f"{entry.code} {entry.slug} ({entry.severity})\n\nWhat it means: {entry.means}\n\n"
+                        f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}", newlines=True))

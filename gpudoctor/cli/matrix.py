@@ -1,9 +1,9 @@
 """`gpudoctor matrix`: the bundled compatibility matrix without the stack installed. The commands
-validate their options and print; what they ask of the matrix is gpudoctor/compat/queries.py."""
+validate their options and print; what they ask of the matrix is gpudoctor/compat/queries.py. An overlay
+(--matrix) and --gpu are untrusted text, so every line goes out through render/safe.py."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -12,6 +12,7 @@ import click
 
 from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, cli
 from gpudoctor.cli.errors import BadInput
+from gpudoctor.render.safe import json_text, terminal
 
 if TYPE_CHECKING:
     from gpudoctor.compat.model import Stack
@@ -83,7 +84,7 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
         cc = row["compute_capability"]
     lines = _matrix_call(lambda: queries.suggest(driver, cc, python, os_name and os_name.lower(), parsed))
     for line in lines or ["nothing in the matrix fits this driver and GPU"]:
-        click.echo(line)
+        click.echo(terminal(line))
 
 
 @matrix_group.command("show")
@@ -96,7 +97,7 @@ def matrix_show(topic) -> None:
 
     if topic and topic not in topics():
         raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
-    click.echo(_matrix_call(lambda: queries.show(topic)))
+    click.echo(terminal(_matrix_call(lambda: queries.show(topic)), newlines=True))
 
 
 def _print_check(stack: Stack, as_json: bool) -> int:
@@ -108,14 +109,14 @@ def _print_check(stack: Stack, as_json: bool) -> int:
 
     verdict, findings = queries.verdict(stack)
     if as_json:
-        click.echo(json.dumps({"verdict": verdict, "stack": queries.stack_json(stack),
-                               "findings": [f.to_dict() for f in findings]}, indent=2))
+        click.echo(json_text({"verdict": verdict, "stack": queries.stack_json(stack),
+                              "findings": [f.to_dict() for f in findings]}))
     else:
         click.echo(f"verdict: {verdict}")
         for f in findings:
             for line in finding.lines(finding.parts(f), "  {severity:<7} {code} {title}", detail="          why: {}",
                                       fix="          fix: {}", command="          $ {}", link="          see {}"):
-                click.echo(line)
+                click.echo(terminal(line))
     return matrix_exit_code(verdict)
 
 
@@ -128,6 +129,14 @@ def _need_version(value: Optional[str], option: str, what: str = "a version") ->
         raise BadInput(f"{option}: {value!r} is not {what}")
 
 
+def _need_ascii(value: Optional[str], option: str) -> None:
+    """Versions are written in ASCII: Python's ``\\d`` and ``str.isdigit`` also take Arabic-Indic or
+    full-width digits ("٩.٠", "８.６"), which no NVIDIA tool or wheel prints, so such a value would be judged
+    as a number it only looks like, or fall through to "unknown" instead of the usage error "abc" gets."""
+    if value is not None and not (value.isascii() and value.strip().isprintable()):
+        raise BadInput(f"{option}: {value!r} is not a version: use ASCII digits (0-9)")
+
+
 def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
                  cuda: Optional[str] = None, cudnn: Optional[str] = None, driver_cuda: Optional[str] = None,
                  torch: Optional[str] = None, tensorflow: Optional[str] = None, jax: Optional[str] = None,
@@ -136,14 +145,18 @@ def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python:
     driver's CUDA version, normalised ("11040" -> "11.4")."""
     from gpudoctor.compat.rules import parse_driver_cuda
 
+    for value, option in ((driver, "--driver"), (cc, "--cc"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
+                          (driver_cuda, "--driver-cuda"), (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"),
+                          (cupy, "--cupy")):
+        _need_ascii(value, option)
     for value, option in ((driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
                           (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"), (cupy, "--cupy")):
         _need_version(value, option)
-    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip()):
+    if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip(), re.ASCII):
         raise BadInput(f"--cc: {cc!r} is not a compute capability (X.Y, e.g. 8.6)")
-    if python is not None and not re.fullmatch(r"3\.\d{1,2}(\.\d+)?", python.strip()):
+    if python is not None and not re.fullmatch(r"3\.\d{1,2}(\.\d+)?", python.strip(), re.ASCII):
         raise BadInput(f"--python: {python!r} is not a Python 3 version (X.Y, e.g. 3.12)")
-    if driver is not None and not re.fullmatch(r"\d{2,4}(\.\d{1,3}){1,2}", driver.strip()):
+    if driver is not None and not re.fullmatch(r"\d{2,4}(\.\d{1,3}){1,2}", driver.strip(), re.ASCII):
         raise BadInput(f"--driver: {driver!r} is not an NVIDIA driver version (e.g. 535.104.05)")
     if driver_cuda is None:
         return None

@@ -13,6 +13,7 @@ from gpudoctor.compat.data import load_topic, topics
 from gpudoctor.compat.model import TORCH_INDEX, Stack
 from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
 from gpudoctor.findings import ERROR, Finding
+from gpudoctor.render.safe import terminal
 
 
 def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
@@ -147,22 +148,25 @@ _MAX_CELL = 48
 
 def show(topic: Optional[str]) -> str:
     """Each topic as an aligned table: one row per entry (a PyTorch release's variants and a JAX release's
-    extras get a row each), one column per field, the source last; then the sources."""
+    extras get a row each), one column per field, the source last; then the sources. An overlay's strings
+    are untrusted: each is shown on its own line or cell with its control characters escaped."""
     names = [topic] if topic else topics()
     out: list[str] = []
     for name in names:
         data = load_topic(name)
-        out.append(f"== {name}: {data.get('title', '')} (as of {data.get('as_of')})")
+        out.append(terminal(f"== {name}: {data.get('title', '')} (as of {data.get('as_of')})"))
         rows = _rows(data["entries"])
-        columns = [c for c in _columns(rows) if c != "source"] + ["source"]
-        table = [[_cell(row.get(c)) for c in columns] for row in rows]
+        keys = [c for c in _columns(rows) if c != "source"] + ["source"]
+        columns = [terminal(c) for c in keys]
+        table = [[_cell(row.get(c)) for c in keys] for row in rows]
         widths = [max([len(c)] + [len(r[i]) for r in table]) for i, c in enumerate(columns)]
         out.append("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
         out.append("  " + "  ".join("-" * w for w in widths))
         out += ["  " + "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in table]
         out.append("  sources:")
-        width = max((len(k) for k in data["sources"]), default=0)
-        out += [f"    {k.ljust(width)}  {v}" for k, v in data["sources"].items()]
+        sources = {terminal(k): terminal(v) for k, v in data["sources"].items()}
+        width = max((len(k) for k in sources), default=0)
+        out += [f"    {k.ljust(width)}  {v}" for k, v in sources.items()]
         out.append("")
     return "\n".join(out).rstrip("\n")
 
@@ -200,5 +204,5 @@ def _cell(value: Any) -> str:
     elif isinstance(value, bool):
         text = "yes" if value else "no"
     else:
-        text = str(value)
+        text = terminal(value)
     return text if len(text) <= _MAX_CELL else text[:_MAX_CELL - 3] + "..."

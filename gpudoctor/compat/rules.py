@@ -353,7 +353,7 @@ def parse_driver_cuda(text: Any) -> Optional[str]:
     (cudaDriverGetVersion: 1000 * major + 10 * minor, so 11040 is 11.4, as in PyTorch's "found version
     11040"). None when it is neither."""
     raw = str(text).strip()
-    if raw.isdigit() and len(raw) >= 4:
+    if raw.isascii() and raw.isdigit() and len(raw) >= 4:  # isdigit alone takes "١٢٠٢٠"
         number = int(raw)
         return f"{number // 1000}.{(number % 1000) // 10}" if number >= 1000 else None
     v = version(raw)

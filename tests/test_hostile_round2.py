@@ -1,0 +1,96 @@
+"""Hostile environments, round 2: inputs that look like versions but are not, and untrusted text from an
+overlay, an argument or a report reaching the terminal."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpudoctor.cli import cli
+from gpudoctor.compat import data
+
+VERSION_OPTIONS = {"--cc": "8.6", "--driver": "535.104.05", "--driver-cuda": "12.2", "--torch": "2.5.1+cu124",
+                   "--tensorflow": "2.15.0", "--jax": "0.4.30", "--cupy": "13.0.0", "--cuda": "12.4",
+                   "--cudnn": "8.9.7", "--python": "3.12"}
+#: ASCII digit -> a digit of another script that Python's \d and str.isdigit() also accept.
+FOREIGN_DIGITS = {"arabic-indic": 0x0660, "full-width": 0xFF10, "devanagari": 0x0966}
+ESCAPES = re.compile("[\x1b\x07\x9b]")
+
+
+@pytest.fixture(autouse=True)
+def _no_overlay():
+    yield
+    data.clear_overlays()
+    data.load_topic.cache_clear()
+
+
+def _foreign(text: str, zero: int) -> str:
+    return "".join(chr(zero + int(c)) if c.isdigit() else c for c in text)
+
+
+@pytest.mark.parametrize("script", FOREIGN_DIGITS)
+@pytest.mark.parametrize("option", VERSION_OPTIONS)
+def test_non_ascii_digits_are_a_usage_error_in_check(option, script):
+    """`--cc ٩.٠` was judged (exit 0, "unknown" or even "ok") while `--cc abc` is exit 2."""
+    value = _foreign(VERSION_OPTIONS[option], FOREIGN_DIGITS[script])
+    result = CliRunner().invoke(cli, ["matrix", "check", option, value])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [f"Error: {option}: {value!r} is not a version: use ASCII digits (0-9)"]
+    ascii_result = CliRunner().invoke(cli, ["matrix", "check", option, VERSION_OPTIONS[option]])
+    assert ascii_result.exit_code in (0, 1), ascii_result.output
+
+
+@pytest.mark.parametrize("option", ["--driver", "--driver-cuda", "--cc", "--python"])
+def test_non_ascii_digits_are_a_usage_error_in_suggest(option):
+    args = {"--driver": "580.65.06", "--cc": "9.0"}
+    args[option] = _foreign(VERSION_OPTIONS[option] if option not in args else args[option], 0x0660)
+    result = CliRunner().invoke(cli, ["matrix", "suggest", *[x for kv in args.items() for x in kv]])
+    assert result.exit_code == 2 and "ASCII digits" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_cuda_api_number_in_foreign_digits_is_no_driver_cuda():
+    from gpudoctor.compat.rules import parse_driver_cuda
+
+    assert parse_driver_cuda("12020") == "12.2"
+    assert parse_driver_cuda(_foreign("12020", 0x0660)) is None
+
+
+HOSTILE = "Evil \x1b[2J \x1b]0;pwned\x07 \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m"
+
+
+def _overlay(tmp_path: Path) -> Path:
+    path = tmp_path / "ov.json"
+    path.write_text(json.dumps({
+        "topic": "gpus", "title": HOSTILE, "as_of": "2026-11-24", "sources": {"S" + HOSTILE: "https://x.example/" + HOSTILE},
+        "entries": [{"model": HOSTILE, "match": ["Hostile GPU"], "compute_capability": "9.0", "source": "S" + HOSTILE}]}))
+    return path
+
+
+@pytest.mark.parametrize("args", [["matrix", "show"], ["matrix", "show", "gpus"],
+                                  ["matrix", "check", "--gpu", "Hostile GPU", "--torch", "2.5.1+cu124"],
+                                  ["matrix", "check", "--json", "--gpu", "Hostile GPU", "--torch", "2.5.1+cu124"],
+                                  ["matrix", "check", "--gpu", HOSTILE], ["matrix", "check", "--json", "--gpu", HOSTILE],
+                                  ["matrix", "suggest", "--driver", "580.65.06", "--gpu", "Hostile GPU"]])
+def test_no_escape_from_an_overlay_or_argument_reaches_the_terminal(tmp_path, args):
+    result = CliRunner().invoke(cli, [*args, "--matrix", str(_overlay(tmp_path))])
+    assert result.exit_code in (0, 1), result.output
+    assert not ESCAPES.search(result.output), result.output
+    if args[1] == "show":
+        assert "Evil \\x1b[2J \\x1b]0;pwned\\x07" in result.stdout  # shown for what it is, not dropped
+
+
+@pytest.mark.parametrize("args", [["checks"], ["explain", "GPU103"]])
+def test_catalogue_output_goes_through_safe(monkeypatch, args):
+    """The catalogue is gpudoctor's own text; a control character put into it still reaches no terminal."""
+    from gpudoctor import codes
+    from gpudoctor.checks import registry
+
+    monkeypatch.setitem(codes.CATALOGUE, "GPU103", dataclasses.replace(codes.CATALOGUE["GPU103"], means=HOSTILE))
+    monkeypatch.setattr(registry, "CHECKS", (dataclasses.replace(registry.CHECKS[0], title=HOSTILE), *registry.CHECKS[1:]))
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0 and not ESCAPES.search(result.output), result.output
+    assert "\\x1b[2J" in result.output
