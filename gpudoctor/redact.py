@@ -146,6 +146,15 @@ def _scrub_assignments(text: str) -> str:
 
 
 _AWS_KEY_ID = r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}"
+_V2_SIGNATURE = re.compile(r"(?i)([?&]Signature=)(?!\*\*\*)[^&\s\"'<>#]+")
+
+
+def _presigned_v2(match: re.Match[str]) -> str:
+    """A query string signed the old way carries its signature as a plain ``Signature=``: redacted only
+    there, so a "Signature=" in an error message that is no URL keeps its meaning."""
+    return _V2_SIGNATURE.sub(r"\1" + MARK, match.group())
+
+
 _SECRETS: tuple[tuple[re.Pattern[str], Any], ...] = (
     # credentials in a URL: scheme://user:password@host, scheme://token@host; up to the last "@" before
     # the path, as a password with an unencoded "@" (p@ss) has it
@@ -184,6 +193,15 @@ _SECRETS: tuple[tuple[re.Pattern[str], Any], ...] = (
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MARK),
     # an Azure shared access signature: ...?sv=2022-11-02&...&sig=<base64, URL-encoded>
     (re.compile(r"(?i)((?:^|(?<=[?&;\s\"'])|\b)sig=)[A-Za-z0-9%+/=_-]{8,}"), r"\1" + MARK),
+    # a presigned URL's query: AWS Signature V4 (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token,
+    # https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html), Google Cloud Storage V4
+    # (X-Goog-Signature, X-Goog-Credential, https://cloud.google.com/storage/docs/authentication/signatures)
+    (re.compile(r"(?i)((?:^|(?<=[?&;\s\"'])|\b)X-(?:Amz|Goog)-(?:Signature|Credential|Security-Token)=)"
+                r"(?!\*\*\*)[^&\s\"'<>#]+"), r"\1" + MARK),
+    # ... and the older form: Signature= in a query that also has Expires= with AWSAccessKeyId= (S3 query
+    # string authentication, https://docs.aws.amazon.com/AmazonS3/latest/userguide/RESTAuthentication.html)
+    # or GoogleAccessId= (GCS V2); a bare "Signature=" elsewhere is left alone
+    (re.compile(r"\?[^\s\"'<>#]*\b(?:AWSAccessKeyId|GoogleAccessId|Expires)=[^\s\"'<>#]*"), _presigned_v2),
     # a .netrc entry: machine HOST login USER password SECRET (also one token a line); a login is needed,
     # as in Kingfisher's netrc.yml, so that prose ("machine learning password reset") is left alone
     (re.compile(r"(?i)(\b(?:machine\s+\S+|default)\s+login\s+\S+\s+(?:account\s+\S+\s+)?password\s+)(?!\*\*\*)\S+"),

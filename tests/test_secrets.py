@@ -52,6 +52,23 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 SAS_SIG = "Z%2FRHIX5Xcg0Mq2rqI3OlWTjEg2tYkboXr1P9ZUXDtkk%3D"
 SAS_URL = ("https://myaccount.blob.core.windows.net/sascontainer/sasblob.txt?sv=2019-02-02&st=2019-04-29T22%3A18%3A26Z"
            f"&se=2019-04-30T02%3A23%3A26Z&sr=b&sp=rw&sip=168.1.5.60-168.1.5.70&spr=https&sig={SAS_SIG}")
+#: Presigned URLs. AWS Signature V4, the example of https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html
+#: (with a fake session token, X-Amz-Security-Token, as temporary credentials add it)
+AMZ_SIGNATURE = "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
+AMZ_TOKEN = "FwoGZXIvYXdzEFakeSessionToken%2F%2F%2F%2F%2FwEaDFakeToken0123456789"
+AMZ_URL = ("https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+           "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z"
+           f"&X-Amz-Expires=86400&X-Amz-Security-Token={AMZ_TOKEN}&X-Amz-SignedHeaders=host&X-Amz-Signature={AMZ_SIGNATURE}")
+#: Google Cloud Storage V4 (https://cloud.google.com/storage/docs/authentication/signatures): a fake hex signature
+GOOG_SIGNATURE = "5eae6a4b8f0e1c2d3a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012" * 4
+GOOG_URL = ("https://storage.googleapis.com/example-bucket/cat.jpeg?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+            "&X-Goog-Credential=example%40example-project.iam.gserviceaccount.com%2F20181026%2Fus-central1%2Fstorage"
+            f"%2Fgoog4_request&X-Goog-Date=20181026T181309Z&X-Goog-Expires=900&X-Goog-SignedHeaders=host&X-Goog-Signature={GOOG_SIGNATURE}")
+#: S3 query string authentication (Signature Version 2), the example of
+#: https://docs.aws.amazon.com/AmazonS3/latest/userguide/RESTAuthentication.html
+V2_SIGNATURE = "NpgCjnDzrM%2BWFzoENXmpNDUsSn8%3D"
+V2_URL = ("https://awsexamplebucket1.s3.us-west-1.amazonaws.com/photos/puppy.jpg?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE"
+          f"&Signature={V2_SIGNATURE}&Expires=1175139620")
 #: Google OAuth 2 access token: an example of https://github.com/mongodb/kingfisher/blob/main/data/rules/googleoauth2.yml
 GOOGLE_TOKEN = "ya29.A0ARrdaM9Ra8K7R9AcxA1PpIMLVQ021H0TL0PRh2s_HH0_tn5gCSSf"
 #: Docker Hub personal access token: dckr_pat_ and 27 characters
@@ -91,6 +108,9 @@ SAMPLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "aws key pair (credentials csv)": (f"{AWS_ID},{AWS_SECRET}", (AWS_ID, AWS_SECRET)),
     "aws sts key id": (f"AccessKeyId {AWS_STS_ID}", (AWS_STS_ID,)),
     "azure sas sig=": (f"BlobClient.from_blob_url('{SAS_URL}') failed", (SAS_SIG,)),
+    "aws presigned url (sigv4)": (f"botocore: 403 Forbidden for url: {AMZ_URL}", (AMZ_SIGNATURE, AMZ_TOKEN, "AKIAIOSFODNN7EXAMPLE")),
+    "gcs presigned url (v4)": (f"urlopen('{GOOG_URL}') failed", (GOOG_SIGNATURE, "example%40example-project")),
+    "s3 presigned url (v2)": (f"HTTPError 403: {V2_URL}", (V2_SIGNATURE, "AKIAIOSFODNN7EXAMPLE")),
     "google oauth ya29.": (f"google.auth: token {GOOGLE_TOKEN} expired", (GOOGLE_TOKEN[5:],)),
     "docker dckr_pat_": (f"docker login -u alice -p {DOCKER_TOKEN}", (DOCKER_TOKEN[9:],)),
     "DB_PASS=": (f"DB_PASS={DB_PASS} DB_PASSWORD={DB_PASSWORD}", (DB_PASS, DB_PASSWORD)),
@@ -148,7 +168,8 @@ def test_a_key_block_keeps_the_text_around_it():
     "max_new_tokens=20", "HF_HUB_DISABLE_TOKEN=true", "KeyError: 'cuda'", "pass: 39", "PWD=/opt/torch",
     "/job:localhost/replica:0/task:0/device:GPU:0", "ValueError: Unrecognized key 'bogus_option' in CUDA allocator config.",
     "nvapi-rs", "signal=9", "machine learning password reset", "Private key not found",
-    "git+https://github.com/org/repo@v1.0", "pip install 'torch @ https://download.pytorch.org/whl/cu130/torch.whl'",
+    "git+https://github.com/org/repo@v1.0", "botocore: SignatureDoesNotMatch: Signature=expected",
+    "https://x.example/api?Signature=kept&page=2", "pip install 'torch @ https://download.pytorch.org/whl/cu130/torch.whl'",
 ])
 def test_what_looks_like_a_secret_but_is_a_fact_is_kept(text):
     assert scrub_secrets(text) == text

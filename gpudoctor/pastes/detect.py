@@ -70,9 +70,18 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
         return [Paste("gpudoctor-json", name, report)]
     if markdown_report.looks_like(text):
         facts = markdown_report.embedded_facts(text)
-        if facts is not None:
-            return [Paste("gpudoctor-markdown", name, {"facts": facts})]
-        return [Paste("gpudoctor-markdown", name, markdown_report.parse_shown(text))]
+        own = Paste("gpudoctor-markdown", name, {"facts": facts, "left_out": markdown_report.facts_left_out(text)}
+                    if facts is not None else markdown_report.parse_shown(text))
+        # the body around the report may hold other pastes (a collect_env of the failing run): they are read,
+        # not dropped unseen; a report that carries its facts ends at them, so what follows is read in full
+        rest = _INVISIBLE.sub("", markdown_report.outside(text))
+        return [own] + _blocks(rest, name) + (find_forms(rest, name) if facts is not None else [])
+    text = _INVISIBLE.sub("", text)
+    return _blocks(text, name) + find_forms(text, name)
+
+
+def _blocks(text: str, name: str) -> list[Paste]:
+    """The pastes of the fixed layouts (a JSON report, nvidia-smi, collect_env), block by block."""
     found: list[Paste] = []
     text = _INVISIBLE.sub("", text)
     blocks = pieces(unquote(text))
@@ -101,7 +110,7 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
                                                                                            "message": failed[1]}}))
         if collect_env.looks_like(plain):
             found.append(Paste("collect_env", where, collect_env.parse(plain)))
-    return found + find_forms(text, name)
+    return found
 
 
 def find_forms(text: str, name: str) -> list[Paste]:

@@ -34,6 +34,7 @@ class Inputs:
     facts: dict[str, Any] = field(default_factory=dict)
     runnable: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # what a Markdown report left out of its facts to fit
 
 
 def read_bytes(name: str, stdin: Optional[BinaryIO] = None) -> bytes:
@@ -73,9 +74,12 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
         first = reports[0]
         out.report = first.parsed if first.kind == "gpudoctor-json" else {"schema_version": 1, "facts": first.parsed["facts"]}
         out.report_source = first.where
+        out.left_out = list(first.parsed.get("left_out") or []) if first.kind == "gpudoctor-markdown" else []
         if len(found) > 1:
-            out.notes.append(f"judged the gpudoctor report in {first.where} alone; "
-                             f"{len(found) - 1} other paste(s) ignored")
+            others = [p for p in found if p is not first]
+            out.notes.append(f"judged the gpudoctor report in {first.where} alone; {len(others)} other paste(s) not "
+                             f"judged with it: {', '.join(f'{p.kind} ({p.where})' for p in others[:10])}; analyze "
+                             "them apart to judge them")
         return out
     facts, runnable = merge(found)
     useful = [p for p in found if _says_something(p)]
