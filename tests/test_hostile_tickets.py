@@ -97,3 +97,67 @@ def test_non_ascii_digits_anywhere_in_a_q_paste_never_crash(tmp_path: Path, digi
             "    Product Name : NVIDIA H100 80GB HBM3\n")
     code, _, err = _analyze(tmp_path, text)
     assert code in (rep.EXIT_OK, rep.EXIT_FINDINGS) and "could not be judged" not in err
+
+
+def _rtx5090_cu126() -> str:
+    """The recorded collect_env, one machine's GPU and build changed: an RTX 5090 (cc 12.0) under a cu126 wheel."""
+    return (COLLECT_ENV.replace("NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 5090").replace("2.11.0+cu130", "2.6.0+cu126")
+            .replace("CUDA used to build PyTorch: 13.0", "CUDA used to build PyTorch: 12.6"))
+
+
+def test_a_gpudoctor_report_heading_does_not_swallow_the_other_pastes(tmp_path: Path) -> None:
+    body = f"## gpudoctor report: ok\n\nIt says ok, yet:\n\n```\n{_rtx5090_cu126()}\n```\n"
+    code, out, _ = _analyze(tmp_path, body, "--format", "json")
+    assert code == rep.EXIT_FINDINGS and "CMP003" in _codes(out)
+
+
+def test_other_pastes_beside_a_whole_report_are_named(tmp_path: Path) -> None:
+    body = f"{MARKDOWN}\n\nAnd in my other environment:\n\n```\n{_rtx5090_cu126()}\n```\n"
+    code, _, err = _analyze(tmp_path, body)
+    assert code == rep.EXIT_OK  # the report is judged alone, as documented ...
+    assert "1 other paste(s) not judged with it: collect_env" in err  # ... and the other paste is named
+
+
+def test_facts_left_out_to_fit_are_not_judged_as_absent(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_markdown_budget import _many_nodes
+
+    from gpudoctor import pipeline
+    from gpudoctor.render.markdown import render_markdown
+
+    report = _many_nodes(60)
+    judged = pipeline.judge(report["facts"], created=report.get("created"))
+    markdown = render_markdown(judged, {0: [0], 1: [1]})
+    assert markdown_report.facts_left_out(markdown)
+    code, out, err = _analyze(tmp_path, markdown, "--format", "json")
+    again = json.loads(out)
+    assert code == rep.exit_code(rep.findings_of(judged))
+    assert "RUN032" not in _codes(out)  # the nodes' reports were left out, not missing
+    skipped = {c["id"]: c.get("reason", "") for c in again["checks"] if c["status"] == "skip"}
+    assert "left out the other nodes' own reports" in skipped["acceleration.cluster_nodes"]
+    assert "check(s) not judged" in err
+
+
+def test_every_part_a_report_may_leave_out_names_the_checks_that_read_it() -> None:
+    import re
+
+    from gpudoctor.render.markdown import DROP_ORDER
+
+    for words, _ in DROP_ORDER:
+        assert re.search(r"\(([^()]+)\)\s*$", words).group(1) in markdown_report.CHECKS_READING
+
+
+def test_long_gpu_names_keep_the_markdown_within_its_budget(tmp_path: Path) -> None:
+    from gpudoctor import pipeline
+    from gpudoctor.render.markdown import BUDGET, render_markdown
+
+    saved = json.loads((FINAL.parent.parent / "h200x4-20261121" / "report.json").read_text(encoding="utf-8"))
+    for i, gpu in enumerate(saved["facts"]["gpus"]):
+        gpu["name"] = f"NVIDIA H200 {i} <b>|" + "X" * 40_000
+    markdown = render_markdown(pipeline.judge(saved["facts"]), {i: [i] for i in range(len(saved["facts"]["gpus"]))})
+    assert len(markdown.encode("utf-8")) <= BUDGET
+    assert "<b>" not in markdown and "cut to fit an issue" in markdown
+    code, _, _ = _analyze(tmp_path, markdown)
+    assert code in (rep.EXIT_OK, rep.EXIT_FINDINGS)

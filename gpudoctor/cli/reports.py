@@ -62,11 +62,14 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
             raise BadInput(str(exc)) from None
         for line in found.notes:
             click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source)
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out)
         return
     report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
     _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
-    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+    if fmt == "markdown":  # for a ticket: the reply a maintainer posts back, not the whole report
+        _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)
+    else:
+        emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
     read = terminal(", ".join(f"{p.kind} ({p.where})" for p in found.pastes))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
     ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
@@ -76,6 +79,20 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
     for line in notes + found.notes:
         click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+def _emit_reply(report: dict, read: list[str], output: Optional[Path], no_redact: bool) -> None:
+    """The ticket reply (render/reply.py), redacted as every report is: secrets always, identities unless
+    --no-redact."""
+    from gpudoctor.redact import redact_report
+    from gpudoctor.render.reply import render_reply
+
+    text = render_reply(rep.encodable(redact_report(report, identities=not no_redact)), read)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write(output, text)
+        click.echo(f"gpudoctor: reply written to {terminal(output)}", err=True)
 
 
 def _starts_as_json(path: Path) -> bool:
@@ -100,10 +117,19 @@ def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:
 
 
 def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
-                 source: str = "the report") -> None:
+                 source: str = "the report", left_out: Sequence[str] = ()) -> None:
     from gpudoctor import pipeline
 
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
+    if left_out:  # what the checks reading those facts would say is unknown: reported as not judged, never passed
+        from gpudoctor.pastes.markdown_report import not_judged
+
+        reasons = not_judged(list(left_out), [c["id"] for c in report["checks"]])
+        report = pipeline.judge_only(saved["facts"], {c["id"] for c in report["checks"]} - set(reasons), reasons,
+                                     created=saved.get("created"))
+        click.echo(f"gpudoctor: note: {terminal(source)} left out {terminal('; '.join(left_out))} to fit an issue: "
+                   f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
+                   "(--format json --output report.json) judges them", err=True)
     _refuse_if_nothing_judged(report, source, "the report holds")
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says

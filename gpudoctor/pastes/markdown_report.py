@@ -48,6 +48,18 @@ def looks_like(text: str) -> bool:
     return bool(TITLE.search(text))
 
 
+def outside(text: str) -> str:
+    """The body around a gpudoctor Markdown report: what comes before its title, and what follows its facts
+    block when it has one. A report without one (cut short, or written without facts) may run to the end, so
+    then the whole body is given: the fixed layouts read from it (collect_env, nvidia-smi) are no part of
+    the report's own words."""
+    title = TITLE.search(text)
+    if title is None:
+        return text
+    end = _COMPRESSED.search(text, title.end()) or _FACTS_BLOCK.search(text, title.end())
+    return text if end is None else text[:title.start()] + "\n" + text[end.end():]
+
+
 def embedded_facts(text: str) -> Optional[dict[str, Any]]:
     """The facts object the Markdown carries (compressed, or as JSON in older reports), or None (absent,
     cut short, damaged, larger than a saved report may be, or not an object)."""
@@ -71,6 +83,33 @@ def facts_left_out(text: str) -> list[str]:
     header = _unquote(m.group(2)).split("\n", 1)[0] if m else ""
     _, _, left = header.partition("; left out to fit: ")
     return [part.strip() for part in left.split("; ") if part.strip()]
+
+
+#: The checks that read each part of the facts a report may leave out to fit an issue (render/markdown.py
+#: DROP_ORDER names each by its path, in parentheses): judged without it, they would judge its absence.
+CHECKS_READING = {
+    "cluster.nodes[].report": ("acceleration.cluster",),
+    "libraries.copies": ("libraries.",),
+    "python.distributions": ("python.conflicts", "compat."),
+    "frameworks.*.info.loaded_libraries": ("libraries.", "frameworks.cudnn", "compat."),
+    "multigpu": ("acceleration.p2p", "acceleration.allreduce"),
+    "workload": ("acceleration.workload", "acceleration.throughput"),
+    "gpus": ("gpus.", "topology.", "visibility.", "driver.gpu_count", "driver.device_nodes", "driver.branch",
+             "frameworks.gpu", "compat.", "acceleration."),
+}
+
+
+def not_judged(left_out: list[str], check_ids: list[str]) -> dict[str, str]:
+    """For each check that reads facts the report left out, why it is not judged here. A part this version
+    does not know leaves every check unjudged: nothing may pass on what is missing."""
+    out: dict[str, str] = {}
+    for words in left_out:
+        m = re.search(r"\(([^()]+)\)\s*$", words)
+        prefixes = CHECKS_READING.get(m.group(1) if m else "", ("",))
+        for check in check_ids:
+            if check.startswith(prefixes) and not check.startswith("doctor."):
+                out.setdefault(check, f"not judged: the Markdown report left out {words} to fit an issue")
+    return out
 
 
 def _unquote(block: str) -> str:

@@ -131,7 +131,25 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
     if _size(text) > BUDGET - 2000:  # only a report with an extraordinary number of GPUs or checks
         text = "\n".join(head + body + ["", "The devices and checks tables are left out to fit an issue: see the JSON "
                                              "report (`--format json --output report.json`)."])
+    if _size(text) > BUDGET - 2000:  # values no real machine has (GPU names thousands of characters long)
+        text = "\n".join(_shorten(line) for line in text.split("\n"))
+    if _size(text) > BUDGET - 2000:
+        text = "\n".join(_shorten(line) for line in (head + findings_part)[:200]) + (
+            "\n\nThe area table is left out to fit an issue: see the JSON report (`--format json --output report.json`).")
     return text + "\n" + facts_block(raw_facts, BUDGET - _size(text) - 1)
+
+
+#: The longest line of a report that does not fit an issue, in characters: a table row cut there still
+#: shows what it is about, and every escape before the cut stays whole (escapes are a few characters long).
+LONGEST_LINE = 1000
+
+
+def _shorten(line: str) -> str:
+    """``line`` cut to LONGEST_LINE characters, saying so; a table row is closed again."""
+    if len(line) <= LONGEST_LINE:
+        return line
+    cut = line[:LONGEST_LINE].rstrip("\\")  # never leave an escaping backslash before the marker
+    return cut + (" … (cut to fit an issue) |" if line.startswith("|") else " … (cut to fit an issue)")
 
 
 _SEVERITIES = (ERROR, WARNING, INFO)

@@ -1,0 +1,83 @@
+"""A comment a maintainer can post back on a ticket: what `analyze` read in it, the verdict and its causes,
+each fix as the reporter's system types it, and the one command that settles what a paste cannot show.
+
+Short on purpose (the full report is `analyze --format json`): a reply that repeats every area's table
+buries the answer. Everything from the ticket is untrusted text: written through render/safe.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from gpudoctor.findings import ERROR, WARNING
+from gpudoctor.render import finding
+from gpudoctor.render.safe import fence, markdown_inline, markdown_lines, terminal
+from gpudoctor.report import GATHER_COMMAND
+
+#: Python's launcher on Windows is `py` (python.org's installer) and `python` (the Store's); `python3` is often
+#: the Store's stub that opens the Store instead of running anything.
+_PIP = re.compile(r"\bpython3 -m pip\b")
+_SYSTEMS = {"Windows": "Windows", "Darwin": "macOS", "Linux": "Linux"}
+#: The one command that settles what a paste leaves unknown, per system: gpudoctor reads Linux's /proc,
+#: /sys and /dev (WSL included); elsewhere the framework itself is asked. macOS has no CUDA: MPS is its GPU.
+_SETTLE = {
+    "Windows": 'py -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available()); '
+               'print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)"; nvidia-smi',
+    "Darwin": 'python3 -c "import torch; print(torch.__version__, torch.backends.mps.is_available())"',
+}
+
+
+def render_reply(report: dict[str, Any], read: Sequence[str]) -> str:
+    """The comment: ``read`` names each paste (its kind and where in the ticket it was)."""
+    facts = report.get("facts") or {}
+    system = str((facts.get("host") or {}).get("os") or "")
+    wsl = bool((facts.get("host") or {}).get("wsl"))
+    problems = [g for g in finding.group_findings(report.get("findings") or [])
+                if g[0].get("severity") in (ERROR, WARNING)]
+    out = ["### gpudoctor on this ticket", "",
+           f"**Read:** {markdown_inline(', '.join(read), table=False)}"
+           + (f" (system: {'WSL' if wsl else _SYSTEMS.get(system, markdown_inline(system, table=False))})" if system else "")
+           + ".", ""]
+    if problems:
+        out += [f"**Verdict: {len(problems)} problem(s) to fix.**", ""]
+        for group in problems:
+            out += _problem(group, system)
+    else:
+        out += ["**Verdict: nothing wrong in what the paste shows.** That is not a clean bill of health: "
+                "see below what it cannot show.", ""]
+    areas = ", ".join(a for a, status in ((report.get("summary") or {}).get("areas") or {}).items()
+                      if status == "skip" and a != "doctor")
+    out += [f"**Not known from the paste:** {markdown_inline(areas, table=False) or 'nothing'}. "
+            "To settle it, run this on the machine and paste the output here:", ""]
+    out += _commands([_SETTLE.get("wsl" if wsl else system, GATHER_COMMAND)], system)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _problem(group: list[dict[str, Any]], system: str) -> list[str]:
+    """One root cause: code, title, the first line of why, and the fix as this system types it."""
+    gp = finding.group_parts(group)
+    first = group[0]
+    out = [f"- **{markdown_inline(gp.code, table=False)}** {markdown_inline(first.get('title', ''), table=False)}"]
+    detail = str(first.get("detail") or "").strip()
+    if detail:
+        out.append(f"  {markdown_lines(detail.split(chr(10))[0][:400], '  ')}")
+    if gp.fix:
+        out.append(f"  *Fix:* {markdown_lines(gp.fix, '  ')}")
+    if gp.commands:
+        out += [f"  {line}" if line else "" for line in _commands(gp.commands, system)]
+    return out if out[-1] == "" else out + [""]
+
+
+def _commands(commands: Sequence[str], system: str) -> list[str]:
+    """A fenced block of commands, `python3 -m pip` written `py -m pip` on Windows (PowerShell's fence)."""
+    lines = [terminal(_for_system(c, system)) for c in commands]
+    opening, closing = fence("\n".join(lines), "powershell" if system == "Windows" else "sh")
+    return [opening, *lines, closing, ""]
+
+
+def _for_system(command: str, system: str) -> str:
+    if system != "Windows" or not _PIP.search(command):
+        return command
+    # the quotes around a requirement are the shell's: PowerShell and cmd take them as part of the word
+    return _PIP.sub("py -m pip", command).replace("'", '"')
