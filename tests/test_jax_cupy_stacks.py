@@ -87,10 +87,19 @@ def test_jax_0_3_is_judged_not_unknown():
     assert coded(data) == {"CMP003"} and "3.5 and newer" in data["findings"][0]["detail"]
 
 
-def test_a_jax_0_2_version_names_no_jaxlib_and_stays_unknown():
-    """jax 0.2.x ran with jaxlib 0.1.x: the wheel that decides is not named, so nothing is guessed."""
-    data = judge("--jax", "0.2.25", "--cudnn", "7.6")
-    assert data["verdict"] == "unknown" and coded(data) == {"CMP008"}
+@pytest.mark.parametrize("jax,cudnn,verdict", [
+    ("0.2.26", "7.6.5", "error"),  # imports jaxlib 0.1.74 or newer: only +cuda11.cudnn82/805 wheels, cuDNN 8
+    ("0.2.25", "7.6.5", "ok"),  # jaxlib 0.1.69-0.1.71 had a +cuda102 wheel built with cuDNN 7.6
+    ("0.2.26", "8.0.5", "ok"),
+    ("0.2.5", "7.6.5", "ok"),
+])
+def test_a_jax_0_2_version_is_judged_against_every_jaxlib_it_imports(jax, cudnn, verdict):
+    """jax 0.2.x ran with jaxlib 0.1.x, any from the oldest it imports on (JAX-MIN-JAXLIB)."""
+    data = judge("--jax", jax, "--cudnn", cudnn)
+    assert data["verdict"] == verdict, data["findings"]
+    if verdict == "error":
+        assert coded(data) == {"FWK006"} and "with jaxlib 0.1.74 or newer" in data["findings"][0]["title"]
+        assert data["findings"][0]["remediation"]["text"].endswith("or a jaxlib wheel built for the cuDNN installed")
 
 
 def test_floors_of_a_version_without_its_tag_are_every_wheel_s():
@@ -105,6 +114,10 @@ def test_floors_of_a_version_without_its_tag_are_every_wheel_s():
     assert jax_wheels.refusing_floor("x", ["8.2"]) is None and jax_wheels.refusing_floor("8.2", []) is None
     assert jax_wheels.tagged_wheel(release, "cuda12") is None
     assert jax_wheels.tagged_wheel({"jaxlib_tags": {"cudaXY": {"cuda": "banana"}}}, "cudaXY") is None
+    oldest, lines = jax_wheels.jaxlib_lines_of(rules.jax_release("0.2.20"), "0.2.20")
+    assert oldest == "0.1.69" and set(lines["jaxlib_tags"]) == {"cuda101", "cuda102", "cuda110", "cuda111", "cuda11.cudnn805",
+                                                                 "cuda11.cudnn82"}
+    assert jax_wheels.jaxlib_lines_of(rules.jax_release("0.3.25"), "0.3.25") is None  # a jaxlib version itself
 
 
 # --- an installed JAX: the cuDNN its own process loaded -------------------------------------------

@@ -68,6 +68,39 @@ def refusing_floor(have: str, floors: list[str]) -> Optional[str]:
     return same[0] if same else floors[0]
 
 
+def jaxlib_lines_of(release: dict[str, Any], jax_version: str) -> Optional[tuple[str, dict[str, Any]]]:
+    """A jax 0.2 version names no jaxlib: it imports any jaxlib from its minimum on (the release's
+    "min_jaxlib" change points). Returns that minimum and a release holding every wheel of the jaxlib
+    0.1 lines from it on, which the any-wheel rule above judges; None when the minimum is not known."""
+    want = rules.version(jax_version)
+    table = release.get("min_jaxlib")
+    if want is None or release.get("no_jaxlib") is not True or not isinstance(table, dict):
+        return None
+    known = [(rules.version(k), v) for k, v in table.items() if rules.version(k) and isinstance(v, str) and rules.version(v)]
+    floor = max((kv for kv in known if kv[0] <= want), key=lambda kv: kv[0], default=None)
+    if floor is None:
+        return None
+    oldest = rules.version(floor[1])
+    lines = [rules.jax_release(v) for v in _line_starts() if oldest <= rules.version(v) < rules.version("0.2")]
+    first = rules.jax_release(floor[1])
+    if first is None:
+        return None
+    merged = dict(first)
+    tags: dict[str, Any] = {}
+    majors: set[int] = set()
+    for line in [first] + [x for x in lines if x]:
+        tags.update(_tags(line))
+        majors.update(int(m) for m in line.get("cuda_majors") or [] if str(m).isdigit())
+    merged.update(jaxlib_tags=tags, cuda_majors=sorted(majors), no_jaxlib=False)
+    return floor[1], merged
+
+
+def _line_starts() -> list[str]:
+    from gpudoctor.compat.data import load_topic
+
+    return [str(r["version"]) for r in load_topic("jax")["entries"] if rules.version(r.get("version"))]
+
+
 def _tags(release: dict[str, Any]) -> dict[str, Any]:
     tags = release.get("jaxlib_tags")
     return tags if isinstance(tags, dict) else {}

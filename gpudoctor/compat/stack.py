@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic
-from gpudoctor.compat.jax_wheels import cudnn_floors, refusing_floor, tagged_wheel
+from gpudoctor.compat.jax_wheels import cudnn_floors, jaxlib_lines_of, refusing_floor, tagged_wheel
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.model import COMPAT_DOCS, NAMES, TORCH_INDEX, Build, Stack, _os_label, finding
 from gpudoctor.findings import ERROR, WARNING, Finding
@@ -146,6 +146,10 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if release is None:
         stack.unknown.append(f"JAX {text}")
         return None
+    lines = jaxlib_lines_of(release, base) if release.get("no_jaxlib") is True else None
+    if lines is not None:  # jax 0.2: every jaxlib 0.1 line from the oldest it imports
+        release = lines[1]
+    paired = f" with jaxlib {lines[0]} or newer" if lines else ""
     wheel = tagged_wheel(release, extra) if extra else None  # +cuda111, +cuda11.cudnn82: one jaxlib wheel
     # a jaxlib 0.1 tag names a CUDA version (cuda92 is 9.2, cuda111 11.1): one the release lacks is not a major
     if wheel is not None:
@@ -165,7 +169,7 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     extra_row = next((e for e in release.get("extras") or [] if isinstance(e, dict) and e.get("name") == extra_name), {})
     if major is not None and majors and major not in majors:
         stack.unknown.append(f"JAX {base} with CUDA {major} (the matrix lists CUDA {', '.join(map(str, majors))} for it)")
-    label = f"JAX {text}" + ("" if extra or not extra_name else f" ({extra_name})")
+    label = f"JAX {text}{paired}" + ("" if extra or not extra_name else f" ({extra_name})")
     return Build(label, "jax", wheel.cuda if wheel else (str(major) if major else None), python_spec=release.get("python"),
                  version=text, min_cc=extra_row.get("min_compute_capability"), cudnn_min=release.get("min_cudnn"),
                  cudnn_floors=cudnn_floors(release, major if extra else None, wheel),
@@ -397,6 +401,7 @@ def _cudnn_findings(stack: Stack, build: Build) -> list[Finding]:
                            f"{need}. CuDNN library needs to have matching major version and equal or higher minor version.'",
                     text=f"Use cuDNN {want.major}.x at {need} or newer"
                          + (" (pip install 'tensorflow[and-cuda]' brings the matching one)" if build.framework == "tensorflow" else
+                            ", or a jaxlib wheel built for the cuDNN installed" if _before_extras(build.release or {}) else
                             " (the non-local jax[cudaNN] extra brings the matching one)"),
                     severity=ERROR)]
 
