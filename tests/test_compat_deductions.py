@@ -229,6 +229,16 @@ def test_windows_r550_driver_cannot_run_a_cuda_13_build():
     assert codes(data, "error") == {"CMP001"}
 
 
+@pytest.mark.parametrize("driver,os_name,verdict", [
+    ("581.57", "windows", "unknown"),  # R580 runs CUDA 13.0, but Table 3's Windows column for 13.x is N/A
+    ("620.10", "linux", "ok"),  # past the newest Linux row (13.3): at least CUDA 13.3, so a 13.0 build runs
+])
+def test_a_driver_past_its_newest_table_3_row_is_never_capped_at_that_row(driver, os_name, verdict):
+    """Capping it (581.57 -> 12.9) made a CUDA 13 build a false CMP001 error."""
+    _, data = judge("--driver", driver, "--os", os_name, "--torch", "2.9.0+cu130", "--cc", "8.9")
+    assert data["verdict"] == verdict and data["stack"]["driver_cuda"] is None and data["stack"]["unknown"] == []
+
+
 @pytest.mark.parametrize("torch", ["2.5.0+cu124", "2.9.0+cu130"])
 def test_macos_has_no_cuda_builds(torch):
     assert "CMP009" in codes(judge("--torch", torch, "--os", "macos", "--cc", "8.0")[1], "error")
