@@ -94,3 +94,43 @@ def test_catalogue_output_goes_through_safe(monkeypatch, args):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0 and not ESCAPES.search(result.output), result.output
     assert "\\x1b[2J" in result.output
+
+
+def test_a_gpu_and_a_cc_that_disagree_are_refused():
+    """--gpu used to be judged next to a contradicting --cc (check) or lose to it (suggest), silently."""
+    for command in (["matrix", "check"], ["matrix", "suggest", "--driver", "580.65.06"]):
+        result = CliRunner().invoke(cli, [*command, "--gpu", "Tesla K80", "--cc", "8.6"])
+        assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+        assert "compute capability 3.7" in result.stderr and "--cc says 8.6" in result.stderr
+
+
+def test_a_gpu_and_its_own_cc_are_one_gpu():
+    args = ["matrix", "check", "--json", "--torch", "2.5.1+cu124"]
+    both = json.loads(CliRunner().invoke(cli, [*args, "--gpu", "NVIDIA L4", "--cc", "8.9"]).stdout)
+    alone = json.loads(CliRunner().invoke(cli, [*args, "--gpu", "NVIDIA L4"]).stdout)
+    assert both["stack"]["gpus"] == alone["stack"]["gpus"] and len(both["stack"]["gpus"]) == 1
+    assert both["verdict"] == alone["verdict"] == "ok"
+
+
+def test_cc_gives_the_capability_of_a_gpu_the_matrix_lacks():
+    out = json.loads(CliRunner().invoke(cli, ["matrix", "check", "--json", "--gpu", "Future GPU 9000", "--cc", "8.6",
+                                              "--torch", "2.5.1+cu124"]).stdout)
+    assert out["verdict"] == "ok" and out["stack"]["unknown"] == []
+    assert out["stack"]["gpus"] == [{"label": "Future GPU 9000 (compute capability 8.6, from --cc)", "compute_capability": "8.6"}]
+
+
+def test_driver_cuda_that_disagrees_with_driver_is_named():
+    args = ["matrix", "check", "--driver", "535.104.05", "--driver-cuda", "11.4", "--torch", "2.4.1+cu121"]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 1
+    assert text.stdout.splitlines()[1] == ("note: judged with --driver-cuda 11.4; gpudoctor's matrix gives driver "
+                                           "535.104.05 CUDA 12.2, so check what nvidia-smi prints as 'CUDA Version'")
+    data_out = json.loads(CliRunner().invoke(cli, [*args, "--json"]).stdout)
+    assert data_out["stack"]["driver_cuda"] == "11.4" and data_out["notes"] == [text.stdout.splitlines()[1]]
+    suggest = CliRunner().invoke(cli, ["matrix", "suggest", "--driver", "535.104.05", "--driver-cuda", "11.4", "--cc", "8.6"])
+    assert suggest.stdout.startswith("note: judged with --driver-cuda 11.4")
+
+
+def test_driver_cuda_that_agrees_with_driver_adds_nothing():
+    result = CliRunner().invoke(cli, ["matrix", "check", "--json", "--driver", "515.105.01", "--driver-cuda", "11.7"])
+    assert "notes" not in json.loads(result.stdout) and "note:" not in result.output

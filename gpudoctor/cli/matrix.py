@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import click
 
@@ -57,9 +57,11 @@ def matrix_check(driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cud
         raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
                        "--cuda, --cudnn, --python")
     parsed = check_inputs(driver, cc, python, cuda, cudnn, driver_cuda, torch, tensorflow, jax, cupy)
+    _matrix_call(lambda: one_gpu(gpu, cc))
     stack = _matrix_call(lambda: queries.stack_from_args(driver, gpu, cc, torch, tensorflow, cuda, cudnn, python,
                                                          os_name and os_name.lower(), jax, cupy, parsed))
-    sys.exit(_matrix_call(lambda: _print_check(stack, as_json)))
+    notes = [n for n in [_matrix_call(lambda: driver_cuda_note(driver, parsed, os_name))] if n]
+    sys.exit(_matrix_call(lambda: _print_check(stack, as_json, notes)))
 
 
 @matrix_group.command("suggest")
@@ -77,6 +79,10 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
     if not (gpu or cc):
         raise BadInput("give --gpu NAME or --cc X.Y")
     parsed = check_inputs(driver=driver, cc=cc, python=python, driver_cuda=driver_cuda)
+    _matrix_call(lambda: one_gpu(gpu, cc))
+    note = _matrix_call(lambda: driver_cuda_note(driver, parsed, os_name))
+    if note:
+        click.echo(terminal(note))
     if cc is None:
         row = _matrix_call(lambda: rules.gpu_entry(gpu))
         if row is None:
@@ -100,7 +106,7 @@ def matrix_show(topic) -> None:
     click.echo(terminal(_matrix_call(lambda: queries.show(topic)), newlines=True))
 
 
-def _print_check(stack: Stack, as_json: bool) -> int:
+def _print_check(stack: Stack, as_json: bool, notes: Sequence[str] = ()) -> int:
     """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error. Each
     finding's parts are read by render/finding.py, as in every report format."""
     from gpudoctor.compat import queries
@@ -110,9 +116,11 @@ def _print_check(stack: Stack, as_json: bool) -> int:
     verdict, findings = queries.verdict(stack)
     if as_json:
         click.echo(json_text({"verdict": verdict, "stack": queries.stack_json(stack),
-                              "findings": [f.to_dict() for f in findings]}))
+                              "findings": [f.to_dict() for f in findings], **({"notes": list(notes)} if notes else {})}))
     else:
         click.echo(f"verdict: {verdict}")
+        for note in notes:
+            click.echo(terminal(note))
         for f in findings:
             for line in finding.lines(finding.parts(f), "  {severity:<7} {code} {title}", detail="          why: {}",
                                       fix="          fix: {}", command="          $ {}", link="          see {}"):
@@ -164,6 +172,31 @@ def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python:
     if parsed is None:
         raise BadInput(f"--driver-cuda: {driver_cuda!r} is not a CUDA version (12.2, as nvidia-smi prints it, or 12020)")
     return parsed
+
+
+def one_gpu(gpu: Optional[str], cc: Optional[str]) -> None:
+    """--gpu and --cc describe one GPU: both may be given (--cc for a model the matrix does not know),
+    but a model the matrix knows with another compute capability is a contradiction no verdict can settle."""
+    from gpudoctor.compat.rules import gpu_entry, version
+
+    row = gpu_entry(gpu) if gpu and cc else None
+    if row is not None and version(row["compute_capability"]) != version(cc):
+        raise BadInput(f"--gpu {gpu!r} is compute capability {row['compute_capability']} in gpudoctor's matrix, "
+                       f"--cc says {cc.strip()}: give one of them")
+
+
+def driver_cuda_note(driver: Optional[str], driver_cuda: Optional[str], os_name: Optional[str]) -> Optional[str]:
+    """--driver-cuda is what the driver itself reports, so it is judged; where the matrix gives --driver
+    another CUDA, the output says so, rather than one of the two being dropped unseen."""
+    from gpudoctor.compat.rules import driver_cuda_of
+
+    if not (driver and driver_cuda):
+        return None
+    implied = driver_cuda_of(driver, (os_name or "linux").lower(), bounded=True)
+    if implied is None or implied == driver_cuda:
+        return None
+    return (f"note: judged with --driver-cuda {driver_cuda}; gpudoctor's matrix gives driver {driver} CUDA {implied}, "
+            "so check what nvidia-smi prints as 'CUDA Version'")
 
 
 def _matrix_call(fn: Callable[[], Any]) -> Any:

@@ -26,17 +26,18 @@ def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc:
     if driver_cuda:
         stack.driver_cuda = driver_cuda
     elif driver:
-        # past the newest Table 3 row of its OS (R580 on Windows, whose 13.x column is N/A) a driver may run a
-        # newer CUDA than that row's: no CUDA is claimed, and each build is judged by the driver version alone
-        stack.driver_cuda = rules.driver_cuda_of(driver, stack.driver_os, bounded=True)
-        if rules.driver_cuda_of(driver, stack.driver_os) is None:
+        stack.driver_cuda = rules.driver_cuda_of(driver, stack.driver_os)
+        if stack.driver_cuda is None:
             stack.unknown.append(f"driver {driver} (which CUDA it supports)")
     if gpu:
         row = rules.gpu_entry(gpu)
-        if row is None:
+        if row is None and cc:  # --cc gives the capability of a model the matrix does not know
+            stack.gpus.append((f"{gpu} (compute capability {cc}, from --cc)", cc))
+        elif row is None:
             stack.unknown.append(f"GPU {gpu!r}")
         else:
             stack.gpus.append((f"{gpu} ({row['model']})", row["compute_capability"]))
+        cc = None  # one GPU: cli/matrix.py refuses a --cc that contradicts the matrix's row
     if cc:
         stack.gpus.append((f"compute capability {cc}", cc))
     for framework, text in (("torch", torch), ("tensorflow", tensorflow), ("jax", jax), ("cupy", cupy)):
