@@ -26,8 +26,10 @@ def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc:
     if driver_cuda:
         stack.driver_cuda = driver_cuda
     elif driver:
-        stack.driver_cuda = rules.driver_cuda_of(driver, stack.driver_os)
-        if stack.driver_cuda is None:
+        # past the newest Table 3 row of its OS (R580 on Windows, whose 13.x column is N/A) a driver may run a
+        # newer CUDA than that row's: no CUDA is claimed, and each build is judged by the driver version alone
+        stack.driver_cuda = rules.driver_cuda_of(driver, stack.driver_os, bounded=True)
+        if rules.driver_cuda_of(driver, stack.driver_os) is None:
             stack.unknown.append(f"driver {driver} (which CUDA it supports)")
     if gpu:
         row = rules.gpu_entry(gpu)
