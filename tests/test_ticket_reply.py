@@ -3,6 +3,7 @@ recorded collect_env of 1 x H100 (tests/fixtures/real/h100x1-20261123/final), on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -62,3 +63,13 @@ def test_a_macos_reply_asks_for_mps_not_cuda(tmp_path: Path) -> None:
 def test_the_reply_holds_no_markup_from_the_ticket(tmp_path: Path) -> None:
     code, reply = _reply(tmp_path, _rtx5090_cu126().replace("NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 5090 <img src=x>`|"))
     assert "<img" not in reply and "RTX 5090 &lt;img src=x>" in reply
+
+
+def test_a_cuda_build_on_macos_is_judged_as_macos_not_as_linux_cuda(tmp_path: Path) -> None:
+    text = _rtx5090_cu126(COLLECT_ENV.replace("OS: Ubuntu 24.04.3 LTS (x86_64)", "OS: macOS 14.5 (arm64)"))
+    path = tmp_path / "ticket.md"
+    path.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["analyze", "--format", "json", str(path)])
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert result.exit_code == rep.EXIT_FINDINGS
+    assert "CMP009" in codes and "CMP003" not in codes  # macOS has no CUDA: no sm_120 question to ask

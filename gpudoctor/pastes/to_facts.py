@@ -323,4 +323,6 @@ def runnable(facts: dict[str, Any]) -> set[str]:
             run.add("compat.known_bad")
     if ok and (frameworks or facts.get("toolkit")):
         run.add("compat.stack")
+    if (facts.get("host") or {}).get("os") == "Darwin":  # no CUDA on macOS: a CUDA stack there is judged by
+        run -= {"compat.stack", "frameworks.gpu"}  # compat.known_bad alone (CMP009), never as Linux CUDA
     return run
