@@ -94,9 +94,9 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
 
 def _library_finding(item: dict[str, Any]) -> Finding:
     if item["kind"] == "cudnn_mismatch":
-        title = f"JAX loaded cuDNN {item['loaded']} but was built with {item['built']}"
-        text = "Install the cuDNN JAX was built for (the pip CUDA plugin brings it: pip install -U \"jax[cuda12]\"), " \
-               "or remove the older cuDNN from LD_LIBRARY_PATH."
+        title = f"the framework loaded cuDNN {item['loaded']} but was built with {item['built']}"
+        text = "Install the cuDNN the framework was built for (JAX's and TensorFlow's pip CUDA extras bring it), " \
+               "or remove the other cuDNN from LD_LIBRARY_PATH."
     elif item["kind"] == "library_not_loaded":
         title = f"the framework could not load {item['library']}"
         text = "Install the CUDA library the framework was built for (for TensorFlow the versions its tested-build table names), " \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -105,7 +106,9 @@ def _starts_as_json(path: Path) -> bool:
             head = fh.read(65536)
     except OSError:
         return True
-    return head.lstrip(b" \t\r\n").lstrip(b"\xef\xbb\xbf").lstrip().startswith((b"{", b"[")) or not head.strip()
+    text = head.lstrip(b" \t\r\n").lstrip(b"\xef\xbb\xbf").lstrip()
+    # a JSON array opens with "[{" or "[]"; a pasted log line opens with "[10/06/2022 ...]" or "[pip3]"
+    return text.startswith(b"{") or re.match(rb"\[\s*[\[{\]]", text) is not None or not head.strip()
 
 
 def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:

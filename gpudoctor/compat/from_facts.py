@@ -40,6 +40,7 @@ def stack_from_facts(facts: Facts) -> Stack:
         cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
         if isinstance(cc, str):
             stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
+    stack.gpus_named = bool(resolve(facts).devices)
     for name, fw in (facts.get("frameworks") or {}).items():
         build = _build_from_probe(name, fw or {}, facts, stack)
         if build:

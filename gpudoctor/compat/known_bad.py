@@ -48,7 +48,7 @@ def _known_bad_matches(stack: Stack) -> list[tuple[dict[str, Any], Build, str, s
 
 def _matches(when: dict[str, Any], build: Build, cc: str, stack: Stack) -> bool:
     fw = when.get("framework")
-    if build.installed and not stack.gpus:
+    if build.installed and not (stack.gpus or stack.gpus_named):
         return False  # a machine with no NVIDIA GPU in view: no GPU use is expected of what it has installed
     if fw == "cuda":
         if build.cpu_only:

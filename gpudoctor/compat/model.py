@@ -70,6 +70,7 @@ class Stack:
     driver: Optional[str] = None
     driver_cuda: Optional[str] = None
     gpus: list[tuple[str, str]] = field(default_factory=list)  # (label, compute capability)
+    gpus_named: bool = False  # a GPU is there, even if its compute capability is not known (a ticket names it)
     builds: list[Build] = field(default_factory=list)
     toolkit_cuda: Optional[str] = None
     cudnn: Optional[str] = None  # a cuDNN the user says is in use (matrix check --cudnn)

@@ -30,6 +30,7 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     _tensorflow(facts, forms)
     _toolkit(facts, forms.get("tools"))
     _host(facts, forms.get("template"))
+    _stated_gpu(facts, forms.get("template"))
     if evidence:
         facts["evidence"] = evidence
 
@@ -135,6 +136,28 @@ def _toolkit(facts: dict[str, Any], tools: Optional[Paste]) -> None:
         return
     facts["toolkit"] = {"nvcc": {"found": True, "version": tools.parsed["nvcc_full"], "release": tools.parsed["nvcc"],
                                  "source": f"nvcc --version ({tools.where})"}}
+
+
+_NVIDIA_WORDS = re.compile(r"\b(?:nvidia|geforce|rtx|gtx|tesla|quadro|titan|[ahlv]\d{2,3}\b|\d{3,4}\s?ti\b)", re.I)
+
+
+def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
+    """The GPU a template names ("GPU model and memory: RTX 3060 12GB") when nothing else listed one: a GPU is
+    there, which a combination known bad on GPUs needs; its compute capability only where the matrix knows
+    the name. Never the driver's facts: the template says nothing of the driver."""
+    if template is None or facts.get("gpus"):
+        return
+    text = str(template.parsed.get("gpu_model") or "").strip()
+    if not text or not _NVIDIA_WORDS.search(text) or re.search(r"\b(?:no gpu|none|cpu only|intel|amd|radeon)\b", text, re.I):
+        return
+    from gpudoctor.pastes.to_facts import _matrix_gpu
+
+    entry = _matrix_gpu(text.split(",")[0].strip())
+    gpu: dict[str, Any] = {"index": 0, "name": text[:120], "source": f"template ({template.where})", "stated": True,
+                           "compute_capability": entry["compute_capability"] if entry else {"unavailable": "not_found"}}
+    if entry:
+        gpu["compute_capability_source"] = f"gpudoctor's matrix, by the name ({entry['model']})"
+    facts["gpus"] = [gpu]
 
 
 def _host(facts: dict[str, Any], template: Optional[Paste]) -> None:

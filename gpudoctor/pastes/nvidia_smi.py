@@ -28,8 +28,12 @@ FAILURES = (
     ("failed to initialize nvml: insufficient permissions", "no_permission"),
     ("failed to initialize nvml: unknown error", "unknown"),
     ("no devices were found", "no_devices"),
+    # NVML started but could not open one GPU: it has usually fallen off the bus (Xid 79) or hung
+    ("unable to determine the device handle for gpu", "unknown"),
+    ("unable to detect the device handle for gpu", "unknown"),
 )
-_HEADER = re.compile(r"NVIDIA-SMI\s+([\d.]+)\s+Driver Version:\s*([\d.]+)(?:\s+CUDA Version:\s*([\d.]+|N/A))?", re.I)
+# driver 610 renamed the header's fields "KMD Version" and "CUDA UMD Version" (docs.nvidia.com/deploy/nvidia-smi)
+_HEADER = re.compile(r"NVIDIA-SMI\s+([\d.]+)\s+(?:Driver|KMD) Version:\s*([\d.]+)(?:\s+CUDA (?:UMD )?Version:\s*([\d.]+|N/A))?", re.I)
 _ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC|MCDM)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
 _ASCII_NUMBER = re.compile(r"[0-9]{1,9}")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
@@ -45,7 +49,8 @@ def failure(text: str) -> Optional[tuple[str, str]]:
         lowered = re.sub(r"^.*?[$#]\s*nvidia-smi\s*", "", line.strip().lower()).strip()
         for marker, reason in FAILURES:
             if lowered.startswith(marker):
-                return reason, line.strip()
+                lost = "device handle" in marker and "gpu is lost" in lowered
+                return ("gpu_lost" if lost else reason), line.strip()
     return None
 
 
@@ -86,7 +91,7 @@ def parse_table(text: str) -> dict[str, Any]:
 
 def looks_like_q(text: str) -> bool:
     return "NVSMI LOG" in text or (bool(re.search(r"^\s*Attached GPUs\s*:", text, re.M))
-                                   and bool(re.search(r"^\s*Driver Version\s*:", text, re.M)))
+                                   and bool(re.search(r"^\s*(?:Driver|KMD) Version\s*:", text, re.M)))
 
 
 def parse_q(text: str) -> dict[str, Any]:
@@ -109,9 +114,9 @@ def parse_q(text: str) -> dict[str, Any]:
             section = key.lower()
             continue
         if gpu is None:
-            if key == "Driver Version":
-                out["driver_version"] = value
-            elif key == "CUDA Version":
+            if key in ("Driver Version", "KMD Version"):
+                out.setdefault("driver_version", value)
+            elif key in ("CUDA Version", "CUDA UMD Version") and "[Deprecated" not in value:
                 out["cuda_version"] = value if value.upper() != "N/A" else None
             elif key == "Attached GPUs" and _ASCII_NUMBER.fullmatch(value):  # "²".isdigit(), yet int() refuses it
                 out["attached"] = int(value)

@@ -20,7 +20,10 @@ _OLD_GPU = re.compile(r"Found GPU(\d+) (.{1,120}?) which is of cuda capability (
 _MIN_CC = re.compile(r"minimum cuda capability (?:supported by this library )?is (\d+\.\d+)", re.I)
 _TOO_OLD = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)", re.I)
 _DLOPEN = re.compile(r"Could not load dynamic library '([^']{1,120})'", re.I)
-_JAX_CUDNN = re.compile(r"Loaded runtime CuDNN library: ([\d.]{1,12}) but source was compiled with: ([\d.]{1,12})", re.I)
+# cuDNN's check in TensorFlow and XLA: "7201 (compatibility version 7200) but source was compiled with 7004" in
+# older releases, "8.7.0 but source was compiled with: 8.9.4" in newer ones
+_JAX_CUDNN = re.compile(r"Loaded runtime CuDNN library: ([\d.]{1,12})(?: \(compatibility version [\d.]{1,12}\))? but source "
+                        r"was compiled with:? ([\d.]{1,12}[\d])", re.I)
 _CONTAINER_INIT = re.compile(r"nvidia-container-cli: initialization error: (.{0,200})", re.I)
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]{7,16})\): (\d{1,3})\b(.{0,160})")
 _NVRM = re.compile(r"NVRM: (.{1,200})")
@@ -41,13 +44,22 @@ FIXED = (
     ("torch not compiled with cuda enabled", "torch_cpu_build"),
 )
 
+#: Every word a message above is tested by, for the one scan that passes over lines holding none.
+_TRIGGER = re.compile("|".join(re.escape(w) for w in (
+    "cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+    "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", *(w for w, _ in FIXED))))
+
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
     """The messages in ``lines`` (1-based line numbers), first occurrence of each; None when there are none."""
     evidence: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
+    read_lines: set[str] = set()
     for number, line in enumerate(lines, 1):
         lowered = line.lower()
+        if not _TRIGGER.search(lowered) or line in read_lines:
+            continue  # one scan in C for every message's words; a repeated line says nothing new
+        read_lines.add(line)
         for item in _items(line, lowered, lines, number):
             key = (item["kind"], item.get("gpu"), item.get("library"), item.get("xid"))
             if key in seen:

@@ -11,6 +11,7 @@ number of printed expressions, else it is left unread.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any, Optional
 
@@ -46,7 +47,8 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
             prompt = _PROMPT.match(line)
             if prompt:
                 expr = _unprint(prompt.group(1))
-                _take(out, [expr], _answer_lines(lines, number, 1), number)
+                if _field(expr) and _field(expr) not in out:
+                    _take(out, [expr], _answer_lines(lines, number, 1), number)
         elif "-c" in line and "python" in line:
             m = _ONE_LINER.search(line)
             if m:
@@ -91,6 +93,7 @@ def _take(out: dict[str, Any], exprs: list[str], answer: list[str], number: int)
         out["evidence"].append({"kind": field, "value": value, "line": number + 1, "text": raw[:300]})
 
 
+@functools.lru_cache(maxsize=256)
 def _field(expr: str) -> Optional[str]:
     compact = re.sub(r"\s+", "", expr).replace('"', "'").lower()
     if _NAME.match(compact):

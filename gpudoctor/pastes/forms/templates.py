@@ -37,6 +37,8 @@ KEYS = {
     "device 0 compute capability": "cupy_device_cc",
     "gpu type": "gpu_model",
 }
+#: The first word of every key: a line starting otherwise is no template answer.
+FIRST_WORDS = {key.split(" ", 1)[0] for key in KEYS}
 #: Fields only a template has: one of them must be present.
 MARKERS = {"tensorflow_version", "tensorflow_version_gpu", "torch_version_gpu", "transformers_version",
            "accelerate_version", "jaxlib_version", "cupy_version", "cuda_cudnn", "gpu_model"}
@@ -68,6 +70,9 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
             continue
         if ":" not in line and "=" not in line:
             continue
+        head = line.split(":", 1)[0].split("=", 1)[0].strip(" \t-*+>`").lower()
+        if len(head) > 80 or head.split(" ", 1)[0].strip("`*") not in FIRST_WORDS:
+            continue  # no template key starts this way: the expression below is not tried
         m = _LINE.match(line)
         if m and _key(m.group(1)) in KEYS and m.group(2):
             raw.setdefault(KEYS[_key(m.group(1))], (m.group(2), number))

@@ -53,6 +53,10 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
 def _package(out: dict[str, Any], line: str, number: int) -> None:
     if len(line) > 200:
         return
+    first = line.split("=", 1)[0].split(None, 1)
+    name = first[0].lower().replace("_", "-") if first else ""
+    if not (name in PACKAGES or name.startswith("cupy-cuda")) or any(p["name"] == name for p in out["packages"]):
+        return  # only the named packages, the first line of each
     m = _PIP.match(line)
     if not m:
         return

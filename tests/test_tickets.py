@@ -1,0 +1,250 @@
+"""`gpudoctor analyze` on whole tickets in every form (tests/fixtures/tickets/, each with its source link and
+what its thread established in index.json): framework and CUDA messages, container and nvidia-smi errors,
+issue templates, environment scripts, Python sessions, tool output.
+
+The corpus is judged as the lead reads it: agreement with each thread, false errors (the worst defect:
+none allowed), missed errors and unread tickets (exit 2) are counted; the counts are asserted as floors
+so that a reader that stops working fails here. Then each form's reader is held to what its lines say.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gpudoctor.cli import cli
+from gpudoctor.pastes.detect import find_pastes
+from gpudoctor.pastes.forms import messages, session, templates, tools
+
+TICKETS = Path(__file__).parent / "fixtures" / "tickets"
+INDEX = json.loads((TICKETS / "index.json").read_text(encoding="utf-8"))
+PASTES = Path(__file__).parent / "fixtures" / "pastes"
+
+
+def analyze(*args: str) -> tuple[int, dict[str, Any], str]:
+    result = CliRunner().invoke(cli, ["analyze", "--format", "json", *args])
+    assert result.exit_code in (0, 1, 2), result.output
+    report = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result.exit_code, report, result.stderr
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """agree / false_error / missed / unread, against the thread's outcome."""
+    code, report, _ = analyze(str(TICKETS / row["file"]))
+    if code == 2:
+        return "unread"
+    is_error = report["summary"]["verdict"] == "error"
+    if is_error and row["expected"] == "not_error":
+        return "false_error"
+    if not is_error and row["expected"] == "error":
+        return "missed"
+    return "agree"
+
+
+# --- the corpus ---------------------------------------------------------------------------------------
+
+def test_the_corpus_is_real_new_and_described() -> None:
+    files = {p.name for p in TICKETS.iterdir()} - {"index.json"}
+    assert files == {row["file"] for row in INDEX}
+    assert all(row["source"].startswith("https://github.com/") and row["established"] for row in INDEX)
+    assert {row["expected"] for row in INDEX} <= {"error", "not_error"}
+    assert sum(row["whole_body"] for row in INDEX) * 2 >= len(INDEX)  # at least half are whole issue bodies
+    old = {(PASTES / name).read_text(encoding="utf-8").strip() for name in {p.name for p in PASTES.iterdir()} - {"index.json"}}
+    assert not any((TICKETS / row["file"]).read_text(encoding="utf-8").strip() in old for row in INDEX)
+
+
+@pytest.mark.parametrize("row", [r for r in INDEX if r["expected"] == "not_error"], ids=lambda r: r["file"])
+def test_no_false_error_on_a_healthy_ticket(row: dict[str, Any]) -> None:
+    assert outcome(row) != "false_error"
+
+
+def test_corpus_agreement() -> None:
+    """The figures of the closing note; floors, so a reader that regresses fails here."""
+    counts = Counter(outcome(row) for row in INDEX)
+    print(dict(counts), "of", len(INDEX))
+    assert counts["false_error"] == 0
+    assert counts["agree"] >= 40 and counts["unread"] <= 4
+
+
+# --- each form, read from its real ticket -------------------------------------------------------------
+
+def _lines(name: str) -> list[str]:
+    return (TICKETS / name).read_text(encoding="utf-8").split("\n")
+
+
+def test_pytorch_architecture_warning_names_gpu_arch_and_build_list() -> None:
+    code, report, _ = analyze(str(TICKETS / "pytorch-45028-comment.md"))
+    finding = next(f for f in report["findings"] if f["code"] == "FWK201")
+    assert code == 1 and "A100-SXM4-40GB (sm_80)" in finding["title"] and "sm_37 sm_50 sm_60 sm_70" in finding["title"]
+    assert "pytorch-45028-comment.md, line 4" in finding["detail"]  # where it was read
+    assert report["facts"]["nvml"]["driver_version"] == "450.119.03"  # the table below it is read too
+    item = report["facts"]["evidence"][0]
+    assert item["kind"] == "gpu_arch_unsupported" and item["form"] == "messages" and item["sm"] == "sm_80"
+
+
+def test_driver_too_old_gives_the_driver_cuda() -> None:
+    (item,) = messages.read(_lines("fastfcn-37.md"))["evidence"]
+    assert item["kind"] == "driver_too_old" and item["driver_cuda"] == "9.0" and item["line"] == 9
+    _, report, _ = analyze(str(TICKETS / "fooocus-1313.md"))
+    assert {f["code"] for f in report["findings"]} == {"FWK202"}
+
+
+def test_cudnn_mismatch_in_both_spellings() -> None:
+    (old,) = messages.read(_lines("tf-faster-rcnn-436.md"))["evidence"]
+    (new,) = messages.read(_lines("kohya-ss-2787.md"))["evidence"]
+    assert (old["loaded"], old["built"]) == ("7201", "7004") and (new["loaded"], new["built"]) == ("8.7.0", "8.9.4")
+
+
+def test_tensorflow_dlopen_lines() -> None:
+    kinds = [(e["kind"], e.get("library")) for e in messages.read(_lines("nvidia-tensorflow-110.md"))["evidence"]]
+    assert kinds == [("library_not_loaded", "libcusolver.so.11"), ("dlopen_failed", None)]
+
+
+def test_container_and_nvidia_smi_errors() -> None:
+    _, report, _ = analyze(str(TICKETS / "llamafactory-5268.md"))
+    assert {f["code"] for f in report["findings"]} == {"CTR007"}
+    _, report, _ = analyze(str(TICKETS / "workspace-19.md"))
+    assert report["facts"]["nvml"]["init"]["reason"] == "unknown"
+    assert "device handle" in report["facts"]["nvml"]["init"]["message"]
+
+
+def test_driver_610_header_is_read() -> None:
+    code, report, _ = analyze(str(TICKETS / "mistral-rs-2287.md"))
+    assert code == 0 and report["facts"]["nvml"]["driver_version"] == "610.43.02"
+    assert report["facts"]["nvml"]["cuda_driver_version"] == 13030
+
+
+def test_tensorflow_issue_form_on_native_windows() -> None:
+    values = templates.read(_lines("tensorflow-85006.md"))
+    assert values["tensorflow_version"] == "2.18.0" and values["os"] == "Windows 11 24h2" and values["gpu_model"] == "4080 RTX"
+    code, report, _ = analyze(str(TICKETS / "tensorflow-85006.md"))
+    assert code == 1 and {f["code"] for f in report["findings"]} == {"CMP009"}
+    assert report["facts"]["host"]["os"] == "Windows" and report["facts"]["gpus"][0]["stated"] is True
+
+
+def test_transformers_env_gives_is_available() -> None:
+    values = templates.read(_lines("transformers-9580.md"))
+    assert values["torch_version"] == "1.7.0+cu101" and values["torch_cuda_available"] is True
+    _, report, _ = analyze(str(TICKETS / "transformers-9580.md"))
+    torch = report["facts"]["frameworks"]["torch"]["info"]
+    assert torch["built_cuda"] == "10.1" and torch["cuda_available"] is True
+
+
+def test_jax_environment_info() -> None:
+    values = templates.read(_lines("jax-12213-gpu.md"))
+    assert values["jax_version"] == "0.3.17" and values["jaxlib_version"] == "0.3.15" and values["jax_devices"] == "gpu"
+    assert templates.read(_lines("jax-12213-cpu.md"))["jax_devices"] == "cpu"
+
+
+def test_cupy_show_config() -> None:
+    values = templates.read(_lines("cupy-3768.md"))
+    assert values["cupy_version"] == "8.0.0" and values["cupy_driver_cuda"] == "11.0"
+
+
+def test_nvcc_and_pip_list() -> None:
+    values = tools.read(_lines("tensorflow-73368.md"))
+    assert values["nvcc"] == "12.5" and values["nvcc_full"] == "12.5.40"
+    values = tools.read(_lines("jax-20722.md"))
+    assert [(p["name"], p["version"]) for p in values["packages"]] == [("jax", "0.4.26"), ("jaxlib", "0.4.26+cuda12.cudnn89")]
+
+
+def test_repl_session_is_read_with_its_lines() -> None:
+    lines = [">>> import torch", ">>> torch.cuda.get_arch_list()", "['sm_37', 'sm_50', 'sm_60', 'sm_70']",
+             ">>> torch.cuda.is_available()", "True", "$ python -c \"import torch; print(torch.__version__, torch.version.cuda)\"",
+             "1.12.0 10.2"]
+    values = session.read(lines)
+    assert values["torch_arch_list"] == ["sm_37", "sm_50", "sm_60", "sm_70"] and values["torch_cuda_available"] is True
+    assert values["torch_version"] == "1.12.0" and values["torch_cuda"] == "10.2"
+    assert [e["line"] for e in values["evidence"]] == [3, 5, 7, 7]
+
+
+# --- evidence outranks inference ------------------------------------------------------------------------
+
+COLLECT_ENV = """PyTorch version: 2.4.0+cu124
+Is debug build: False
+CUDA used to build PyTorch: 12.4
+OS: Ubuntu 22.04.4 LTS (x86_64)
+Python version: 3.10.12 (main) [GCC 11.4.0] (64-bit runtime)
+Python platform: Linux-5.15.0-1057-aws-x86_64-with-glibc2.35
+Is CUDA available: {available}
+GPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB
+Nvidia driver version: 470.239.06
+"""
+
+
+def test_cuda_that_started_under_an_old_driver_is_not_called_broken(tmp_path: Path) -> None:
+    """Driver 470 runs CUDA 11.4; a cu124 build that reports CUDA available ran through the forward-compatibility
+    package, so no CMP001. The same paste with CUDA unavailable keeps the matrix's answer."""
+    path = tmp_path / "env.txt"
+    path.write_text(COLLECT_ENV.format(available="True"), encoding="utf-8")
+    code, report, _ = analyze(str(path))
+    assert code == 0 and "CMP001" not in {f["code"] for f in report["findings"]}
+    path.write_text(COLLECT_ENV.format(available="False"), encoding="utf-8")
+    _, report, _ = analyze(str(path))
+    assert "CMP001" in {f["code"] for f in report["findings"]}
+
+
+def test_collect_env_with_the_frameworks_own_no_driver_message(tmp_path: Path) -> None:
+    text = ("UserWarning: CUDA initialization: Found no NVIDIA driver on your system. Please check that you have an "
+            "NVIDIA GPU and installed a driver\n" + COLLECT_ENV.format(available="False").replace(
+                "GPU 0: NVIDIA A100-SXM4-80GB", "Could not collect").replace("470.239.06", "Could not collect"))
+    path = tmp_path / "env.txt"
+    path.write_text(text, encoding="utf-8")
+    code, report, _ = analyze(str(path))
+    assert code == 1 and "FWK203" in {f["code"] for f in report["findings"]}
+
+
+def test_two_interpreters_are_a_contradiction_not_a_merge(tmp_path: Path) -> None:
+    text = COLLECT_ENV.format(available="True") + "\n```\n>>> import torch\n>>> torch.cuda.is_available()\nFalse\n```\n"
+    path = tmp_path / "body.md"
+    path.write_text(text, encoding="utf-8")
+    _, report, stderr = analyze(str(path))
+    found = {f["code"]: f for f in report["findings"]}
+    assert "FWK206" in found and "True in collect_env" in found["FWK206"]["title"]
+    assert report["facts"]["frameworks"]["torch"]["info"]["cuda_available"] is True  # collect_env's, not merged
+    assert "two Python environments?" in stderr
+
+
+def test_prose_that_denies_a_message_is_not_evidence() -> None:
+    assert messages.read(["I no longer get Found no NVIDIA driver on your system after the reinstall"]) is None
+    assert messages.read(["RuntimeError: Found no NVIDIA driver on your system."])["evidence"][0]["kind"] == "no_driver"
+
+
+def test_a_live_report_has_no_evidence_and_skips_these_checks() -> None:
+    from gpudoctor.checks import messages as checks
+
+    for check in checks.CHECKS:
+        with pytest.raises(Exception, match="live check"):
+            list(check.run({"nvml": {"init": {"ok": True}}}))
+
+
+# --- bounds ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "x" * 1_000_000,
+    ("with CUDA capability sm_" * 40_000),
+    ("Could not load dynamic library '" + "a" * 200) * 4000,
+    (">>> torch.cuda.is_available()\n" * 30_000),
+    ("- TensorFlow version: " + "1." * 400 + "\n") * 2000,
+    ("torch" + " " * 50 + "2.0\n") * 15_000,
+])
+def test_a_one_megabyte_body_is_read_in_linear_time(line: str) -> None:
+    text = line[:1_000_000]
+    start = time.perf_counter()
+    find_pastes(text, "big.md")
+    # linear, bounded expressions: about 0.1-0.3 s idle; a backtracking one would take minutes, so the bound is loose
+    # enough for a shared, loaded runner
+    assert time.perf_counter() - start <= 3.0
+
+
+def test_untrusted_text_stays_text() -> None:
+    line = "RuntimeError: Found no NVIDIA driver on your system <script>alert(1)</script> token=ghp_" + "a" * 36
+    result = CliRunner().invoke(cli, ["analyze", "--format", "markdown", "-"], input=line + "\n")
+    assert result.exit_code == 1
+    assert "<script>" not in result.stdout and "ghp_" + "a" * 36 not in result.stdout
