@@ -817,6 +817,11 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": {"timed_out": False, "incomplete": {"while": "starting", "reason": "not_started", "returncode": None,
                                                     "stderr_tail": "OSError: [Errno 24] Too many open files"}},
     },
+    "INT007": {
+        # gpudoctor merge nodes/*.json, one node's copy cut short on its way (tools/docgen.py EMITTED_BY_MERGE)
+        "refused": ["nodes/node-17.json", "nodes/node-17.json is not valid JSON (Unterminated string starting at: "
+                                          "line 74 column 32 (char 1910))"],
+    },
     "INT005": {
         # gpudoctor check --quick --only acceleration: --quick runs no work on the GPUs
         "options": {"only": ["acceleration"]},

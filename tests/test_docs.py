@@ -115,7 +115,8 @@ def test_every_declared_code_is_in_the_catalogue():
 
 def test_every_live_code_is_declared_by_exactly_one_check():
     counts = Counter(code for check in registry.CHECKS for code in set(check.codes))
-    assert {code: counts[code] for code in LIVE_CODES if counts[code] != 1} == {}
+    expected = {code: 0 if code in docgen.EMITTED_BY_MERGE else 1 for code in LIVE_CODES}
+    assert {code: counts[code] for code in LIVE_CODES if counts[code] != expected[code]} == {}
 
 
 def test_no_check_declares_a_removed_code():
@@ -137,6 +138,10 @@ def test_every_code_has_an_example_and_no_example_is_orphaned():
 
 @pytest.mark.parametrize("code", LIVE_CODES)
 def test_owning_check_emits_the_code_on_its_example(code):
+    if code in docgen.EMITTED_BY_MERGE:  # not a check's: merge's row for a file that is not a readable report
+        row = docgen.merge_example(code)
+        assert row["verdict"] == "refused" and row["failing"] and [f["code"] for f in row["findings"]] == [code]
+        return
     if code in docgen.EMITTED_BY_REGISTRY:
         check = docexamples.CRASHING_CHECK
     else:

@@ -43,6 +43,8 @@ GENERATE_COMMAND = "python tools/docgen.py"
 
 #: Codes the registry itself emits for any check (registry.run_check turns a crash into INT003).
 EMITTED_BY_REGISTRY = ("INT003",)
+#: Codes `gpudoctor merge` emits for a file it was given, not a check for a report (fleet.refused_row).
+EMITTED_BY_MERGE = ("INT007",)
 
 
 class DocgenError(Exception):
@@ -131,9 +133,27 @@ def _section(entry: Code, owners: dict[str, str]) -> list[str]:
     return out
 
 
+def merge_example(code: str) -> dict[str, Any]:
+    """The row `gpudoctor merge` makes of the example file (docexamples.EXAMPLES[code]["refused"]: its path
+    and why it was refused), as the merged JSON holds it."""
+    from gpudoctor import fleet
+
+    source, why = docexamples.EXAMPLES[code]["refused"]
+    merged = fleet.merge([], refused=[(source, why)])
+    row = merged["nodes"][0]
+    if not any(f["code"] == code for f in row["findings"]):
+        raise DocgenError(f"the example for {code} does not make merge report it")
+    return row
+
+
 def _example(entry: Code) -> list[str]:
     if entry.removed_in and entry.code not in docexamples.EXAMPLES:
         return ["None: this code is no longer reported."]
+    if entry.code in EMITTED_BY_MERGE:
+        source, why = docexamples.EXAMPLES[entry.code]["refused"]
+        return [f"`gpudoctor merge` given `{source}` among the nodes' reports, where that file is not a report it can "
+                "read, makes it a row of its own; in the merged JSON:", "", "```json",
+                compact_json(merge_example(entry.code)), "```"]
     check, facts, result = run_example(entry.code)
     if entry.code in EMITTED_BY_REGISTRY:
         intro = (f"Any check that raises is reported as {entry.code} instead of taking the report down. Here "
@@ -201,6 +221,8 @@ def _subject(s: Subject) -> str:
 
 
 def _owner_cell(entry: Code, owners: dict[str, str]) -> str:
+    if entry.code in EMITTED_BY_MERGE:
+        return "`gpudoctor merge`"
     if entry.code in EMITTED_BY_REGISTRY:
         declared = f", declared by `{owners[entry.code]}`" if entry.code in owners else ""
         return f"any check{declared}"
