@@ -146,3 +146,5 @@ CHECKS = (
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
           ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206"), check_framework_messages, ()),
 )
+#: The checks that judge only what a ticket shows: a live check has nothing for them, and skips them.
+PASTE_ONLY = frozenset(c.id for c in CHECKS)

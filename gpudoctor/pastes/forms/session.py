@@ -42,14 +42,19 @@ _PRINT = re.compile(r"print\((.{1,500})\)\s*;?\s*$")
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
     """The answers the sessions in ``lines`` printed; None when there are none."""
     out: dict[str, Any] = {"notes": [], "evidence": []}
+    commands: set[str] = set()
     for number, line in enumerate(lines, 1):
+        if ("-c" in line or ">>>" in line or "In [" in line) and line in commands:
+            continue  # the same command again: its first answer is kept
         if ">>>" in line or "In [" in line:
+            commands.add(line)
             prompt = _PROMPT.match(line)
             if prompt:
                 expr = _unprint(prompt.group(1))
                 if _field(expr) and _field(expr) not in out:
                     _take(out, [expr], _answer_lines(lines, number, 1), number)
         elif "-c" in line and "python" in line:
+            commands.add(line)
             m = _ONE_LINER.search(line)
             if m:
                 printed = _PRINT.search(m.group(2).rsplit(";", 1)[-1].strip())

@@ -53,11 +53,15 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
     """The template answers in ``lines``; None when no template is there."""
     raw: dict[str, tuple[str, int]] = {}
     heading: Optional[tuple[str, int]] = None
+    done: set[str] = set()
     for number, line in enumerate(lines, 1):
         if heading and line.strip():
             raw.setdefault(heading[0], (line.strip(), number))
             heading = None
             continue
+        if line in done:
+            continue  # a line seen before adds nothing (the first answer to a key is kept)
+        done.add(line)
         if "#" in line[:8]:
             m = _HEADING.match(line)
             if m and _key(m.group(1)) in KEYS:

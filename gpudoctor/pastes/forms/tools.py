@@ -25,7 +25,11 @@ _PIP = re.compile(r"^\s{0,4}([A-Za-z][\w.-]{0,60})\s{0,4}(?:==\s{0,4}|\s{2,40})(
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
     """The tool outputs in ``lines``; None when none is there."""
     out: dict[str, Any] = {"notes": [], "packages": [], "lspci": [], "ldconfig": [], "lines": {}}
+    done: set[str] = set()
     for number, line in enumerate(lines, 1):
+        if line in done:
+            continue  # a line seen before adds nothing: each value is its first occurrence
+        done.add(line)
         if "compilation tools" in line and "nvcc" not in out:
             m = _NVCC.search(line)
             if m:
