@@ -407,9 +407,9 @@ _CODES = (
          "The framework silently runs on the CPU, or fails on every kernel launch.",
          "Follow the finding: run it in WSL2, or use the last release that supported the combination."),
     Code("CMP010", "driver-does-not-drive-gpu", ERROR,
-         "The driver's branch no longer drives the GPU's architecture (compat_matrix/driver_branches.json): R470 was the last for Kepler, R390 for Fermi, R340 for Tesla, R580 for Maxwell, Pascal and Volta.",
+         "The driver's branch no longer drives the GPU's architecture, or predates it (compat_matrix/driver_branches.json): R470 was the last for Kepler, R390 for Fermi, R340 for Tesla, R580 for Maxwell, Pascal and Volta; R520 is the first for Hopper and Ada.",
          "The driver does not list the GPU at all (nvidia-smi and CUDA see no device), so no build of any framework can use it, whatever CUDA the driver supports.",
-         "Install a driver of the last branch that drives the GPU (the finding names it) and the newest CUDA and framework builds that branch supports (`gpudoctor matrix suggest`), or move to a newer GPU."),
+         "Install a driver of a branch that drives the GPU (the finding names it: the last branch for an old GPU, the first or a newer one for a new GPU) and the CUDA and framework builds it supports (`gpudoctor matrix suggest`)."),
     # --- acceleration: work run on the GPUs ------------------------------------------------------
     Code("RUN001", "smoke-kernel-failed", ERROR,
          "The framework-free smoke kernel (a small PTX kernel run through the CUDA driver API) failed on a GPU; the CUDA error and its meaning are given.",

@@ -56,6 +56,45 @@ def last_branch(cc: str) -> Optional[Branch]:
                   data["sources"].get(entry["source"], entry["source"]))
 
 
+def first_branch(cc: str) -> Optional[Branch]:
+    """The first branch that drives GPUs of compute capability ``cc``, where the matrix gives one with its
+    source (Hopper and Ada: R520); None elsewhere, so an older driver is never judged by a guess."""
+    if _jetson_only(cc):
+        return None
+    arch = architecture_for(cc)
+    data = load_topic("driver_branches")
+    entry = next((e for e in data["entries"] if e.get("architecture") == arch), None)
+    first = entry.get("first_branch") if entry else None
+    if not (isinstance(first, str) and first.isascii() and first.isdigit()):
+        return None
+    key = entry.get("first_branch_source") or entry["source"]
+    return Branch(arch or "", int(first), None, data["sources"].get(key, key))
+
+
+def first_driver(cc: str, os_name: str = "linux") -> Optional[str]:
+    """The oldest driver version known to drive compute capability ``cc``: the Table 3 minimum of the first
+    toolkit that compiles for it (CUDA 11.8's 520.61.05 for Hopper and Ada), when that is of the first branch."""
+    branch = first_branch(cc)
+    row = next((r for r in load_topic("cuda_targets")["entries"]
+                if rules.version(r.get("compute_capability")) == rules.version(cc)), None)
+    entry = rules.toolkit_entry(str(row.get("first_cuda"))) if branch and row and row.get("first_cuda") else None
+    driver = (entry or {}).get("min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux")
+    return driver if isinstance(driver, str) and branch_of(driver) is not None and branch_of(driver) >= branch.last else None
+
+
+def too_old(driver: Optional[str], cc: str) -> rules.Verdict:
+    """Whether driver ``driver`` is of a branch older than the first that drives compute capability ``cc``:
+    FAIL with that branch in ``needs`` ("520"). Windows numbers a branch at or above its Linux number (R470 is
+    471.xx to 474.xx), never below, so a major below the first branch is older on every OS."""
+    have = branch_of(driver)
+    branch = first_branch(cc)
+    if have is None or branch is None or have >= branch.last:
+        return rules.Verdict(rules.OK if have is not None else rules.UNKNOWN, "")
+    return rules.Verdict(rules.FAIL, f"R{branch.last} is the first driver branch that drives {branch.architecture.title()} GPUs "
+                                     f"(compute capability {cc}); driver {driver} is of an older branch, which has no support for them",
+                         needs=str(branch.last))
+
+
 def drives(driver: Optional[str], cc: str) -> rules.Verdict:
     """Whether driver ``driver`` drives a GPU of compute capability ``cc``: FAIL with the last branch
     that does in ``needs`` ("470"), OK, or UNKNOWN when the driver is not a version."""
@@ -73,11 +112,15 @@ def drives(driver: Optional[str], cc: str) -> rules.Verdict:
 def stack_findings(stack: Stack) -> list[Finding]:
     """CMP010 for each GPU of the stack its driver does not drive; nothing when the driver is not given."""
     out: list[Finding] = []
-    if stack.driver_os == "windows":
-        return out  # Windows numbers its drivers apart (R470 is 471.xx to 474.xx): the Linux branches do not apply
     for label, cc in stack.gpus:
         if not stack.driver or _is_jetson_label(label):
             continue
+        early = too_old(stack.driver, cc)
+        if early.status == rules.FAIL:
+            out.append(_too_old_finding(stack, label, cc, early))
+            continue
+        if stack.driver_os == "windows":
+            continue  # Windows numbers its drivers apart (R470 is 471.xx to 474.xx): the Linux last branches do not apply
         verdict = drives(stack.driver, cc)
         if verdict.status != rules.FAIL:
             continue
@@ -90,6 +133,22 @@ def stack_findings(stack: Stack) -> list[Finding]:
                            commands=[f"gpudoctor matrix suggest --cc {cc} --driver {newest}"] if newest else [],
                            links=[DRIVER_MATRIX_DOCS]))
     return out
+
+
+def _too_old_finding(stack: Stack, label: str, cc: str, verdict: rules.Verdict) -> Finding:
+    first = first_driver(cc, stack.driver_os)
+    return finding("CMP010", f"driver {stack.driver} does not drive {label}: R{verdict.needs} is the first branch that does",
+                   detail=verdict.reason + ". The GPU is not listed by nvidia-smi and CUDA sees no device.",
+                   text=f"Install driver {first or 'R' + str(verdict.needs)} or newer.",
+                   commands=[f"gpudoctor matrix suggest --cc {cc} --driver {first}"] if first else [],
+                   links=[DRIVER_MATRIX_DOCS])
+
+
+def too_old_line(driver: str, cc: str, branch: Branch, first: str) -> str:
+    """`matrix suggest`'s first line when the given driver predates the GPU."""
+    return (f"Driver {driver} does not drive compute capability {cc} GPUs: R{branch.last} is the first branch that drives "
+            f"{branch.architecture.title()} GPUs. The builds below are for driver {first}, the oldest that does; a newer one "
+            f"unlocks newer builds.")
 
 
 def wrong_branch_line(driver: str, cc: str, branch: Branch) -> str:

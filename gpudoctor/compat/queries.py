@@ -86,6 +86,11 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
     if branch and branch.newest_driver and branches.drives(driver, cc).status == rules.FAIL:
         lines.append(branches.wrong_branch_line(driver, cc, branch))  # never suggest for a driver that cannot drive the GPU
         driver, driver_cuda = branch.newest_driver, None
+    first = branches.first_branch(cc) if os_name != "macos" else None
+    oldest = branches.first_driver(cc, "windows" if os_name in ("windows", "wsl") else "linux")
+    if first and oldest and branches.too_old(driver, cc).status == rules.FAIL:
+        lines.append(branches.too_old_line(driver, cc, first, oldest))  # never suggest for a driver that predates the GPU
+        driver, driver_cuda = oldest, None
     stack = Stack(driver=driver, python=python, os=os_name, gpus=[(f"compute capability {cc}", cc)])
     stack.driver_cuda = driver_cuda or rules.driver_cuda_of(driver, stack.driver_os)
     if os_name != "macos":
@@ -130,7 +135,8 @@ def _unlock(stack: Stack, cc: str) -> Optional[str]:
     have = rules.version(stack.driver_cuda)
     rows = [r for r in load_topic("cuda_toolkits")["entries"] if r.get(column) and rules.major_minor(r.get("version"))]
     rows = [r for r in rows if rules.major_minor(r["version"]) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK
-            and (stack.driver_os == "windows" or branches.drives(r[column], cc).status != rules.FAIL)]
+            and (stack.driver_os == "windows" or branches.drives(r[column], cc).status != rules.FAIL)
+            and branches.too_old(r[column], cc).status != rules.FAIL]
     best = max(rows, key=lambda r: rules.version(r["version"]), default=None)
     if best is None:
         return None
