@@ -161,3 +161,12 @@ def test_long_gpu_names_keep_the_markdown_within_its_budget(tmp_path: Path) -> N
     assert "<b>" not in markdown and "cut to fit an issue" in markdown
     code, _, _ = _analyze(tmp_path, markdown)
     assert code in (rep.EXIT_OK, rep.EXIT_FINDINGS)
+
+
+def test_many_claims_in_one_cell_are_bounded_together() -> None:
+    cell = ", ".join(f"99999999 x NVIDIA H100 {i}" for i in range(5000))
+    text = _shown_only(MARKDOWN).replace(GPUS_CELL, f"| GPUs | ✅ pass | 1: {cell} |")
+    start = time.monotonic()
+    parsed = markdown_report.parse_shown(text)
+    assert time.monotonic() - start < 2
+    assert len(parsed["gpus"]) == markdown_report.MAX_GPUS and len(parsed["notes"]) <= 10

@@ -40,7 +40,8 @@ def claimed(count: int, what: str, notes: list[str]) -> int:
     """How many GPUs to read of ``count`` claimed: at most MAX_GPUS, with a note when the claim is cut."""
     if count <= MAX_GPUS:
         return count
-    notes.append(f"{what}: claims {count} GPUs, more than one machine holds; read as {MAX_GPUS}")
+    if len(notes) < 10:  # one note per claim, up to ten: a cell of thousands of claims is not ten thousand notes
+        notes.append(f"{what}: claims {count} GPUs, more than one machine holds; read as {MAX_GPUS}")
     return MAX_GPUS
 
 
@@ -152,7 +153,8 @@ def parse_shown(text: str) -> dict[str, Any]:
                 out["driver_version"], out["cuda_version"] = m.group(1), m.group(2)
         elif area == "GPUs":
             for count, name, mib in _GPUS.findall(cell.split(": ", 1)[-1]):
-                for _ in range(claimed(int(count), f"the GPUs cell's {name.strip()[:80]}", out["notes"])):
+                room = MAX_GPUS - len(out["gpus"])  # the whole cell's GPUs, however many entries claim them
+                for _ in range(min(claimed(int(count), f"the GPUs cell's {name.strip()[:80]}", out["notes"]), room)):
                     out["gpus"].append({"index": len(out["gpus"]), "name": name.strip(),
                                         **({"memory_total_mib": int(mib)} if mib else {})})
         elif area == "Frameworks":
