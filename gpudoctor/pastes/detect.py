@@ -92,7 +92,6 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
 def _blocks(text: str, name: str) -> list[Paste]:
     """The pastes of the fixed layouts (a JSON report, nvidia-smi, collect_env), block by block."""
     found: list[Paste] = []
-    text = _INVISIBLE.sub("", text)
     blocks = pieces(unquote(text))
     for n, block in enumerate(blocks, 1):
         where = name if len(blocks) == 1 else f"{name}, block {n}"
