@@ -79,6 +79,10 @@ def test_malformed_field_is_exit_2_naming_it(tmp_path, command, path, value, mes
     report = saved(tmp_path, _set(path, value))
     result = CliRunner().invoke(cli, [*command, str(report)])
     assert result.exit_code == 2, result.stderr
+    if command[0] == "merge":  # merge shows the file as a refused row, with the same one-line reason
+        assert "refused" in result.stdout and f"INT007 [file] {report}: " in result.stdout
+        assert (message if "nested" not in message else message) in result.stdout
+        return
     line = one_line(result)
     assert line.startswith(f"Error: {report}: ")
     assert line.endswith(message) if "nested" not in message else message in line
@@ -106,6 +110,9 @@ def test_nan_and_infinity_are_refused_at_load(tmp_path, token):
     for command in (("analyze", "--format", "json"), ("merge",), ("devices", "--json", "--report")):
         result = CliRunner().invoke(cli, [*command, str(path)])
         assert result.exit_code == 2, result.stderr
+        if command[0] == "merge":  # a refused row of its own, with the same reason
+            assert f"INT007 [file] {path} is not valid JSON (" in result.stdout
+            continue
         assert one_line(result).startswith(f"Error: {path} is not valid JSON (")
 
 
