@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,21 @@ def test_driver_cuda_that_disagrees_with_driver_is_named():
 def test_driver_cuda_that_agrees_with_driver_adds_nothing():
     result = CliRunner().invoke(cli, ["matrix", "check", "--json", "--driver", "515.105.01", "--driver-cuda", "11.7"])
     assert "notes" not in json.loads(result.stdout) and "note:" not in result.output
+
+
+def _with_closed_stdout(*args: str) -> tuple[int, str]:
+    """Run gpudoctor with its standard output's reader gone before it writes, as `| head` ends up."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=60), err
+
+
+@pytest.mark.parametrize("args", [["checks"], ["explain", "GPU103"], ["matrix", "show"]])
+def test_a_listing_read_by_head_exits_quietly(args):
+    assert _with_closed_stdout(*args) == (0, "")
+
+
+def test_a_verdict_read_by_no_one_is_still_a_failed_delivery():
+    code, err = _with_closed_stdout("matrix", "check", "--cc", "8.6")
+    assert code == 3 and "not delivered" in err

@@ -24,6 +24,9 @@ FORMATS = ("text", "json", "markdown", "junit")
 
 #: ``ctx.meta`` key under which ``inputs.load_report`` records the saved reports a command loaded.
 LOADED_REPORTS = "gpudoctor.loaded_reports"
+#: ``ctx.meta`` key a listing command (checks, explain, matrix show) sets: its output is reference text, so
+#: a reader that stops early (``| head``) is no failed delivery, unlike a report's.
+LISTING = "gpudoctor.listing"
 #: Commands whose whole input is a saved report or a paste: whatever still raises while judging or
 #: rendering it is that input's fault as far as the user can act on it, so exit 2, not 3.
 INPUT_COMMANDS = ("analyze", "merge")
@@ -53,6 +56,8 @@ class DoctorGroup(click.Group):
             ctx.exit(rep.EXIT_INTERNAL)
         except BrokenPipeError:
             _stdout_to_devnull()  # or Python's own flush at exit complains about the pipe once more
+            if ctx.meta.get(LISTING):  # `gpudoctor checks | head`: the reader had what it wanted
+                ctx.exit(0)
             click.echo("gpudoctor: standard output was closed by its reader: the report was not delivered", err=True)
             ctx.exit(rep.EXIT_INTERNAL)
         except Exception as exc:  # noqa: BLE001 - the contract is: no traceback, exit 3 (2 for bad input)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from gpudoctor.cli.base import cli
+from gpudoctor.cli.base import LISTING, cli
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.render.safe import terminal
 
@@ -16,6 +16,7 @@ def list_checks() -> None:
     """List every check, its area and the finding codes it may report."""
     from gpudoctor.checks.registry import CHECKS
 
+    click.get_current_context().meta[LISTING] = True
     for c in CHECKS:
         click.echo(terminal(f"{c.id:<36} {c.area:<11} {', '.join(c.codes)}"))
         click.echo(terminal(f"{'':<36} {c.title}"))
@@ -27,6 +28,7 @@ def explain(code: str) -> None:
     """Explain a finding code: what it means, why it matters, how to fix it."""
     from gpudoctor.codes import CATALOGUE
 
+    click.get_current_context().meta[LISTING] = True
     entry = CATALOGUE.get(code.upper())
     if entry is None:
         raise BadInput(f"unknown finding code {code!r}; `gpudoctor checks` lists them")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import click
 
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, cli
+from gpudoctor.cli.base import EXIT_CODES_HELP, LISTING, MATRIX_OPTION, cli
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.render.safe import json_text, terminal
 
@@ -101,6 +101,7 @@ def matrix_show(topic) -> None:
     from gpudoctor.compat import queries
     from gpudoctor.compat.data import topics
 
+    click.get_current_context().meta[LISTING] = True
     if topic and topic not in topics():
         raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
     click.echo(terminal(_matrix_call(lambda: queries.show(topic)), newlines=True))
