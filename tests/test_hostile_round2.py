@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -154,3 +155,31 @@ def test_a_listing_read_by_head_exits_quietly(args):
 def test_a_verdict_read_by_no_one_is_still_a_failed_delivery():
     code, err = _with_closed_stdout("matrix", "check", "--cc", "8.6")
     assert code == 3 and "not delivered" in err
+
+
+def test_analyze_of_closed_standard_input_is_a_real_message():
+    proc = subprocess.run([sys.executable, "-m", "gpudoctor", "analyze", "-"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, preexec_fn=lambda: os.close(0))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "Error: cannot read standard input (-): it is closed; give a file instead"
+
+
+NVIDIA_SMI_HEADER = ("```\n+" + "-" * 89 + "+\n| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      "
+                     "CUDA Version: 12.4     |\n+" + "-" * 89 + "+\n```\n\nprose {}\n\n")
+
+
+def test_analyze_names_ten_pastes_and_counts_the_rest(tmp_path):
+    paste = tmp_path / "issue.md"
+    paste.write_text("".join(NVIDIA_SMI_HEADER.format(i) for i in range(25)))
+    result = CliRunner().invoke(cli, ["analyze", str(paste)])
+    summary = [line for line in result.stderr.splitlines() if "judged from what was pasted" in line]
+    assert len(summary) == 1 and summary[0].count("nvidia-smi (") == 10 and " and 15 more. " in summary[0]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("gpudoctor: note:")]
+    assert len(notes) == len(set(notes)) >= 1
+
+
+def test_listed_keeps_a_short_list_whole():
+    from gpudoctor.cli.reports import listed
+
+    assert listed(["a", "b"]) == "a, b"
+    assert listed([str(i) for i in range(12)], limit=3) == "0, 1, 2 and 9 more"

@@ -71,15 +71,25 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
         _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)
     else:
         emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
-    read = terminal(", ".join(f"{p.kind} ({p.where})" for p in found.pastes))
+    read = terminal(listed([f"{p.kind} ({p.where})" for p in found.pastes]))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
     ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
     click.echo(f"gpudoctor: judged from what was pasted: {read}. Not checked, as a paste cannot tell: "
                f"{', '.join(sorted(areas - ran)) or 'nothing'}; checked in part: {', '.join(sorted(ran)) or 'nothing'} "
                "(-v lists each check and why it was not run).", err=True)
-    for line in notes + found.notes:
+    for line in dict.fromkeys(notes + found.notes):  # the same note for each of many pastes is said once
         click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+#: How many pastes the stderr summary names: an issue body can hold thousands, and one line must stay one line.
+LISTED_PASTES = 10
+
+
+def listed(names: Sequence[str], limit: int = LISTED_PASTES) -> str:
+    """``names`` joined by commas, the first ``limit`` of them and then "and N more"."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
 
 
 def _emit_reply(report: dict, read: list[str], output: Optional[Path], no_redact: bool) -> None:

@@ -40,6 +40,9 @@ class Inputs:
 def read_bytes(name: str, stdin: Optional[BinaryIO] = None) -> bytes:
     from gpudoctor.files import TooLarge, read_capped
 
+    if name == "-" and stdin is None and getattr(sys.stdin, "buffer", None) is None:
+        # started with standard input closed (`<&-`, a service): Python sets sys.stdin to None
+        raise PasteError("cannot read standard input (-): it is closed; give a file instead")
     try:
         return read_capped((stdin if stdin is not None else sys.stdin.buffer) if name == "-" else name, MAX_REPORT_BYTES)
     except OSError as exc:
