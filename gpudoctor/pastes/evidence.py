@@ -13,6 +13,7 @@ import re
 from typing import Any, Optional
 
 from gpudoctor.pastes.detect import Paste
+from gpudoctor.pastes.gpu_names import matrix_gpu
 
 FORMS = ("messages", "session", "template", "tools")
 
@@ -150,9 +151,8 @@ def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
     text = str(template.parsed.get("gpu_model") or "").strip()
     if not text or not _NVIDIA_WORDS.search(text) or re.search(r"\b(?:no gpu|none|cpu only|intel|amd|radeon)\b", text, re.I):
         return
-    from gpudoctor.pastes.to_facts import _matrix_gpu
 
-    entry = _matrix_gpu(text.split(",")[0].strip())
+    entry = matrix_gpu(text.split(",")[0].strip())
     gpu: dict[str, Any] = {"index": 0, "name": text[:120], "source": f"template ({template.where})", "stated": True,
                            "compute_capability": entry["compute_capability"] if entry else {"unavailable": "not_found"}}
     if entry:

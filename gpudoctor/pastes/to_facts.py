@@ -18,6 +18,7 @@ import re
 from typing import Any, Optional
 
 from gpudoctor.pastes.detect import Paste
+from gpudoctor.pastes.gpu_names import matrix_gpu
 from gpudoctor.pastes.markdown_report import MAX_GPUS
 
 #: Why each area (or check) cannot be judged from a paste: the report's skip reasons.
@@ -137,7 +138,7 @@ def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
         index = raw.get("index") if isinstance(raw.get("index"), int) else i
         gpu: dict[str, Any] = {"index": index, "name": name, "source": best.kind}
         cc = raw.get("compute_capability")
-        entry = None if cc else _matrix_gpu(name)
+        entry = None if cc else matrix_gpu(name)
         if cc:
             gpu["compute_capability"] = cc
         elif entry:
@@ -163,17 +164,6 @@ def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
     if len(set(counts.values())) > 1:
         notes.append("the pastes list different numbers of GPUs (" + ", ".join(f"{k}: {v}" for k, v in counts.items())
                      + f"); {best.kind}'s list is used")
-
-
-def _matrix_gpu(name: str) -> Optional[dict[str, Any]]:
-    from gpudoctor.compat.rules import gpu_entry
-
-    if not name or name.strip(". ") in ("NVIDIA", "NVIDIA GeForce", "GeForce", "Tesla"):
-        return None
-    try:
-        return gpu_entry(name.rstrip(". "))
-    except Exception:  # noqa: BLE001 - an unreadable matrix leaves the capability unknown, never a crash
-        return None
 
 
 def _host_and_python(facts: dict[str, Any], paste: Paste) -> None:
