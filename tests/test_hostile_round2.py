@@ -183,3 +183,38 @@ def test_listed_keeps_a_short_list_whole():
 
     assert listed(["a", "b"]) == "a, b"
     assert listed([str(i) for i in range(12)], limit=3) == "0, 1, 2 and 9 more"
+
+
+@pytest.mark.parametrize("status, error, said", [("timeout", "no answer within 20 s", "NVML did not answer (no answer within 20 s)"),
+                                                 ("error", "RuntimeError: boom", "NVML failed (RuntimeError: boom)")])
+def test_devices_with_an_nvml_that_did_not_answer_says_so(monkeypatch, status, error, said):
+    """A hung NVML was shown as "driver not available", exit 0: a diagnosis the facts do not hold."""
+    from gpudoctor import runner
+
+    facts = {"probes": {"nvml": {"status": status, "error": error, "title": "NVML"}, "host": {"status": "ok"}}}
+    monkeypatch.setattr(runner, "run_probes", lambda *a, **k: facts)
+    result = CliRunner().invoke(cli, ["devices"])
+    assert result.exit_code == 3
+    assert result.stdout == f"NVIDIA driver: unknown: {said}\n" and "not available" not in result.output
+    assert result.stderr == f"gpudoctor: no device listed: {said}; `gpudoctor check` says why\n"
+    assert CliRunner().invoke(cli, ["devices", "--json"]).exit_code == 3
+
+
+def test_devices_without_a_driver_still_lists_nothing_and_exits_0(monkeypatch):
+    from gpudoctor import runner
+
+    facts = {"probes": {"nvml": {"status": "ok"}}, "nvml": {"init": {"ok": False, "error": "driver_not_loaded"}}}
+    monkeypatch.setattr(runner, "run_probes", lambda *a, **k: facts)
+    result = CliRunner().invoke(cli, ["devices"])
+    assert result.exit_code == 0 and result.stdout.startswith("NVIDIA driver: not available")
+
+
+def test_devices_of_pasted_facts_shows_no_gen_n_a():
+    from gpudoctor.render.devices import render_devices
+
+    facts = {"gpus": [{"index": 0, "name": "NVIDIA A100", "pcie": {}},
+                      {"index": 1, "name": "NVIDIA A100", "pcie": {"gen_current": 4, "width_current": 16, "gen_max": 4}}]}
+    out = render_devices(facts, {0: [0], 1: [1]})
+    assert "Genn/a" not in out and "xn/a" not in out
+    rows = out.splitlines()
+    assert " n/a / n/a " in rows[1] and "Gen4 x16 / Gen4 " in rows[2]

@@ -156,7 +156,16 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
-@cli.command()
+DEVICES_EXIT_HELP = """\b
+Exit codes:
+  0  the devices were listed (or NVML said there are none)
+  2  usage error or an unreadable --report
+  3  NVML did not answer or its probe failed: nothing could be listed
+     (`gpudoctor check` says why and what to do)
+"""
+
+
+@cli.command(epilog=DEVICES_EXIT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the GPU and topology facts as JSON.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Show the devices of a saved report instead of this machine's.")
@@ -174,11 +183,30 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
         from gpudoctor.runner import PROBES, run_probes
 
         facts = run_probes([p for p in PROBES if p.name in ("host", "nvml")])
+    unanswered = nvml_unanswered(facts)
     if as_json:
         click.echo(json.dumps({k: facts.get(k) for k in ("nvml", "gpus", "topology")}, indent=2))
-        return
-    click.echo(f"NVIDIA driver: {driver_line(facts)}")  # driver_line and render_devices show data as one-line text
-    click.echo(render_devices(facts, pipeline.cuda_numbers(facts)), nl=False)
+    elif unanswered:
+        click.echo(f"NVIDIA driver: unknown: {terminal(unanswered)}")
+    else:
+        click.echo(f"NVIDIA driver: {driver_line(facts)}")  # driver_line and render_devices show data as one-line text
+        click.echo(render_devices(facts, pipeline.cuda_numbers(facts)), nl=False)
+    if unanswered:
+        click.echo(f"gpudoctor: no device listed: {terminal(unanswered)}; `gpudoctor check` says why", err=True)
+        if not report_file:  # a saved report was read whole: only a live run failed to list
+            sys.exit(rep.EXIT_INTERNAL)
+
+
+def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
+    """Why NVML gave no answer at all (its probe timed out or failed), or None: "driver not available"
+    would be a diagnosis the facts do not hold, since a hung or crashed NVML says nothing of the driver."""
+    from gpudoctor.status import PROBE_ERROR, PROBE_TIMEOUT
+
+    record = (facts.get("probes") or {}).get("nvml") or {}
+    if not isinstance(record, dict) or record.get("status") not in (PROBE_TIMEOUT, PROBE_ERROR):
+        return None
+    verb = "did not answer" if record.get("status") == PROBE_TIMEOUT else "failed"
+    return f"NVML {verb} ({record.get('error') or record.get('status')})"
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

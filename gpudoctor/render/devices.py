@@ -31,8 +31,7 @@ def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:
             show(get(g, "pci.bus_id")),
             show(g.get("compute_capability")),
             f"{mib(get(g, 'memory.used_bytes'))} / {mib(get(g, 'memory.total_bytes'))}",
-            f"Gen{show(pcie.get('gen_current'))} x{show(pcie.get('width_current'))} / "
-            f"Gen{show(pcie.get('gen_max'))} x{show(pcie.get('width_max'))}",
+            f"{_link(pcie.get('gen_current'), pcie.get('width_current'))} / {_link(pcie.get('gen_max'), pcie.get('width_max'))}",
             show(get(g, "temperature.current_c"), " C"),
             f"{watts(get(g, 'power.draw_mw'))} / {watts(get(g, 'power.limit_mw'))}",
             show(known(g.get("persistence_mode")) or g.get("persistence_mode")),
@@ -43,6 +42,13 @@ def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:
     if pairs:
         out += "\n" + render_matrix(found, pairs)
     return out
+
+
+def _link(gen: Any, width: Any) -> str:
+    """A PCIe link as "Gen4 x16"; a part not known (a paste that gives no link) is left out, not printed
+    as "Genn/a", and a link known in no part is n/a."""
+    parts = [f"Gen{gen}" if known(gen) is not None else "", f"x{width}" if known(width) is not None else ""]
+    return " ".join(p for p in parts if p) or show(gen if gen is not None else width)
 
 
 def render_matrix(found: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
