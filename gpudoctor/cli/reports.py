@@ -247,6 +247,9 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     else:
         write(output, text)
         click.echo(f"gpudoctor: merged report written to {terminal(output)}", err=True)
+    if refused:  # the row says why; this line is for a gate's log, which may keep only standard error
+        click.echo(f"gpudoctor: {len(refused)} file(s) refused, not readable reports: "
+                   f"{terminal(', '.join(source for source, _ in refused))}", err=True)
     sys.exit(fleet.exit_code(merged))
 
 
