@@ -105,9 +105,10 @@ def test_windows_wheels_are_judged_by_their_own_architecture_list():
 def test_every_old_variant_has_a_driver_floor_and_a_known_default():
     """Every CUDA variant of PyTorch 1.0-1.11 finds its toolkit's Table 3 driver, and the plain PyPI wheel
     is one of the release's variants (its CUDA as torch/version.py of the wheel says)."""
-    want_default = {"1.0": "cu90", "1.1": "cu90", "1.2": "cu100", "1.3": "cu101", "1.4": "cu101"}
+    want_default = {"1.0": "cu90", "1.1": "cu90", "1.2": "cu100", "1.3": "cu101", "1.3.1": "cu101", "1.4": "cu101"}
     rows = [r for r in load_topic("pytorch")["entries"] if rules.version(r["version"]) < rules.version("1.12")]
-    assert [r["version"] for r in rows] == [f"1.{m}" for m in range(12)]
+    # 1.3.1 has an entry of its own: its wheels carry other architectures than 1.3.0's
+    assert [r["version"] for r in rows] == [f"1.{m}" for m in range(4)] + ["1.3.1"] + [f"1.{m}" for m in range(4, 12)]
     for row in rows:
         assert row["default_pypi_variant"] == want_default.get(row["version"], "cu102")
         assert row["default_pypi_variant"] in {v["name"] for v in row["variants"]}

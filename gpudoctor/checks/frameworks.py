@@ -16,7 +16,7 @@ from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicabl
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
 from gpudoctor.views.framework_env import steering_cause
-from gpudoctor.views.frameworks import NAMES, TORCH_INDEX
+from gpudoctor.views.frameworks import NAMES
 from gpudoctor.views.visibility import resolve
 
 if TYPE_CHECKING:
@@ -244,6 +244,7 @@ def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
     from gpudoctor.compat.data import MatrixError
     from gpudoctor.compat.from_facts import stack_from_facts
     from gpudoctor.compat.stack import fitting_torch
+    from gpudoctor.compat.torch_pip import pip_args
 
     try:
         stack = stack_from_facts(facts)
@@ -276,8 +277,8 @@ def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
     if unseen > 0:
         text += (f" The compute capability of {unseen} GPU(s) is not known, so whether it has code for "
                  f"{'them' if unseen > 1 else 'it'} was not checked.")
-    return text, [f"{stack.python_executable} -m pip install --force-reinstall 'torch=={chosen['version']}.*' "
-                  f"--index-url {TORCH_INDEX}/{variant['name']}"]
+    args = pip_args(chosen, variant, stack.os)
+    return text, [f"{stack.python_executable} -m pip install --force-reinstall {args}"] if args else []
 
 
 def _torch_blocker(stack: Stack, prefer: Optional[str]) -> str:

@@ -5,6 +5,7 @@ rules.py    pure verdicts over versions: driver vs CUDA, GPU vs compiled archite
 model.py    a Stack (driver, GPUs, builds, toolkit, OS, Python) and its Builds, and this layer's finding()
 stack.py    judge_stack, the one judge behind `check`, `analyze` and `matrix check`; builds from the matrix;
             fitting_torch (FWK001's command, `matrix suggest`)
+torch_pip.py  the pip arguments that install one PyTorch build, in the form of its release's era
 jax_wheels.py a jaxlib wheel named by its local version (+cuda111) and each JAX build's cuDNN floor
 known_bad.py  the sourced known-bad combinations (compat_matrix/known_bad.json): CMP009
 from_facts.py the Stack a snapshot describes (`check`, `analyze`)

@@ -10,8 +10,9 @@ from typing import Any, Optional
 from gpudoctor import status
 from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic, topics
-from gpudoctor.compat.model import TORCH_INDEX, Stack
+from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
+from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, Finding
 from gpudoctor.render.safe import terminal
 
@@ -95,10 +96,10 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
     stack.driver_cuda = driver_cuda or rules.driver_cuda_of(driver, stack.driver_os)
     if os_name != "macos":
         choice = fitting_torch(stack)
-        if choice:
+        args = pip_args(*choice, os_name) if choice else None
+        if choice and args:
             release, variant = choice
-            lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), stack)}): "
-                         f"pip install 'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{variant['name']}")
+            lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), stack)}): pip install {args}")
     for release in sorted(load_topic("tensorflow")["entries"], key=lambda r: rules.version(r["version"]), reverse=True):
         if os_name in ("windows", "macos") and not (os_name == "windows" and release.get("windows_native_gpu") is True):
             continue

@@ -325,7 +325,10 @@ def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[
     base, _, local = torch_version.partition("+")
     release_v = major_minor(base)
     rows = load_topic("pytorch")["entries"]
-    release = next((r for r in rows if major_minor(r.get("version")) == release_v), None)
+    # a patch release built with other architectures than its line (1.3.1) has an entry of its own "X.Y.Z";
+    # the line's entry "X.Y" stands for every other patch release
+    release = next((r for r in rows if str(r.get("version")).count(".") == 2 and version(r.get("version")) == version(base)), None) \
+        or next((r for r in rows if str(r.get("version")).count(".") == 1 and major_minor(r.get("version")) == release_v), None)
     if release is None:
         return None, None, local or "?"
     name = local or release.get("default_pypi_variant", "")

@@ -27,7 +27,8 @@ from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.jax_wheels import cudnn_floors, jaxlib_lines_of, refusing_floor, tagged_wheel
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
-from gpudoctor.compat.model import COMPAT_DOCS, NAMES, TORCH_INDEX, Build, Stack, _os_label, finding
+from gpudoctor.compat.model import COMPAT_DOCS, NAMES, Build, Stack, _os_label, finding
+from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, WARNING, Finding
 
 def judge_stack(stack: Stack) -> list[Finding]:
@@ -463,9 +464,9 @@ def _install_commands(stack: Stack, build: Build) -> list[str]:
         return []
     if build.framework == "torch":
         choice = fitting_torch(stack, prefer=(build.release or {}).get("version"))
-        if choice:
-            release, variant = choice
-            return [f"{py} -m pip install --force-reinstall 'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{variant['name']}"]
+        args = pip_args(*choice, stack.os) if choice else None
+        if args:
+            return [f"{py} -m pip install --force-reinstall {args}"]
     if build.framework == "jax" and build.release and not build.cpu_only and not _before_extras(build.release):
         have = rules.major_minor(stack.driver_cuda)
         majors = sorted((int(m) for m in build.release.get("cuda_majors") or [] if str(m).isdigit()), reverse=True)
