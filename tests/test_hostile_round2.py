@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from click.testing import CliRunner
@@ -218,3 +219,88 @@ def test_devices_of_pasted_facts_shows_no_gen_n_a():
     assert "Genn/a" not in out and "xn/a" not in out
     rows = out.splitlines()
     assert " n/a / n/a " in rows[1] and "Gen4 x16 / Gen4 " in rows[2]
+
+
+# --- frameworks: versions, other vendors' builds, the headline ------------------------------------
+
+def _site_torch(site: Path, version: str, metadata: Optional[bytes] = None) -> None:
+    """A fake site-packages torch: its package folder and one dist-info (METADATA as given)."""
+    (site / "torch").mkdir(parents=True, exist_ok=True)
+    (site / "torch" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    info = site / f"torch-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(metadata or f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n".encode())
+
+
+def _quick_report(site: Path) -> dict:
+    from gpudoctor import pipeline
+    from gpudoctor.probes.frameworks import probe_frameworks_metadata
+    from test_quick import h200_facts_with
+
+    return pipeline.judge(h200_facts_with(probe_frameworks_metadata([str(site)])["frameworks"]))
+
+
+@pytest.mark.parametrize("version, vendor", [("2.5.1+rocm6.2", "ROCm"), ("2.7.0+xpu", "Intel XPU")])
+def test_quick_says_another_vendors_torch_is_not_a_cuda_build(tmp_path, version, vendor):
+    """--quick passed a +rocm6.2 or +xpu torch on NVIDIA GPUs: no finding at all."""
+    _site_torch(tmp_path, version)
+    report = _quick_report(tmp_path)
+    fwk001 = [f for f in report["findings"] if f["code"] == "FWK001"]
+    assert len(fwk001) == 1 and fwk001[0]["severity"] == "error"
+    assert fwk001[0]["title"] == f"PyTorch {version} is a {vendor} build, not a CUDA build, on a machine with 2 NVIDIA GPU(s)"
+    assert f"local version tag +{version.split('+')[1]}" in fwk001[0]["detail"]
+
+
+def test_an_imported_rocm_torch_is_not_a_cuda_build():
+    from gpudoctor import pipeline
+    from test_quick import h200_facts_with
+
+    fw = {"torch": {"installed": True, "status": "ok", "info": {"version": "2.5.1+rocm6.2", "built_cuda": None,
+                                                               "built_hip": "6.2.41133", "cpu_only_build": False,
+                                                               "devices": []}}}
+    codes = [(f["code"], f["title"]) for f in pipeline.judge(h200_facts_with(fw))["findings"] if f["code"].startswith("FWK")]
+    assert codes == [("FWK001", "PyTorch 2.5.1+rocm6.2 is a ROCm build, not a CUDA build, on a machine with 2 NVIDIA GPU(s)")]
+
+
+def test_two_torch_dist_infos_say_what_is_ambiguous(tmp_path):
+    from gpudoctor.render.facts_text import frameworks_line
+
+    _site_torch(tmp_path, "2.4.0+cpu")
+    info = tmp_path / "torch-2.5.1+cpu.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+cpu\n")
+    report = _quick_report(tmp_path)
+    line = frameworks_line(report["facts"])
+    assert "None" not in line and line.startswith("torch (version unknown: several distributions install torch here "
+                                                  "(torch 2.4.0+cpu, torch 2.5.1+cpu)")
+    titles = [f["title"] for f in report["findings"] if f["code"] == "FWK001"]
+    assert titles and all("None" not in t and "version unknown" in t for t in titles)
+
+
+def test_a_metadata_that_is_not_utf8_is_named_as_the_reason(tmp_path):
+    """importlib skips a METADATA that is not UTF-8 (and so does gpudoctor, to agree with it): the version
+    is then unknown, and the line says which file and why, never "torch None"."""
+    from gpudoctor.render.facts_text import frameworks_line
+
+    _site_torch(tmp_path, "2.5.1+cpu", b"Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+cpu\nSummary: caf\xe9\n")
+    report = _quick_report(tmp_path)
+    torch = report["facts"]["frameworks"]["torch"]["info"]
+    assert torch["version"] is None
+    bad = str(tmp_path / "torch-2.5.1+cpu.dist-info" / "METADATA")
+    assert torch["version_unknown"] == f"{bad} is not UTF-8 text, so neither gpudoctor nor importlib reads its version"
+    assert frameworks_line(report["facts"]).startswith(f"torch (version unknown: {bad} is not UTF-8 text")
+
+
+@pytest.mark.parametrize("facts, said", [
+    ({"probes": {"frameworks": {"status": "timeout", "error": "no answer within 95 s"}}},
+     "unknown: the framework probe did not finish (no answer within 95 s)"),
+    ({"probes": {"frameworks": {"status": "ok"}}, "frameworks": {"torch": {"installed": False}},
+      "python": {"unavailable": "unknown", "executable": "/venv/bin/python", "error": "PermissionError: denied"}},
+     "unknown: the Python it would run under (/venv/bin/python) could not be read (PermissionError: denied)"),
+    ({"probes": {"frameworks": {"status": "ok"}}, "frameworks": {"torch": {"installed": False}}, "python": {"version": "3.12.3"}},
+     "none of PyTorch, TensorFlow, JAX, CuPy installed"),
+])
+def test_frameworks_headline_says_unknown_when_nothing_was_looked_for(facts, said):
+    from gpudoctor.render.facts_text import frameworks_line
+
+    assert frameworks_line(facts) == said

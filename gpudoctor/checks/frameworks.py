@@ -169,10 +169,18 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if fw.get("status") not in ("ok", "metadata"):
             continue
         label = NAMES.get(name, name)
+        vendor = _other_vendor(info)
+        if vendor:  # a ROCm or XPU build on NVIDIA GPUs uses them no more than a CPU-only build does
+            text, commands = (_torch_install(str(info.get("version") or ""), facts) if name == "torch" else
+                              (f"Install a CUDA build of {label} for this driver.", _gpu_build_commands(name, facts)))
+            yield finding("FWK001", f"{_named(label, info)} is a {vendor} build, not a CUDA build, on a machine "
+                                    f"with {expected} NVIDIA GPU(s)", detail=_why_not_cuda(fw, vendor), text=text,
+                          commands=commands)
+            continue
         if info.get("cpu_only_build") is True:  # proven; null (the package metadata cannot tell) is no verdict
             text, commands = (_torch_install(str(info.get("version") or ""), facts) if name == "torch" else
                               (f"Install a CUDA build of {label} for this driver.", _gpu_build_commands(name, facts)))
-            yield finding("FWK001", f"{label} {info.get('version')} is a CPU-only build, on a machine with {expected} GPU(s)",
+            yield finding("FWK001", f"{_named(label, info)} is a CPU-only build, on a machine with {expected} GPU(s)",
                           detail=_why_cpu(name, fw), text=text, commands=commands)
             continue
         if fw.get("status") != "ok":
@@ -201,6 +209,36 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if seen and isinstance(smoke, dict) and "error" in smoke:
             yield finding("FWK008", f"{label} sees the GPU but a 2x2 matrix product on it failed: {smoke['error']}",
                           text="The framework cannot run work on the GPU. The error names the cause.")
+
+
+def _named(label: str, info: dict[str, Any]) -> str:
+    """"PyTorch 2.5.1", or where the version is not known (two dist-infos), says so rather than "None"."""
+    version = info.get("version")
+    return f"{label} {version}" if version else f"{label} (version unknown: {info.get('version_unknown') or 'not recorded'})"
+
+
+#: Builds for other vendors' GPUs, as the package metadata (backend) or torch.version.hip names them.
+_OTHER_VENDORS = {"rocm": "ROCm", "xpu": "Intel XPU"}
+
+
+def _other_vendor(info: dict[str, Any]) -> Optional[str]:
+    """The other GPU vendor a build is for ("ROCm", "Intel XPU"), or None: the package metadata's backend
+    (`check --quick`: a +rocm6.2 or +xpu local version, torch/version.py) or torch.version.hip once imported."""
+    if info.get("cuda_build") is True or info.get("built_cuda"):
+        return None
+    if info.get("built_hip") not in (None, "", "None"):
+        return _OTHER_VENDORS["rocm"]
+    return _OTHER_VENDORS.get(str(info.get("backend")))
+
+
+def _why_not_cuda(fw: dict[str, Any], vendor: str) -> str:
+    info = fw.get("info") or {}
+    if fw.get("status") == "metadata":
+        evidence = [str(e) for e in info.get("evidence") or []]
+        return "Read from package metadata (nothing was imported): " + ("; ".join(evidence) or "no detail") + "."
+    if info.get("built_hip") not in (None, "", "None"):
+        return f"torch.version.cuda is None and torch.version.hip is {info.get('built_hip')}: it drives AMD GPUs only."
+    return f"It is built for {vendor} GPUs only."
 
 
 def _why_cpu(name: str, fw: dict[str, Any]) -> str:

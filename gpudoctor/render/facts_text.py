@@ -317,6 +317,14 @@ def _metadata_build(info: dict[str, Any]) -> str:
     return "build unknown"
 
 
+def _version(info: dict[str, Any]) -> str:
+    """A framework's version, or why it is not known (probes/frameworks/metadata.py says), never "None"."""
+    version = known(info.get("version"))
+    if version not in (None, ""):
+        return str(version)
+    return f"(version unknown: {info.get('version_unknown') or 'not recorded'})"
+
+
 @_one_line
 def frameworks_line(facts: dict[str, Any]) -> str:
     parts = []
@@ -327,12 +335,29 @@ def frameworks_line(facts: dict[str, Any]) -> str:
         if fw.get("status") == "metadata":
             build = _metadata_build(info)
             where = "from the paste" if fw.get("source") in ("collect_env", "gpudoctor-markdown") else "from package metadata"
-            parts.append(f"{name} {info.get('version')} ({build}, {where})")
+            parts.append(f"{name} {_version(info)} ({build}, {where})")
             continue
         if fw.get("status") != "ok":
             parts.append(f"{name} ({fw.get('status')})")
             continue
         built = info.get("built_cuda") or info.get("runtime_cuda")
         build = "CPU-only" if info.get("cpu_only_build") else f"CUDA {built}" if built else "CUDA"
-        parts.append(f"{name} {info.get('version')} ({build}, sees {len(info.get('devices') or [])} GPU(s))")
-    return "; ".join(parts) or "none of PyTorch, TensorFlow, JAX, CuPy installed"
+        parts.append(f"{name} {_version(info)} ({build}, sees {len(info.get('devices') or [])} GPU(s))")
+    if parts:
+        return "; ".join(parts)
+    why = _frameworks_unread(facts)
+    return f"unknown: {why}" if why else "none of PyTorch, TensorFlow, JAX, CuPy installed"
+
+
+def _frameworks_unread(facts: dict[str, Any]) -> Optional[str]:
+    """Why no framework was looked for, or None: "none installed" is a finding of the probe, so it is
+    said only when the probe finished and could read the diagnosed Python's search path."""
+    record = get(facts, "probes.frameworks") or {}
+    if isinstance(record, dict) and record.get("status") in ("timeout", "error"):
+        what = "did not finish" if record["status"] == "timeout" else "failed"
+        return f"the framework probe {what} ({record.get('error') or record['status']})"
+    python = facts.get("python")
+    if isinstance(python, dict) and "unavailable" in python:
+        return (f"the Python it would run under ({python.get('executable') or '?'}) could not be read "
+                f"({python.get('error') or python.get('unavailable')})")
+    return None

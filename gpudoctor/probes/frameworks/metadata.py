@@ -16,6 +16,7 @@ interpreter's ``sys.path``) as well as this process's.
 
     {"installed": bool,          # ``import <name>`` would find it on ``path``
      "version": str | None,      # the module's own __version__ where its file says it, else the distribution's
+     "version_unknown": str,     # only where version is None: why (two dist-infos, no metadata)
      "distribution": str | None, # the distribution read ("torch", "tensorflow-cpu", "cupy-cuda12x")
      "backend": "cuda" | "rocm" | "xpu" | "cpu" | None,   # None: the metadata cannot tell
      "cuda_build": bool | None,  # backend == "cuda"; None when unknown
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import glob
 import json
 import os
 import re
@@ -450,6 +452,15 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
         result["cpu_only_build"] = False  # CuPy has no CPU-only build: it is built for CUDA or ROCm
         result["evidence"].append("CuPy has no CPU-only build")
     out["version"] = module_version or version
+    if out["version"] is None and len(owners) > 1:
+        out["version_unknown"] = ("several distributions install " + name + " here (" +
+                                  ", ".join(sorted(f"{header(d, 'Name')} {dist_version(d)}" for d in owners)) +
+                                  "); which one is imported is not known without importing it")
+    elif out["version"] is None:
+        unreadable = _undecodable_metadata(name, mod_dir)
+        out["version_unknown"] = (f"{', '.join(unreadable)} is not UTF-8 text, so neither gpudoctor nor importlib reads "
+                                  "its version" if unreadable else
+                                  f"no distribution metadata names the version of the {name} at {mod_dir or '?'}")
     out["distribution"] = ", ".join(_norm(header(d, "Name")) for d in owners) or None
     out.update(result)
     if owners:
@@ -459,6 +470,23 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
         out["source"] = f"no distribution metadata for the {name} module at {mod_dir or '?'}"
         out["evidence"].insert(0, f"no distribution metadata installs the {name} found at {mod_dir or '?'}")
     return out
+
+
+def _undecodable_metadata(name: str, mod_dir: Optional[str]) -> List[str]:
+    """The METADATA files beside the module, of its own name, that are not UTF-8: importlib skips such a
+    distribution, so without this the version would only be missing, with no reason given."""
+    if not mod_dir:
+        return []
+    found = []
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(mod_dir), glob.escape(name) + "-*.dist-info", "METADATA"))):
+        try:
+            with open(path, "rb") as fh:
+                fh.read().decode("utf-8")
+        except UnicodeDecodeError:
+            found.append(path)
+        except OSError:
+            continue
+    return found
 
 
 def _versions(owners: List[Any]) -> Optional[str]:
