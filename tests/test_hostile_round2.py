@@ -304,3 +304,29 @@ def test_frameworks_headline_says_unknown_when_nothing_was_looked_for(facts, sai
     from gpudoctor.render.facts_text import frameworks_line
 
     assert frameworks_line(facts) == said
+
+
+# --- a $VIRTUAL_ENV without a python --------------------------------------------------------------
+
+def test_a_broken_virtual_env_is_said_not_skipped_silently(tmp_path, monkeypatch):
+    from gpudoctor.probes import interpreter
+
+    broken = tmp_path / "venv"
+    (broken / "bin").mkdir(parents=True)  # a deleted or half-built venv: its folder, no python
+    monkeypatch.setattr(interpreter, "holds_frameworks", lambda path: False)
+    target = interpreter.choose(None, {"VIRTUAL_ENV": str(broken), "PATH": ""})
+    assert target.own
+    assert target.reason == f"gpudoctor's own interpreter ($VIRTUAL_ENV={broken} was skipped: {interpreter.NO_PYTHON})"
+    listed = [e for e in interpreter.environments({"VIRTUAL_ENV": str(broken), "PATH": ""}) if e.get("problem")]
+    assert listed == [{"prefix": str(broken), "executable": None, "as": ["$VIRTUAL_ENV"], "frameworks": [],
+                       "problem": interpreter.NO_PYTHON}]
+
+
+def test_the_python_line_names_a_broken_environment():
+    from gpudoctor.render.facts_text import python_line
+
+    py = {"version": "3.12.3", "executable": "/usr/bin/python3", "diagnosed": {"own": True},
+          "environments": [{"prefix": "/srv/venv", "executable": None, "as": ["$VIRTUAL_ENV"], "frameworks": [],
+                            "problem": "it holds no bin/python (nor bin/python3) gpudoctor can run"}]}
+    assert python_line({"python": py}) == ("3.12.3 (system) at /usr/bin/python3; $VIRTUAL_ENV /srv/venv skipped: "
+                                           "it holds no bin/python (nor bin/python3) gpudoctor can run")

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 FRAMEWORK_MODULES = ("torch", "tensorflow", "jax", "cupy")
+#: Why an environment variable's folder is not diagnosed (choose) and how environments() lists it.
+NO_PYTHON = "it holds no bin/python (nor bin/python3) gpudoctor can run"
 #: How long the diagnosed interpreter gets to say what it is (a cold start on a network file system).
 FACTS_TIMEOUT_S = 20.0
 
@@ -73,14 +75,17 @@ def choose(python: Optional[str] = None, environ: Optional[dict[str, str]] = Non
         return Target(exe, _same(exe, sys.executable), "--python names it")
     if holds_frameworks(sys.path):
         return Target(sys.executable, True, "gpudoctor's own interpreter, which holds a framework")
+    skipped = ""
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         exe = _executable(env.get(var) or "")
         if exe and not _same(exe, sys.executable):
-            return Target(exe, False, f"${var} names it, the active environment")
+            return Target(exe, False, f"${var} names it, the active environment" + skipped)
+        if env.get(var) and exe is None:  # the active environment the user meant: never passed over unsaid
+            skipped += f" (${var}={env[var]} was skipped: {NO_PYTHON})"
     found = shutil.which("python3", path=env.get("PATH"))
     if found and not _same(found, sys.executable) and _prefix_holds_frameworks(_prefix_of(found)):
-        return Target(os.path.abspath(found), False, "it is python3 on PATH, and holds a framework")
-    return Target(sys.executable, True, "gpudoctor's own interpreter")
+        return Target(os.path.abspath(found), False, "it is python3 on PATH, and holds a framework" + skipped)
+    return Target(sys.executable, True, "gpudoctor's own interpreter" + skipped)
 
 
 def _executable(path: str) -> Optional[str]:
@@ -218,8 +223,12 @@ def environments(environ: Optional[dict[str, str]] = None) -> list[dict[str, Any
                                    if glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", n))]
 
     add("gpudoctor's own", sys.executable)
-    add("$VIRTUAL_ENV", _executable(env.get("VIRTUAL_ENV") or ""))
-    add("$CONDA_PREFIX", _executable(env.get("CONDA_PREFIX") or ""))
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        exe = _executable(env.get(var) or "")
+        if env.get(var) and exe is None:
+            seen.setdefault(env[var], {"prefix": env[var], "executable": None, "as": [f"${var}"], "frameworks": [],
+                                       "problem": NO_PYTHON})
+        add(f"${var}", exe)
     conda_exe = env.get("CONDA_EXE") or ""
     if conda_exe:
         add("conda base", _executable(os.path.dirname(os.path.dirname(conda_exe))))

@@ -240,6 +240,9 @@ def python_line(facts: dict[str, Any]) -> str:
     line = f"{py.get('version', '?')} ({env}) at {py.get('executable', '?')}"
     if diagnosed and not diagnosed.get("own", True):
         line = f"diagnosing {diagnosed.get('executable')}, not gpudoctor's own: {diagnosed.get('reason')}; {line}"
+    for broken in py.get("environments") or []:
+        if isinstance(broken, dict) and broken.get("problem"):  # the active environment named but not used
+            line += f"; {'/'.join(broken.get('as') or ['?'])} {broken.get('prefix')} skipped: {broken['problem']}"
     return line
 
 
