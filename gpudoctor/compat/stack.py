@@ -397,14 +397,33 @@ def _cudnn_findings(stack: Stack, build: Build) -> list[Finding]:
         return []
     have, want = rules.version(loaded), rules.version(need)
     code = "FWK006" if have.major != want.major else "FWK007"
+    how, commands = _tf_cudnn_fix(stack, build) if build.framework == "tensorflow" else ("", [])
     return [finding(code, f"{build.label} refuses cuDNN {loaded}: it was built with cuDNN {need}",
                     detail=f"It checks at start-up: 'Loaded runtime CuDNN library: {loaded} but source was compiled with: "
                            f"{need}. CuDNN library needs to have matching major version and equal or higher minor version.'",
                     text=f"Use cuDNN {want.major}.x at {need} or newer"
-                         + (" (pip install 'tensorflow[and-cuda]' brings the matching one)" if build.framework == "tensorflow" else
+                         + (how if build.framework == "tensorflow" else
                             ", or a jaxlib wheel built for the cuDNN installed" if _before_extras(build.release or {}) else
                             " (the non-local jax[cudaNN] extra brings the matching one)"),
-                    severity=ERROR)]
+                    commands=commands, severity=ERROR)]
+
+
+def _tf_cudnn_fix(stack: Stack, build: Build) -> tuple[str, list[str]]:
+    """How a TensorFlow release gets its cuDNN. From 2.14 the tensorflow[and-cuda] extra brings it; before, the
+    pip package brings neither CUDA nor cuDNN, and TensorFlow's install guide gave conda commands for its tested
+    configuration (2.9-2.13; tensorflow.json gpu_install_*, TF-PIP-GUIDE). Older releases name the tested versions."""
+    release = build.release or {}
+    if release.get("and_cuda_extra") is True:
+        return " (pip install 'tensorflow[and-cuda]' brings the matching one)", []
+    cuda, cudnn = release.get("cuda"), release.get("cudnn")
+    if not (cuda and cudnn):
+        return "", []
+    tested = f": TensorFlow {release.get('version')} was tested with CUDA {cuda} and cuDNN {cudnn}, and its pip package brings neither"
+    listed = release.get("gpu_install_windows" if stack.os == "windows" else "gpu_install_linux") or []
+    commands = [c.replace("python3 -m pip", f"{stack.python_executable} -m pip", 1) for c in listed if isinstance(c, str)]
+    if commands:
+        return tested + "; TensorFlow's install guide installs them with conda, into the active conda environment (the commands below)", commands
+    return tested + f"; install cuDNN {cudnn} for CUDA {cuda} (the system's packages or conda)", []
 
 
 def _cpu_only_findings(stack: Stack, build: Build) -> list[Finding]:
