@@ -33,6 +33,11 @@ def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = Fal
         kill_all()
     # the selection travels with the facts, so the gates (checks/gates.py) judge it again in `analyze`
     options = {**(options or {}), **({"only": list(only)} if only else {}), **({"skip": list(skip)} if skip else {})}
+    from gpudoctor.compat.data import overlay_files
+
+    overlays = overlay_files()
+    if overlays:  # the verdicts rest on them: `analyze` without them says so (cli/reports.py)
+        options["matrix_overlays"] = overlays
     if options:
         facts["options"] = options
     return judge(facts, checks=checks)

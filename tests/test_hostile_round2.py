@@ -330,3 +330,58 @@ def test_the_python_line_names_a_broken_environment():
                             "problem": "it holds no bin/python (nor bin/python3) gpudoctor can run"}]}
     assert python_line({"python": py}) == ("3.12.3 (system) at /usr/bin/python3; $VIRTUAL_ENV /srv/venv skipped: "
                                            "it holds no bin/python (nor bin/python3) gpudoctor can run")
+
+
+# --- an overlay leaves a trace --------------------------------------------------------------------
+
+H200X2 = Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json"
+
+
+def _check_with_overlay(monkeypatch, tmp_path: Path) -> tuple[Path, dict]:
+    """`check --matrix ov.json` on a recorded machine's facts (the probes replaced by what they read there)."""
+    from gpudoctor import pipeline
+
+    overlay = _overlay(tmp_path)
+    facts = json.loads(H200X2.read_text())["facts"]
+    facts.pop("options", None)
+    monkeypatch.setattr(pipeline, "run_probes", lambda *a, **k: json.loads(json.dumps(facts)))
+    data.set_overlay(str(overlay))
+    return overlay, pipeline.check()
+
+
+def test_a_report_records_the_overlay_it_was_judged_with(monkeypatch, tmp_path):
+    import hashlib
+
+    overlay, report = _check_with_overlay(monkeypatch, tmp_path)
+    assert report["facts"]["options"]["matrix_overlays"] == [
+        {"path": str(overlay), "sha256": hashlib.sha256(overlay.read_bytes()).hexdigest(), "topics": ["gpus"]}]
+
+
+def test_analyze_without_the_overlay_says_so(monkeypatch, tmp_path):
+    from gpudoctor import report as rep
+
+    overlay, report = _check_with_overlay(monkeypatch, tmp_path)
+    saved = tmp_path / "report.json"
+    saved.write_text(rep.to_json(report))
+    data.clear_overlays()
+    digest = report["facts"]["options"]["matrix_overlays"][0]["sha256"]
+    without = CliRunner().invoke(cli, ["analyze", str(saved), "--no-redact"])
+    notes = [line for line in without.stderr.splitlines() if "--matrix" in line]
+    assert notes == [f"gpudoctor: note: {saved} was judged with --matrix {overlay} (sha256 {digest[:16]}, topics gpus), "
+                     "which is not given now: verdicts that rested on it may differ; pass the same file with --matrix "
+                     "to judge as it did"]
+    same = CliRunner().invoke(cli, ["analyze", str(saved), "--matrix", str(overlay)])
+    assert "--matrix" not in same.stderr
+    overlay.write_text(overlay.read_text().replace("9.0", "8.9"))  # the same path, other contents: not the same overlay
+    data.clear_overlays()
+    changed = CliRunner().invoke(cli, ["analyze", str(saved), "--matrix", str(overlay)])
+    assert "was judged with --matrix" in changed.stderr
+
+
+def test_a_report_without_an_overlay_records_none(monkeypatch):
+    from gpudoctor import pipeline
+
+    facts = json.loads(H200X2.read_text())["facts"]
+    facts.pop("options", None)
+    monkeypatch.setattr(pipeline, "run_probes", lambda *a, **k: facts)
+    assert "options" not in pipeline.check()["facts"]

@@ -144,6 +144,8 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
                    f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
                    "(--format json --output report.json) judges them", err=True)
     _refuse_if_nothing_judged(report, source, "the report holds")
+    for line in missing_overlays(saved["facts"], source):
+        click.echo(line, err=True)
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
     emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
@@ -163,6 +165,25 @@ Exit codes:
   3  NVML did not answer or its probe failed: nothing could be listed
      (`gpudoctor check` says why and what to do)
 """
+
+
+def missing_overlays(facts: dict, source: str) -> list[str]:
+    """A note for each --matrix file the report was judged with that is not in force now (none given, or
+    one with other bytes): its verdicts rested on it, so a verdict that changes now would be unexplained."""
+    from gpudoctor.checks.selection import options_of
+    from gpudoctor.compat.data import overlay_files
+
+    recorded = options_of(facts).get("matrix_overlays")
+    now = {f["sha256"] for f in overlay_files()}
+    notes = []
+    for overlay in recorded if isinstance(recorded, list) else []:
+        if not isinstance(overlay, dict) or overlay.get("sha256") in now:
+            continue
+        topics = ", ".join(str(t) for t in overlay.get("topics") or []) or "?"
+        notes.append(f"gpudoctor: note: {terminal(source)} was judged with --matrix {terminal(overlay.get('path'))} "
+                     f"(sha256 {terminal(str(overlay.get('sha256'))[:16])}, topics {terminal(topics)}), which is not given "
+                     "now: verdicts that rested on it may differ; pass the same file with --matrix to judge as it did")
+    return notes
 
 
 @cli.command(epilog=DEVICES_EXIT_HELP)

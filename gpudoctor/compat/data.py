@@ -8,7 +8,9 @@ and validate_shapes() hold the bundled files and every overlay to that shape.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ def data_dir() -> Path:
 
 
 _overlays: list[dict[str, Any]] = []
+_overlay_files: list[dict[str, Any]] = []
 
 #: The largest --matrix file read (the same cap as a saved report): /dev/zero or a huge file is refused,
 #: not read without limit.
@@ -58,11 +61,21 @@ def set_overlay(path: str) -> None:
         validate(topic, where)
         validate_shapes(topic, where)
     _overlays.extend(topics)
+    _overlay_files.append({"path": os.path.abspath(path), "sha256": hashlib.sha256(raw).hexdigest(),
+                           "topics": [str(t.get("topic")) for t in topics]})
     load_topic.cache_clear()
+
+
+def overlay_files() -> list[dict[str, Any]]:
+    """The --matrix files in force, as the report records them (options.matrix_overlays): each file's path,
+    the SHA-256 of its bytes and its topics. A verdict that rests on an overlay is only reproducible with
+    it, so `analyze` compares them with the ones it is given."""
+    return [dict(f) for f in _overlay_files]
 
 
 def clear_overlays() -> None:
     _overlays.clear()
+    _overlay_files.clear()
     load_topic.cache_clear()
 
 
