@@ -592,6 +592,14 @@ EXAMPLES: dict[str, Facts] = {
                                   "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
                                   "shared object file: No such file or directory", library="libcudnn.so.8")]},
     "FWK205": {"evidence": [_said("torch_cpu_build", "AssertionError: Torch not compiled with CUDA enabled")]},
+    "FWK207": {"evidence": [_said("jax_backend_failed", "CUDA backend failed to initialize: Found CUDA version 12010, but JAX "
+                                  "was built against version 12020, which is newer. The copy of CUDA that is installed "
+                                  "must be at least as new as the version against which JAX was built. (Set "
+                                  "TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)", cause="library_too_old",
+                                  library="CUDA", found="12.1", built="12.2",
+                                  error="Found CUDA version 12010, but JAX was built against version 12020, which is newer.")]},
+    "GPU104": {"evidence": [_said("smi_err", "| N/A   29C    P0   ERR! / 250W |    593MiB / 16160MiB |      0%      Default |",
+                                  gpu="GPU 1 (Tesla V100-PCIE..., 00008ED0:00:00.0)", index=1, fields=["power draw"])]},
     "FWK206": {"evidence": [{"kind": "contradiction", "what": "torch.cuda.is_available()", "form": "session", "line": 0,
                              "where": "issue.md, line 40 (session)",
                              "text": "PyTorch torch.cuda.is_available(): True in collect_env (issue.md, block 1), False in "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
-from gpudoctor.findings import ERROR, Finding
+from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 ARCH_LIST = 'python -c "import torch; print(torch.__version__, torch.cuda.get_arch_list())"'
@@ -41,7 +41,9 @@ def _quote(item: dict[str, Any]) -> str:
 
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
-                   "contradiction")
+                   "contradiction", "jax_backend_failed")
+JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
+JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
 
 def check_framework_messages(facts: Facts) -> Iterator[Finding]:
@@ -66,6 +68,8 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                       text="Install the CUDA build: for PyTorch the command for your CUDA at " + TORCH_INSTALL if torch
                       else 'Install JAX with its CUDA plugin: pip install -U "jax[cuda12]" (or cuda13).',
                       commands=[ARCH_LIST] if torch else ['python -c "import jax; print(jax.devices())"'])
+    for item in _evidence(facts, ("jax_backend_failed",)):
+        yield _jax_finding(item, facts)
     for item in _evidence(facts, ("contradiction",)):
         yield finding("FWK206", f"the pastes contradict each other: {item['text']}",
                       detail="two interpreters (or two environments) answered; each is reported as pasted, none is judged",
@@ -90,6 +94,39 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
                 "the command below lists the architectures the installed PyTorch has.")
     return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
                    links=[TORCH_INSTALL])
+
+
+def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
+    """JAX's CUDA plugin did not start, so JAX runs on the CPU: the cause it printed, and its fix."""
+    cause, library = item.get("cause"), item.get("library") or "a CUDA library"
+    pip_extra = 'python -m pip install -U "jax[cuda12]"  # or jax[cuda13]: the CUDA major of your jaxlib'
+    severity = None
+    if cause == "library_too_old":
+        title = (f"JAX runs on the CPU: it found {library} {item.get('found')}, older than {item.get('built')}, "
+                 f"{item.get('needs') or 'the version it was built against'}")
+        text = (f"Let pip install the {library} JAX was built for: the jax[cudaNN] extra brings NVIDIA's wheels at least "
+                "that new. An older copy found first (a system CUDA or conda's cudatoolkit on LD_LIBRARY_PATH, or "
+                "nvidia-* wheels pinned by another package) must be removed from LD_LIBRARY_PATH or upgraded.")
+        commands = [pip_extra, "python -m pip list 2>/dev/null | grep -i nvidia", "echo $LD_LIBRARY_PATH", JAX_CHECK]
+    elif cause == "library_not_loaded":
+        title = f"JAX runs on the CPU: it could not load {library}"
+        text = (f"Install JAX with its CUDA extra, which brings {library} as NVIDIA's pip wheels; a system copy must "
+                "be on the loader's path (LD_LIBRARY_PATH or ldconfig).")
+        commands = [pip_extra, "ldconfig -p | grep -E 'libcud|libcublas'", JAX_CHECK]
+    elif cause == "no_gpu":
+        listed = bool(facts.get("gpus")) or bool(((facts.get("nvml") or {}).get("device_count") or 0))
+        severity = None if listed else WARNING  # on a machine without a GPU, JAX on the CPU is what it can do
+        title = "JAX's CUDA plugin sees no GPU, so JAX runs on the CPU"
+        text = ("Check that nvidia-smi lists the GPU in the same environment, that CUDA_VISIBLE_DEVICES does not hide "
+                "it, and that a container was started with GPU access (docker run --gpus all).")
+        commands = ["nvidia-smi", "echo $CUDA_VISIBLE_DEVICES", JAX_CHECK]
+    else:
+        title = f"JAX's CUDA backend failed to start, so JAX runs on the CPU: {str(item.get('error') or '')[:160]}"
+        text = ("Install jax and its CUDA plugin at one version with the jax[cudaNN] extra (a jaxlib or plugin of "
+                "another release, or one built without CUDA, fails this way), and check that nvidia-smi works.")
+        commands = [pip_extra, "nvidia-smi", JAX_CHECK]
+    return finding("FWK207", title, detail=_quote(item), severity=severity, text=text, commands=commands,
+                   links=[JAX_INSTALL])
 
 
 def _library_finding(item: dict[str, Any]) -> Finding:
@@ -138,13 +175,27 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
                       commands=[DRIVER_LOG_COMMAND], links=[XID_DOCS])
 
 
+def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
+    _any(facts, ("smi_err",))
+    for item in _evidence(facts, ("smi_err",)):
+        fields = ", ".join(item.get("fields") or []) or "a reading"
+        index = item.get("index") if isinstance(item.get("index"), int) else None
+        yield finding("GPU104", f"nvidia-smi could not read the {fields} of {item.get('gpu')} (ERR!)", detail=_quote(item),
+                      subject=Subject(kind="gpu", gpu_index=index) if index is not None else None,
+                      text="The driver failed to read this GPU's sensors, as it does for a GPU in a bad state: look for Xid "
+                           "errors on it in the kernel log. If there are none and the GPU works, the reading failed once; "
+                           "if there are, reset it or reboot, and check its power, cooling and seating if it recurs.",
+                      commands=[DRIVER_LOG_COMMAND, "nvidia-smi -q -i " + str(item.get("index", 0))], links=[XID_DOCS])
+
+
 CHECKS = (
     Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020",), check_driver_messages,
           ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206"), check_framework_messages, ()),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207"), check_framework_messages, ()),
+    Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
 )
 #: The checks that judge only what a ticket shows: a live check has nothing for them, and skips them.
 PASTE_ONLY = frozenset(c.id for c in CHECKS)

@@ -29,6 +29,8 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     elif stated and stated.get("version"):
         facts.setdefault("frameworks", {})["torch"] = _torch_fact(stated)
     _tensorflow(facts, forms)
+    _jax(facts, forms)
+    _cupy(facts, forms)
     _toolkit(facts, forms.get("tools"))
     _host(facts, forms.get("template"))
     _stated_gpu(facts, forms.get("template"))
@@ -130,6 +132,72 @@ def _tensorflow(facts: dict[str, Any], forms: dict[str, Paste]) -> None:
     info = {"version": str(version), "source": where, "evidence": [f"{where} says TensorFlow {version}"]}
     facts.setdefault("frameworks", {})["tensorflow"] = {"installed": True, "source": where, "info": info,
                                                          "status": "metadata"}
+
+
+def _package(forms: dict[str, Paste], name: str) -> Optional[dict[str, Any]]:
+    tools = forms["tools"].parsed if "tools" in forms else {}
+    return next((p for p in tools.get("packages") or [] if p["name"] == name), None)
+
+
+def _jax(facts: dict[str, Any], forms: dict[str, Paste]) -> None:
+    """JAX as ``jax.print_environment_info()``, a session or a package list states it: its version, the CUDA
+    major a ``+cuda12`` jaxlib names, and the devices it listed (its own answer: on the CPU or a GPU)."""
+    if "jax" in (facts.get("frameworks") or {}):
+        return
+    template = forms["template"].parsed if "template" in forms else {}
+    session = forms["session"].parsed if "session" in forms else {}
+    jax_pkg, jaxlib_pkg = _package(forms, "jax"), _package(forms, "jaxlib")
+    version = template.get("jax_version") or session.get("jax_version") or (jax_pkg or {}).get("version")
+    if not version or not re.match(r"^\d+\.\d+", str(version)):
+        return
+    where = next(forms[k].where for k, said in (("template", template.get("jax_version")), ("session", session.get("jax_version")),
+                                               ("tools", jax_pkg)) if said)
+    jaxlib = str(template.get("jaxlib_version") or (jaxlib_pkg or {}).get("version") or "")
+    info: dict[str, Any] = {"version": str(version), "source": where, "evidence": [f"{where} says jax {version}"]}
+    if jaxlib:
+        info["jaxlib_version"] = jaxlib
+        info["evidence"].append(f"jaxlib {jaxlib}")
+    major = re.search(r"\+cuda(\d{2})\b", jaxlib)
+    if major:  # 0.4.26+cuda12.cudnn89: a CUDA wheel for that major
+        info.update(cuda_build=True, cpu_only_build=False, cuda_major=major.group(1))
+    fw: dict[str, Any] = {"installed": True, "source": where, "info": info, "status": "metadata"}
+    devices = template.get("jax_devices") or session.get("jax_devices")
+    if devices in ("cpu", "gpu"):  # JAX's own answer; why it ran on the CPU (a CPU jaxlib, no GPU) is another message's
+        info["cuda_available"] = devices == "gpu"
+    facts.setdefault("frameworks", {})["jax"] = fw
+
+
+def _cupy(facts: dict[str, Any], forms: dict[str, Paste]) -> None:
+    """CuPy as ``cupy.show_config()`` states it: version, the CUDA it was built for and the runtime it loaded,
+    cuDNN, the CUDA root; and the driver's CUDA (cudaDriverGetVersion) when no nvidia-smi paste gave one."""
+    if "cupy" in (facts.get("frameworks") or {}) or "template" not in forms:
+        return
+    template, where = forms["template"].parsed, forms["template"].where
+    version = template.get("cupy_version")
+    if not version:
+        return
+    info: dict[str, Any] = {"version": str(version), "source": f"cupy.show_config() ({where})",
+                            "evidence": [f"cupy.show_config() in {where} says CuPy {version}"]}
+    if template.get("cupy_build_cuda"):
+        info.update(cuda_build=True, cpu_only_build=False, built_cuda=template["cupy_build_cuda"],
+                    cuda_major=template["cupy_build_cuda"].split(".")[0])
+    if template.get("cupy_runtime_cuda"):
+        info["runtime_cuda"] = template["cupy_runtime_cuda"]
+    if template.get("cupy_cudnn"):
+        info["runtime_cudnn"] = template["cupy_cudnn"]
+    if template.get("cupy_cuda_root"):
+        info["cuda_root"] = str(template["cupy_cuda_root"])[:200]
+    facts.setdefault("frameworks", {})["cupy"] = {"installed": True, "source": info["source"], "info": info,
+                                                   "status": "metadata"}
+    driver_cuda = template.get("cupy_driver_cuda")
+    if driver_cuda and not facts.get("nvml"):
+        major, minor = (int(x) for x in str(driver_cuda).split(".")[:2])
+        facts["nvml"] = {"init": {"ok": True}, "driver_version": {"unavailable": "not_found"},
+                         "cuda_driver_version": 1000 * major + 10 * minor, "source": CUPY_SOURCE + f" ({where})"}
+
+
+#: The source of a driver's CUDA read from CuPy: the driver answered CUDA, not NVML.
+CUPY_SOURCE = "cupy.show_config()"
 
 
 def _toolkit(facts: dict[str, Any], tools: Optional[Paste]) -> None:

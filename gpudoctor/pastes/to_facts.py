@@ -48,6 +48,7 @@ def merge(pastes: list[Paste]) -> tuple[dict[str, Any], set[str]]:
     notes = [n for p in pastes for n in p.parsed.get("notes") or []]
     smi = sorted((p for p in pastes if p.kind in SMI_RANK), key=lambda p: SMI_RANK[p.kind])
     _driver(facts, smi, notes)
+    _kernel_module(facts, next((p for p in pastes if p.kind == "tools" and p.parsed.get("kernel_module")), None))
     _gpus(facts, smi, notes)
     envs = [p for p in pastes if p.kind == "collect_env"] + [p for p in pastes if p.kind == "gpudoctor-markdown"]
     if len({(p.parsed.get("torch_version"), p.parsed.get("driver_version")) for p in envs if p.kind == "collect_env"}) > 1:
@@ -121,6 +122,29 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
         else:
             facts["nvml"] = {"init": {"ok": False, "reason": failure["reason"], "message": failure["message"],
                                       "code": None}, "source": failed.kind}
+
+
+#: The source of a driver version read from the kernel module alone: NVML itself was not seen to start.
+PROC_VERSION = "/proc/driver/nvidia/version"
+
+
+def _kernel_module(facts: dict[str, Any], tools: Optional[Paste]) -> None:
+    """``/proc/driver/nvidia/version``: the loaded kernel module, and the driver version when no nvidia-smi
+    or collect_env paste gave one (the module and the libraries share one version on a working driver; a
+    mismatch between them is a message of its own, DRV003 or DRV020)."""
+    if tools is None:
+        return
+    version = tools.parsed["kernel_module"]
+    where = f"{PROC_VERSION} ({tools.where})"
+    facts["driver"] = {"kernel_module": {"loaded": True, "version": version,
+                                         "flavour": "open" if tools.parsed.get("open_kernel_module") else "proprietary"},
+                       "source": where}
+    nvml = facts.get("nvml")
+    if not nvml:
+        facts["nvml"] = {"init": {"ok": True}, "driver_version": version,
+                         "cuda_driver_version": {"unavailable": "not_found"}, "source": where}
+    elif (nvml.get("init") or {}).get("ok") and not isinstance(nvml.get("driver_version"), str):
+        nvml["driver_version"] = version  # nvidia-smi -L listed the GPUs without the driver line
 
 
 def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
@@ -299,12 +323,13 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     nvml = facts.get("nvml") or {}
     ok = bool((nvml.get("init") or {}).get("ok"))
     frameworks = bool(facts.get("frameworks"))
-    if nvml:
+    if nvml and not str(nvml.get("source") or "").startswith((PROC_VERSION, "cupy.show_config()")):
+        # a loaded kernel module, or CUDA answering CuPy, is not NVML seen to start
         run.add("driver.nvml")
     if ok and nvml.get("device_count") == 0:  # nvidia-smi's "No devices were found": DRV012, as in a report
         run.add("driver.gpu_count")
     if facts.get("evidence"):  # what the pastes show happened: messages, sessions, templates
-        run.update(("frameworks.messages", "container.messages", "driver.messages"))
+        run.update(("frameworks.messages", "container.messages", "driver.messages", "gpus.messages"))
     if frameworks:
         run.add("frameworks.import")
         if nvml:

@@ -33,6 +33,10 @@ KEYS = {
     "cupy version": "cupy_version",
     "cuda build version": "cupy_build_cuda",
     "cuda driver version": "cupy_driver_cuda",
+    "cuda runtime version": "cupy_runtime_cuda",
+    "cuda root": "cupy_cuda_root",
+    "cudnn version": "cupy_cudnn",
+    "os": "os",
     "device 0 name": "cupy_device_name",
     "device 0 compute capability": "cupy_device_cc",
     "gpu type": "gpu_model",
@@ -107,11 +111,17 @@ def _values(raw: dict[str, tuple[str, int]]) -> dict[str, Any]:
                 out["cuda"] = found[0] if "." in found[0] else None
                 if len(found) > 1:
                     out["cudnn"] = found[1]
-        elif field in ("cupy_build_cuda", "cupy_driver_cuda"):
+        elif field in ("cupy_build_cuda", "cupy_driver_cuda", "cupy_runtime_cuda"):
             m = re.match(r"^(\d{4,5})\b", text)
-            if m:
+            if m and int(m.group(1)) > 0:  # a driver version of 0: CUDA found no driver
                 n = int(m.group(1))
                 out[field] = f"{n // 1000}.{n % 1000 // 10}"
+        elif field == "cupy_cudnn":
+            m = re.match(r"^(\d{4,5})\b", text)
+            if m:  # cuDNN's own encoding: 7500 is 7.5.0 (before 9), 90100 is 9.1.0
+                n = int(m.group(1))
+                out[field] = f"{n // 1000}.{n % 1000 // 100}.{n % 100}" if n < 10000 else \
+                    f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
         elif field == "jax_devices":
             out["jax_devices"] = "cpu" if re.match(r"^\[\s*(?:Cpu|TFRT_CPU)", text) else "gpu" if re.match(
                 r"^\[\s*(?:Cuda|cuda|gpu|Gpu|StreamExecutorGpu)", text) else None

@@ -1,0 +1,156 @@
+"""Ticket forms read into facts and judged: JAX's "CUDA backend failed to initialize" (FWK207), nvidia-smi's ERR!
+readings (GPU104), ``cupy.show_config()`` and ``jax.print_environment_info()`` as framework facts, and
+``/proc/driver/nvidia/version`` as the driver's version. Each is read from a real ticket in
+tests/fixtures/tickets/ (its thread in index.json); the combinations no single ticket holds are built from
+real lines of those tickets.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gpudoctor.cli import cli
+from gpudoctor.pastes.detect import find_pastes
+from gpudoctor.pastes.forms import messages
+
+TICKETS = Path(__file__).parent / "fixtures" / "tickets"
+PROC_470 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.82.01  Tue Oct 26 23:05:33 UTC 2021"
+PROC_535 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023"
+
+
+def analyze(*args: str, stdin: str = "") -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["analyze", "--format", "json", *args], input=stdin or None)
+    assert result.exit_code in (0, 1, 2), result.output
+    return result.exit_code, json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+
+
+def findings(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["code"]: f for f in report.get("findings") or []}
+
+
+def _lines(name: str) -> list[str]:
+    return (TICKETS / name).read_text(encoding="utf-8").split("\n")
+
+
+# --- JAX's CUDA backend -------------------------------------------------------------------------------
+
+def test_jax_backend_message_names_the_outdated_library() -> None:
+    item = messages.read(_lines("gcbfplus-1.md"))["evidence"][0]
+    assert (item["kind"], item["cause"], item["library"], item["found"], item["built"]) == \
+        ("jax_backend_failed", "library_too_old", "cuDNN", "8.6.0", "8.9.6")
+    code, report = analyze(str(TICKETS / "gcbfplus-1.md"))
+    jax = findings(report)["FWK207"]
+    assert code == 1 and jax["severity"] == "error" and "cuDNN 8.6.0" in jax["title"] and "8.9.6" in jax["title"]
+    assert any("jax[cuda12]" in c for c in jax["remediation"]["commands"])
+
+
+def test_jax_backend_message_in_every_wording() -> None:
+    said = {
+        "CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built against version 12020, which "
+        "is newer. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)": ("library_too_old", "12.1", "12.2"),
+        "CUDA backend failed to initialize: Unable to load cuDNN. Is it installed? (Set TF_CPP_MIN_LOG_LEVEL=0 and "
+        "rerun for more info.)": ("library_not_loaded", None, None),
+        "E0000 xla_bridge.py] CUDA backend failed to initialize: FAILED_PRECONDITION: No visible GPU devices.": ("no_gpu", None, None),
+    }
+    for line, (cause, found, built) in said.items():
+        item = messages.read([line])["evidence"][0]
+        assert (item["cause"], item.get("found"), item.get("built")) == (cause, found, built), line
+    item = messages.read(_lines("jax-20722.md"))["evidence"][0]
+    assert item["cause"] == "cuda_not_started" and "CUDA_ERROR_NOT_INITIALIZED" in item["error"]
+
+
+def test_jax_seeing_no_gpu_is_an_error_only_where_a_gpu_is_listed() -> None:
+    line = "CUDA backend failed to initialize: FAILED_PRECONDITION: No visible GPU devices."
+    _, alone = analyze("-", stdin=line + "\n")
+    assert findings(alone)["FWK207"]["severity"] == "warning"  # a machine without a GPU: the CPU is all there is
+    smi = (TICKETS / "jax-12213-gpu.md").read_text(encoding="utf-8")  # nvidia-smi listing a Tesla T4
+    _, listed = analyze("-", stdin=smi + "\n" + line + "\n")
+    assert findings(listed)["FWK207"]["severity"] == "error"
+
+
+def test_a_denied_jax_message_is_not_evidence() -> None:
+    assert messages.read(["I no longer see CUDA backend failed to initialize: Unable to load cuDNN."]) is None
+
+
+# --- nvidia-smi ERR! ----------------------------------------------------------------------------------
+
+def test_err_reading_names_the_gpu_and_the_field() -> None:
+    code, report = analyze(str(TICKETS / "azhpc-diagnostics-77.md"))
+    err = findings(report)["GPU104"]
+    assert code == 0 and report["summary"]["verdict"] == "warning"  # the thread: a transient reading, not broken
+    assert "GPU 1 (Tesla V100-PCIE..., 00008ED0:00:00.0)" in err["title"] and "power draw" in err["title"]
+    assert err["subject"]["gpu_index"] == 1
+
+
+def test_err_in_the_fan_column_of_the_wide_table() -> None:
+    rows = ["|   0  NVIDIA GeForce RTX 2080 SUPER  Off |   00000000:01:00.0 Off |                  N/A |",
+            "|ERR!   45C    P8            N/A  /  N/A  |       1MiB /   8192MiB |      0%      Default |"]
+    item = messages.read(rows)["evidence"][0]
+    assert item["fields"] == ["fan"] and item["index"] == 0
+    assert messages.read(["| ERR! is what nvidia-smi printed |"]) is None  # no GPU row above it
+
+
+# --- cupy.show_config(), jax.print_environment_info() ------------------------------------------------
+
+def test_cupy_show_config_is_judged_as_cupy() -> None:
+    code, report = analyze(str(TICKETS / "cupy-3768.md"))
+    cupy = report["facts"]["frameworks"]["cupy"]["info"]
+    assert code == 0 and report["summary"]["verdict"] == "ok"
+    assert (cupy["version"], cupy["built_cuda"], cupy["runtime_cuda"], cupy["runtime_cudnn"], cupy["cuda_root"]) == \
+        ("8.0.0", "11.0", "11.0", "7.5.0", "/usr/local/cuda-10.2")
+    assert report["facts"]["nvml"]["cuda_driver_version"] == 11000
+    assert "driver.nvml" not in report["facts"]["paste"]["judged"]  # CUDA answered CuPy; NVML was not seen
+
+
+def test_jax_environment_info_is_judged_as_jax() -> None:
+    code, report = analyze(str(TICKETS / "jax-12213-gpu.md"))
+    jax = report["facts"]["frameworks"]["jax"]["info"]
+    assert code == 0 and (jax["version"], jax["jaxlib_version"], jax["cuda_available"]) == ("0.3.17", "0.3.15", True)
+    code, report = analyze(str(TICKETS / "jax-12213-cpu.md"))
+    assert code == 0 and report["facts"]["frameworks"]["jax"]["info"]["cuda_available"] is False
+
+
+def test_pip_list_jaxlib_names_its_cuda_major() -> None:
+    _, report = analyze(str(TICKETS / "jax-20722.md"))
+    jax = report["facts"]["frameworks"]["jax"]["info"]
+    assert (jax["version"], jax["jaxlib_version"], jax["cuda_major"]) == ("0.4.26", "0.4.26+cuda12.cudnn89", "12")
+
+
+# --- /proc/driver/nvidia/version ----------------------------------------------------------------------
+
+def test_kernel_module_version_is_read_beside_a_failing_nvidia_smi() -> None:
+    code, report = analyze(str(TICKETS / "truenas-nvidia-drivers-19.md"))
+    assert code == 1 and "DRV003" in findings(report)
+    assert report["facts"]["driver"]["kernel_module"] == {"loaded": True, "version": "580.173.02", "flavour": "proprietary"}
+    assert report["facts"]["nvml"]["init"]["ok"] is False  # nvidia-smi's failure still wins
+
+
+def test_kernel_module_version_is_the_driver_when_nothing_else_says_it() -> None:
+    code, report = analyze("-", stdin=PROC_470 + "\ntorch==2.1.0+cu121\n")
+    assert code == 1 and "CMP001" in findings(report)  # CUDA 12.1 needs a CUDA 12 driver; 470 is CUDA 11.4
+    assert report["facts"]["nvml"]["driver_version"] == "470.82.01"
+    assert "driver.nvml" not in report["facts"]["paste"]["judged"]  # a loaded module is not NVML seen to start
+    code, report = analyze("-", stdin=PROC_535 + "\ntorch==2.1.0+cu121\n")
+    assert code == 0 and report["summary"]["verdict"] == "ok"
+
+
+# --- bounds -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "CUDA backend failed to initialize: " + "a" * 1_000_000,
+    ("CUDA backend failed to initialize: Found CUDA version 1" + "0" * 30 + "\n") * 20_000,
+    ("Backend 'cuda' failed to initialize: Outdated cuDNN installation found.\nInstalled version: 8\n") * 15_000,
+    ("|   0  Tesla T4  Off  | 00000000:00:04.0 Off |  0 |\n| ERR!  ERR!  ERR!  ERR! / ERR! | ERR! | ERR! |\n") * 10_000,
+    "| " + "ERR! " * 200_000,
+    ("failed to initialize " * 50 + "\n") * 1000,
+])
+def test_a_one_megabyte_body_stays_linear(line: str) -> None:
+    start = time.perf_counter()
+    find_pastes(line[:1_000_000], "big.md")
+    assert time.perf_counter() - start <= 3.0  # about 0.1-0.3 s idle; the bound leaves room for a loaded runner
