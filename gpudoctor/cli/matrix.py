@@ -98,13 +98,13 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
 @MATRIX_OPTION
 def matrix_show(topic) -> None:
     """The matrix data as tables, with sources (TOPIC: one of the compat_matrix files)."""
-    from gpudoctor.compat import queries
     from gpudoctor.compat.data import topics
+    from gpudoctor.render import matrix_table
 
     click.get_current_context().meta[LISTING] = True
     if topic and topic not in topics():
         raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
-    click.echo(terminal(_matrix_call(lambda: queries.show(topic)), newlines=True))
+    click.echo(terminal(_matrix_call(lambda: matrix_table.show(topic)), newlines=True))
 
 
 def _print_check(stack: Stack, as_json: bool, notes: Sequence[str] = ()) -> int:
