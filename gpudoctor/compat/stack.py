@@ -419,8 +419,9 @@ def _tf_cudnn_fix(stack: Stack, build: Build) -> tuple[str, list[str]]:
     if not (cuda and cudnn):
         return "", []
     tested = f": TensorFlow {release.get('version')} was tested with CUDA {cuda} and cuDNN {cudnn}, and its pip package brings neither"
-    listed = release.get("gpu_install_windows" if stack.os == "windows" else "gpu_install_linux") or []
-    commands = [c.replace("python3 -m pip", f"{stack.python_executable} -m pip", 1) for c in listed if isinstance(c, str)]
+    listed = release.get("gpu_install_windows" if stack.os == "windows" else "gpu_install_linux")
+    commands = [c.replace("python3 -m pip", f"{stack.python_executable} -m pip", 1)
+                for c in (listed if isinstance(listed, list) else []) if isinstance(c, str)]  # an overlay's may be anything
     if commands:
         return tested + "; TensorFlow's install guide installs them with conda, into the active conda environment (the commands below)", commands
     return tested + f"; install cuDNN {cudnn} for CUDA {cuda} (the system's packages or conda)", []
