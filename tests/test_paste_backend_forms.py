@@ -154,3 +154,69 @@ def test_a_one_megabyte_body_stays_linear(line: str) -> None:
     start = time.perf_counter()
     find_pastes(line[:1_000_000], "big.md")
     assert time.perf_counter() - start <= 3.0  # about 0.1-0.3 s idle; the bound leaves room for a loaded runner
+
+
+# --- versions stated in prose -------------------------------------------------------------------------
+
+def _prose(text: str) -> tuple[int, dict[str, Any]]:
+    return analyze("-", stdin=text + "\n")
+
+
+def test_prose_that_states_enough_is_judged() -> None:
+    code, report = _prose("RTX 5090 with torch 2.6.0+cu124, it fails")
+    assert code == 1 and "CMP003" in findings(report)  # the cu124 build has no sm_120
+    gpu = report["facts"]["gpus"][0]
+    assert gpu["stated"] is True and gpu["source"].startswith("prose") and gpu["compute_capability"] == "12.0"
+    code, report = _prose("TensorFlow 2.15 on Windows 11 with an RTX 3060")
+    assert code == 1 and "CMP009" in findings(report)  # no GPU TensorFlow on native Windows after 2.10
+    code, report = _prose("driver 470 and torch 2.1.0+cu121 on a Tesla T4")
+    assert code == 1 and "CMP001" in findings(report)
+
+
+def test_prose_of_a_healthy_stack_is_no_error() -> None:
+    for text in ("Windows 11, RTX 3060, CUDA 11.8 and cuDNN 8.6, driver 535, PyTorch 2.1",
+                 "I use torch 1.13.1+cu117 on Ubuntu 22.04 with Python 3.12 on an RTX 3060",
+                 "TensorFlow 2.15 on WSL2 under Windows 11 with an RTX 3060",
+                 "RTX 5090, driver 570.124.06, torch 2.7.0+cu128 on Ubuntu 24.04"):
+        code, report = _prose(text)
+        assert code in (0, 1) and report["summary"]["verdict"] != "error", (text, report["findings"])
+    _, report = _prose("TensorFlow 2.15 on WSL2 under Windows 11 with an RTX 3060")
+    assert report["facts"]["host"]["os"] == "Linux" and report["facts"]["host"]["wsl"] is True
+
+
+def test_prose_naming_two_values_names_none() -> None:
+    code, report = _prose("upgraded from driver 470 to driver 535, torch 2.1.0+cu121 on a Tesla T4")
+    assert "nvml" not in report["facts"] and "CMP001" not in findings(report)
+    assert any("2 values for driver version" in n for n in report["facts"]["paste"]["notes"])
+    code, report = _prose("the RTX 3090 and the RTX 5090 run torch 2.6.0+cu124")
+    assert code == 0 and "gpus" not in report["facts"]  # which GPU is the machine's: unknown, never a guess
+
+
+def test_prose_never_contradicts_a_stronger_form() -> None:
+    smi = (TICKETS / "jax-12213-gpu.md").read_text(encoding="utf-8")  # nvidia-smi: driver 460.32.03, a Tesla T4
+    _, report = analyze("-", stdin=smi + "\nI use driver 535 on an RTX 4090 with torch 2.1.0+cu121\n")
+    assert report["facts"]["nvml"]["driver_version"] == "460.32.03" and report["facts"]["gpus"][0]["name"] == "Tesla T4"
+    assert "prose" not in report["facts"]["paste"]["kinds"]  # beside nvidia-smi, prose only retells it
+    assert "driver.nvml" not in _prose("driver 535 and torch 2.1.0+cu121")[1]["facts"]["paste"]["judged"]
+
+
+def test_prose_in_a_real_ticket() -> None:
+    code, report = analyze(str(TICKETS / "berkeley-humanoid-lite-49.md"))
+    facts = report["facts"]
+    assert code == 1 and "FWK201" in findings(report)
+    assert (facts["nvml"]["driver_version"], facts["gpus"][0]["name"], facts["host"]["os"]) == \
+        ("590.48.01", "GeForce RTX 5090", "Linux")
+    assert facts["frameworks"]["torch"]["info"]["version"] == "2.5.1"
+    assert any("NVIDIA GeForce RTX 5090 (sm_120)" in f["title"] for f in report["findings"])
+
+
+@pytest.mark.parametrize("line", [
+    "torch " * 170_000,
+    ("RTX 3090 CUDA 11.8 driver 535 torch 2.1.0+cu121 Windows 11 Python 3.12 " * 12 + "\n") * 1100,
+    ("CUDA " + "1." * 300 + "\n") * 1600,
+    "nvidia " * 150_000,
+])
+def test_a_one_megabyte_prose_body_stays_linear(line: str) -> None:
+    start = time.perf_counter()
+    find_pastes(line[:1_000_000], "big.md")
+    assert time.perf_counter() - start <= 3.0

@@ -34,7 +34,7 @@ def _visible(text: str) -> str:
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
 
 KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x",
-         "messages", "session", "template", "tools")
+         "messages", "session", "template", "tools", "prose")
 
 
 @dataclass
@@ -84,9 +84,20 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
         # the body around the report may hold other pastes (a collect_env of the failing run): they are read,
         # not dropped unseen; a report that carries its facts ends at them, so what follows is read in full
         rest = _visible(markdown_report.outside(text))
-        return [own] + _blocks(rest, name) + (find_forms(rest, name) if facts is not None else [])
+        return _without_prose([own] + _blocks(rest, name) + (find_forms(rest, name) if facts is not None else []))
     text = _visible(text)
-    return _blocks(text, name) + find_forms(text, name)
+    return _without_prose(_blocks(text, name) + find_forms(text, name))
+
+
+#: Pastes that state the machine's facts themselves: where one is, the prose around it only retells them.
+_FIXED = {"gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x"}
+
+
+def _without_prose(found: list[Paste]) -> list[Paste]:
+    """``found`` less the prose's versions when a report, collect_env or nvidia-smi paste is among them."""
+    if any(p.kind in _FIXED for p in found):
+        return [p for p in found if p.kind != "prose"]
+    return found
 
 
 def _blocks(text: str, name: str) -> list[Paste]:

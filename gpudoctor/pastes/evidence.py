@@ -15,7 +15,9 @@ from typing import Any, Optional
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 
-FORMS = ("messages", "session", "template", "tools")
+FORMS = ("messages", "session", "template", "tools", "prose")
+#: The source every fact read from prose carries: checks and renderers can tell it is the weakest.
+PROSE = "prose"
 
 
 def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) -> None:
@@ -34,6 +36,8 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     _toolkit(facts, forms.get("tools"))
     _host(facts, forms.get("template"))
     _stated_gpu(facts, forms.get("template"))
+    if "prose" in forms:
+        _prose(facts, forms["prose"])
     if evidence:
         facts["evidence"] = evidence
 
@@ -226,6 +230,46 @@ def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
     if entry:
         gpu["compute_capability_source"] = f"gpudoctor's matrix, by the name ({entry['model']})"
     facts["gpus"] = [gpu]
+
+
+def _prose(facts: dict[str, Any], paste: Paste) -> None:
+    """What the prose states, each value only where no other paste gave that fact: it never contradicts
+    a stronger form. A GPU only when the matrix knows its name; CUDA as the toolkit only when it is not the
+    driver's own CUDA that an nvidia-smi paste printed; Python only as the host's, never judged against a
+    release (a stated Python and a stated release name no one interpreter)."""
+    values, where = paste.parsed, f"{PROSE} ({paste.where})"
+    frameworks = facts.setdefault("frameworks", {})
+    if values.get("torch_version") and "torch" not in frameworks:
+        frameworks["torch"] = _torch_fact({"version": values["torch_version"], "version_from": where})
+    if values.get("tensorflow_version") and "tensorflow" not in frameworks:
+        version = values["tensorflow_version"]
+        frameworks["tensorflow"] = {"installed": True, "source": where, "status": "metadata",
+                                    "info": {"version": version, "source": where, "evidence": [f"{where} says TensorFlow {version}"]}}
+    if not frameworks:
+        del facts["frameworks"]
+    if values.get("gpu") and not facts.get("gpus"):
+        entry = matrix_gpu(values["gpu"])
+        if entry:
+            facts["gpus"] = [{"index": 0, "name": entry["model"], "source": where, "stated": True,
+                              "compute_capability": entry["compute_capability"],
+                              "compute_capability_source": f"gpudoctor's matrix, by the name ({entry['model']})"}]
+    if values.get("driver_version") and not facts.get("nvml"):
+        facts["nvml"] = {"init": {"ok": True}, "driver_version": values["driver_version"],
+                         "cuda_driver_version": {"unavailable": "not_found"}, "source": where}
+    driver_cuda = (facts.get("nvml") or {}).get("cuda_driver_version")
+    cuda = values.get("cuda")
+    if cuda and not facts.get("toolkit") and not (isinstance(driver_cuda, int) and f"{driver_cuda // 1000}.{driver_cuda % 1000 // 10}" == cuda):
+        facts["toolkit"] = {"nvcc": {"found": True, "version": cuda, "release": cuda, "source": where}}
+    host = facts.get("host") or {}
+    if values.get("os") and not host.get("os"):
+        family = values["os"]
+        host = {**host, "source": where, "os": {"windows": "Windows", "macos": "Darwin"}.get(family, "Linux")}
+        if family == "wsl":
+            host["wsl"] = True
+    if values.get("python_version") and not host.get("python"):
+        host = {**host, "python": {"version": values["python_version"], "source": where}}
+    if host:
+        facts["host"] = host
 
 
 def _host(facts: dict[str, Any], template: Optional[Paste]) -> None:

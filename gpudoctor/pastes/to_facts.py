@@ -323,7 +323,7 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     nvml = facts.get("nvml") or {}
     ok = bool((nvml.get("init") or {}).get("ok"))
     frameworks = bool(facts.get("frameworks"))
-    if nvml and not str(nvml.get("source") or "").startswith((PROC_VERSION, "cupy.show_config()")):
+    if nvml and not str(nvml.get("source") or "").startswith((PROC_VERSION, "cupy.show_config()", "prose")):
         # a loaded kernel module, or CUDA answering CuPy, is not NVML seen to start
         run.add("driver.nvml")
     if ok and nvml.get("device_count") == 0:  # nvidia-smi's "No devices were found": DRV012, as in a report
@@ -336,7 +336,8 @@ def runnable(facts: dict[str, Any]) -> set[str]:
             run.add("frameworks.gpu")
         if (facts.get("host") or {}).get("os"):
             run.add("compat.known_bad")
-    if ok and (frameworks or facts.get("toolkit")):
+    stated = any(isinstance(g, dict) and g.get("stated") for g in facts.get("gpus") or [])
+    if (ok or stated) and (frameworks or facts.get("toolkit")):  # a named GPU is judged against the builds
         run.add("compat.stack")
     if (facts.get("host") or {}).get("os") == "Darwin":  # no CUDA on macOS: a CUDA stack there is judged by
         run -= {"compat.stack", "frameworks.gpu"}  # compat.known_bad alone (CMP009), never as Linux CUDA

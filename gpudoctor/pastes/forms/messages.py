@@ -93,7 +93,7 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
     if "cuda capability sm_" in lowered:
         m = _SM.search(line)
         if m and not _negated(line, m.start(2)):
-            gpu = m.group(1).strip().strip("'\"`").rsplit("UserWarning:", 1)[-1].strip()
+            gpu = m.group(1).strip().lstrip("-*> ").strip("'\"`").rsplit("UserWarning:", 1)[-1].strip()
             item: dict[str, Any] = {"kind": "gpu_arch_unsupported", "gpu": gpu, "sm": f"sm_{m.group(2)}"}
             supported = _following(_SUPPORTS, lines, number)
             if supported:

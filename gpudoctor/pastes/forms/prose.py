@@ -1,0 +1,83 @@
+"""Versions a ticket states in its own words: "RTX 3060", "CUDA 11.8 and cuDNN 8.6", "driver 535",
+"PyTorch 2.1", "torch 1.13.1+cu117", "TensorFlow 2.15", "Windows 11", "Ubuntu 22.04", "Python 3.12".
+
+Prose is the weakest evidence: a value is kept only when the body names one value for it (two CUDA
+versions, two GPUs or two drivers name a change or a comparison, not the machine), never from a line
+that another form prints (nvidia-smi's table and header, key: value reports), and never after words
+that deny it ("not", "instead of"). What prose says fills only what no stronger form gave
+(pastes/evidence.py), so it never contradicts one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+_TORCH = re.compile(r"\b(?:py)?torch(?:\s{1,3}version)?[\s:=]{1,6}[`'\"]?v?(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d{8})?"
+                    r"(?:\+(?:cu\d{2,3}|cpu))?)(?!\w|\.\d)", re.I)
+_TF = re.compile(r"\btensorflow(?:-gpu)?(?:\s{1,3}version)?[\s:=]{1,6}v?(\d\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)", re.I)
+_CUDA = re.compile(r"\bcuda(?:\s{1,3}toolkit)?(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}\.\d)(?:\.\d{1,3})?(?!\w|\.\d)", re.I)
+_CUDNN = re.compile(r"\bcudnn(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}(?:\.\d{1,2}){1,2})(?!\w|\.\d)", re.I)
+_DRIVER = re.compile(r"\b(?:nvidia\s{1,3})?driver(?:\s{1,3}version)?[\s:=]{1,6}v?(\d{3}(?:\.\d{1,3}){0,2})(?!\w|\.\d)", re.I)
+_PYTHON = re.compile(r"\bpython\s{0,3}v?(3\.\d{1,2})(?:\.\d{1,2})?(?!\w|\.\d)", re.I)
+_GEFORCE = re.compile(r"\b(?:nvidia\s{1,3})?(?:geforce\s{1,3})?(rtx|gtx|gt)\s?-?(\d{3,4})(?:\s?-?(ti|super))?(\s{1,3}laptop)?\b", re.I)
+_DATACENTER = re.compile(r"\b(?:nvidia\s{1,3}|tesla\s{1,3})?((?:rtx\s)?a[1-6]000|[ahv]100|h200|a10g?|a30|a40|l40s?|l4|t4|k80|p100|p40)\b", re.I)
+_OS = (("wsl", re.compile(r"\bwsl\s?2?\b", re.I)),
+       ("windows", re.compile(r"\bwin(?:dows)?\s?(?:10|11)\b|\bwindows\b", re.I)),
+       ("macos", re.compile(r"\bmac\s?os\b|\bmacbook\b|\bapple silicon\b", re.I)),
+       ("linux", re.compile(r"\b(?:ubuntu|debian|centos|fedora|rocky linux|rhel|arch linux|linux mint)\b", re.I)))
+_DENIED = re.compile(r"(?:\bnot|n't|\bno longer|\binstead of|\bwithout|\bother than)\b[^.;]{0,30}$", re.I)
+#: Words that show a line is another form's output, which its own reader reads: never prose.
+_FORM_LINE = re.compile(r"^\s*(?:\||\+-|>>>|\$\s)|NVIDIA-SMI|Driver Version:|\S\s{2,40}:\s", re.I)
+#: (field, expression): each expression's first group is the value.
+_FIELDS = (("torch_version", _TORCH), ("tensorflow_version", _TF), ("cuda", _CUDA), ("cudnn", _CUDNN),
+           ("driver_version", _DRIVER), ("python_version", _PYTHON))
+_WORDS = re.compile(r"torch|tensorflow|cuda|cudnn|driver|python|rtx|gtx|gt ?\d|tesla|nvidia|[ahvlkpt]\d{1,4}\b|wsl|windows|"
+                    r"win ?1[01]|mac ?os|macbook|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint", re.I)
+
+
+def read(lines: list[str]) -> Optional[dict[str, Any]]:
+    """The versions the prose of ``lines`` states once each; None when it states none."""
+    seen: dict[str, dict[str, int]] = {}
+    done: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        if line in done or len(line) > 600 or not _WORDS.search(line) or _FORM_LINE.search(line):
+            continue
+        done.add(line)
+        for field, value in _values(line):
+            seen.setdefault(field, {}).setdefault(value, number)
+    out: dict[str, Any] = {"notes": [], "lines": {}}
+    if "wsl" in seen.get("os", {}):  # WSL runs on Windows and shows Linux: a body naming it names both
+        seen["os"] = {"wsl": seen["os"]["wsl"]}
+    for field, values in seen.items():
+        if len(values) == 1:
+            (value, number), = values.items()
+            out[field], out["lines"][field] = value, number
+        else:  # "from 470 to 535", "works on the 3090, not the 4090": no one value is the machine's
+            out["notes"].append(f"the prose names {len(values)} values for {field.replace('_', ' ')} "
+                                f"({', '.join(sorted(values)[:4])}); none is used")
+    return out if out["lines"] else None
+
+
+def _values(line: str) -> list[tuple[str, str]]:
+    found = []
+    for field, pattern in _FIELDS:
+        for m in pattern.finditer(line):
+            if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
+                found.append((field, _major_minor(m.group(1)) if field == "cuda" else m.group(1)))
+    for m in _GEFORCE.finditer(line):
+        if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
+            suffix = f" {m.group(3).title() if m.group(3).lower() == 'ti' else m.group(3).upper()}" if m.group(3) else ""
+            found.append(("gpu", f"GeForce {m.group(1).upper()} {m.group(2)}{suffix}" + (" Laptop GPU" if m.group(4) else "")))
+    for m in _DATACENTER.finditer(line):
+        if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
+            found.append(("gpu", m.group(1).upper()))
+    for family, pattern in _OS:
+        if pattern.search(line):
+            found.append(("os", family))
+            break
+    return found
+
+
+def _major_minor(text: str) -> str:
+    return ".".join(text.split(".")[:2])
