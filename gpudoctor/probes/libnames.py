@@ -152,10 +152,24 @@ def version_from_library(family: str, path: str) -> dict[str, Any]:
         lib = ctypes.CDLL(path)
         version = getter(lib)
     except (OSError, AttributeError) as exc:
-        return unavailable("unknown", str(exc)[:300])
+        return unavailable("unknown", (str(exc) or _dlopen_error(path))[:300])
     except UnicodeDecodeError as exc:  # dlopen's message names a path that is not UTF-8
         return unavailable("unknown", bytes(exc.object).decode("utf-8", "backslashreplace")[:300])
     return version if version else unavailable("unknown")
+
+
+def _dlopen_error(path: str) -> str:
+    """dlopen's own message, read as bytes. Python 3.9's ctypes raises an OSError without a message where
+    that message does not decode (it names a path that is not UTF-8), which would hide why it failed."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.dlopen.restype, libc.dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+        libc.dlerror.restype = ctypes.c_char_p
+        if libc.dlopen(os.fsencode(path), os.RTLD_NOW):
+            return ""
+        return (libc.dlerror() or b"").decode("utf-8", "backslashreplace")
+    except (OSError, AttributeError):
+        return ""
 
 
 def describe(path: str, read_version: bool) -> dict[str, Any]:
