@@ -184,7 +184,8 @@ def test_a_driver_too_old_for_every_build_gives_no_command_and_says_so():
     finding = _fwk001(_synthetic("NVIDIA H100 80GB HBM3", "9.0", "418.226.00", 10010, "2.11.0+cpu"))
     assert finding["remediation"]["commands"] == []
     assert "driver 418.226.00" in finding["remediation"]["text"]
-    assert "runs none of the CUDA builds" in finding["remediation"]["text"]
+    # the matrix holds CUDA 10 builds that driver 418 runs (PyTorch 1.x), none with code for an H100
+    assert "no CUDA build that driver 418.226.00 runs has code for GPU 0" in finding["remediation"]["text"]
 
 
 def test_an_unknown_driver_gives_no_command():
