@@ -215,8 +215,10 @@ def test_prose_in_a_real_ticket() -> None:
     ("RTX 3090 CUDA 11.8 driver 535 torch 2.1.0+cu121 Windows 11 Python 3.12 " * 12 + "\n") * 1100,
     ("CUDA " + "1." * 300 + "\n") * 1600,
     "nvidia " * 150_000,
+    "\n".join(f"torch 2.{i % 20}.0+cu12{i % 5} on an RTX 30{i % 10}0, CUDA 12.{i % 9}, driver 5{i % 90:02d}.{i}" for i in range(12_000)),
+    "\n".join(f"torch 2.1.0+cu121 on an RTX 3090, CUDA 12.1, driver 535.104.05, run {i}" for i in range(14_000)),
 ])
 def test_a_one_megabyte_prose_body_stays_linear(line: str) -> None:
     start = time.perf_counter()
     find_pastes(line[:1_000_000], "big.md")
-    assert time.perf_counter() - start <= 3.0
+    assert time.perf_counter() - start <= 3.0  # a field with two values is no longer looked for; at most 200 lines read

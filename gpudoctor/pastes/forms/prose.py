@@ -14,39 +14,55 @@ import re
 from typing import Any, Optional
 
 _TORCH = re.compile(r"\b(?:py)?torch(?:\s{1,3}version)?[\s:=]{1,6}[`'\"]?v?(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d{8})?"
-                    r"(?:\+(?:cu\d{2,3}|cpu))?)(?!\w|\.\d)", re.I)
-_TF = re.compile(r"\btensorflow(?:-gpu)?(?:\s{1,3}version)?[\s:=]{1,6}v?(\d\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)", re.I)
-_CUDA = re.compile(r"\bcuda(?:\s{1,3}toolkit)?(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}\.\d)(?:\.\d{1,3})?(?!\w|\.\d)", re.I)
-_CUDNN = re.compile(r"\bcudnn(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}(?:\.\d{1,2}){1,2})(?!\w|\.\d)", re.I)
-_DRIVER = re.compile(r"\b(?:nvidia\s{1,3})?driver(?:\s{1,3}version)?[\s:=]{1,6}v?(\d{3}(?:\.\d{1,3}){0,2})(?!\w|\.\d)", re.I)
-_PYTHON = re.compile(r"\bpython\s{0,3}v?(3\.\d{1,2})(?:\.\d{1,2})?(?!\w|\.\d)", re.I)
-_GEFORCE = re.compile(r"\b(?:nvidia\s{1,3})?(?:geforce\s{1,3})?(rtx|gtx|gt)\s?-?(\d{3,4})(?:\s?-?(ti|super))?(\s{1,3}laptop)?\b", re.I)
-_DATACENTER = re.compile(r"\b(?:nvidia\s{1,3}|tesla\s{1,3})?((?:rtx\s)?a[1-6]000|[ahv]100|h200|a10g?|a30|a40|l40s?|l4|t4|k80|p100|p40)\b", re.I)
-_OS = (("wsl", re.compile(r"\bwsl\s?2?\b", re.I)),
-       ("windows", re.compile(r"\bwin(?:dows)?\s?(?:10|11)\b|\bwindows\b", re.I)),
-       ("macos", re.compile(r"\bmac\s?os\b|\bmacbook\b|\bapple silicon\b", re.I)),
-       ("linux", re.compile(r"\b(?:ubuntu|debian|centos|fedora|rocky linux|rhel|arch linux|linux mint)\b", re.I)))
-_DENIED = re.compile(r"(?:\bnot|n't|\bno longer|\binstead of|\bwithout|\bother than)\b[^.;]{0,30}$", re.I)
+                    r"(?:\+(?:cu\d{2,3}|cpu))?)(?!\w|\.\d)")
+_TF = re.compile(r"\btensorflow(?:-gpu)?(?:\s{1,3}version)?[\s:=]{1,6}v?(\d\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)")
+_CUDA = re.compile(r"\bcuda(?:\s{1,3}toolkit)?(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}\.\d)(?:\.\d{1,3})?(?!\w|\.\d)")
+_CUDNN = re.compile(r"\bcudnn(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}(?:\.\d{1,2}){1,2})(?!\w|\.\d)")
+_DRIVER = re.compile(r"\b(?:nvidia\s{1,3})?driver(?:\s{1,3}version)?[\s:=]{1,6}v?(\d{3}(?:\.\d{1,3}){0,2})(?!\w|\.\d)")
+_PYTHON = re.compile(r"\bpython\s{0,3}v?(3\.\d{1,2})(?:\.\d{1,2})?(?!\w|\.\d)")
+_GEFORCE = re.compile(r"\b(?:nvidia\s{1,3})?(?:geforce\s{1,3})?(rtx|gtx|gt)\s?-?(\d{3,4})(?:\s?-?(ti|super))?(\s{1,3}laptop)?\b")
+_DATACENTER = re.compile(r"\b(?:nvidia\s{1,3}|tesla\s{1,3})?((?:rtx\s)?a[1-6]000|[ahv]100|h200|a10g?|a30|a40|l40s?|l4|t4|k80|p100|p40)\b")
+_OS = (("wsl", re.compile(r"\bwsl\s?2?\b")),
+       ("windows", re.compile(r"\bwin(?:dows)?\s?(?:10|11)\b|\bwindows\b")),
+       ("macos", re.compile(r"\bmac\s?os\b|\bmacbook\b|\bapple silicon\b")),
+       ("linux", re.compile(r"\b(?:ubuntu|debian|centos|fedora|rocky linux|rhel|arch linux|linux mint)\b")))
+_DENIED = re.compile(r"(?:\bnot|n't|\bno longer|\binstead of|\bwithout|\bother than)\b[^.;]{0,30}$")
 #: Words that show a line is another form's output, which its own reader reads: never prose.
-_FORM_LINE = re.compile(r"^\s*(?:\||\+-|>>>|\$\s)|NVIDIA-SMI|Driver Version:|\S\s{2,40}:\s", re.I)
-#: (field, expression): each expression's first group is the value.
-_FIELDS = (("torch_version", _TORCH), ("tensorflow_version", _TF), ("cuda", _CUDA), ("cudnn", _CUDNN),
-           ("driver_version", _DRIVER), ("python_version", _PYTHON))
-_WORDS = re.compile(r"torch|tensorflow|cuda|cudnn|driver|python|rtx|gtx|gt ?\d|tesla|nvidia|[ahvlkpt]\d{1,4}\b|wsl|windows|"
-                    r"win ?1[01]|mac ?os|macbook|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint", re.I)
+_FORM_LINE = re.compile(r"^\s*(?:\||\+-|>>>|\$\s)|NVIDIA-SMI|Driver Version:|\S\s{2,40}:\s")
+#: (field, the word every value of it follows, expression): a line is scanned for a field only when it holds
+#: the word, so a long body costs a substring test per field and line, not an expression.
+_FIELDS = (("torch_version", "torch", _TORCH), ("tensorflow_version", "tensorflow", _TF), ("cudnn", "cudnn", _CUDNN),
+           ("cuda", "cuda", _CUDA), ("driver_version", "driver", _DRIVER), ("python_version", "python", _PYTHON))
+_DATACENTER_HINT = re.compile(r"[ahvlktp]\d")
+#: Lines stating versions read at most: a ticket's prose states its machine in a few; a body with hundreds is a
+#: log or a list, whose versions are not one machine's.
+MAX_STATING_LINES = 200
+_OS_WORDS = ("wsl", "win", "mac", "apple", "ubuntu", "debian", "centos", "fedora", "rocky", "rhel", "arch", "mint")
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
     """The versions the prose of ``lines`` states once each; None when it states none."""
     seen: dict[str, dict[str, int]] = {}
     done: set[str] = set()
+    settled: set[str] = set()  # fields with two values already: none of theirs will be used, so none is looked for
+    stating, notes = 0, []
     for number, line in enumerate(lines, 1):
-        if line in done or len(line) > 600 or not _WORDS.search(line) or _FORM_LINE.search(line):
+        if line in done or len(line) > 600:
             continue
         done.add(line)
-        for field, value in _values(line):
+        low = line.lower()
+        found = _values(low, settled)
+        if not found or _FORM_LINE.search(line):
+            continue
+        stating += 1
+        if stating > MAX_STATING_LINES:
+            notes = [f"prose: only the first {MAX_STATING_LINES} lines that state versions were read"]
+            break
+        for field, value in found:
             seen.setdefault(field, {}).setdefault(value, number)
-    out: dict[str, Any] = {"notes": [], "lines": {}}
+            if len(seen[field]) > 1 and not (field == "os" and "wsl" in seen[field]):
+                settled.add(field)
+    out: dict[str, Any] = {"notes": notes, "lines": {}}
     if "wsl" in seen.get("os", {}):  # WSL runs on Windows and shows Linux: a body naming it names both
         seen["os"] = {"wsl": seen["os"]["wsl"]}
     for field, values in seen.items():
@@ -59,20 +75,23 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
     return out if out["lines"] else None
 
 
-def _values(line: str) -> list[tuple[str, str]]:
+def _values(line: str, skip: set[str]) -> list[tuple[str, str]]:
+    """The values on one lowered line, but for the fields in ``skip``."""
     found = []
-    for field, pattern in _FIELDS:
+    for field, word, pattern in _FIELDS:
+        if word not in line or field in skip:
+            continue
         for m in pattern.finditer(line):
             if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
                 found.append((field, _major_minor(m.group(1)) if field == "cuda" else m.group(1)))
-    for m in _GEFORCE.finditer(line):
+    for m in _GEFORCE.finditer(line) if "gpu" not in skip and ("rtx" in line or "gt" in line) else ():
         if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
-            suffix = f" {m.group(3).title() if m.group(3).lower() == 'ti' else m.group(3).upper()}" if m.group(3) else ""
+            suffix = f" {'Ti' if m.group(3) == 'ti' else m.group(3).upper()}" if m.group(3) else ""
             found.append(("gpu", f"GeForce {m.group(1).upper()} {m.group(2)}{suffix}" + (" Laptop GPU" if m.group(4) else "")))
-    for m in _DATACENTER.finditer(line):
+    for m in _DATACENTER.finditer(line) if "gpu" not in skip and _DATACENTER_HINT.search(line) else ():
         if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
             found.append(("gpu", m.group(1).upper()))
-    for family, pattern in _OS:
+    for family, pattern in _OS if "os" not in skip and any(w in line for w in _OS_WORDS) else ():
         if pattern.search(line):
             found.append(("os", family))
             break
