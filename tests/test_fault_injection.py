@@ -122,6 +122,7 @@ class Case:
     stderr: str = ""  # regex for all of stderr (stripped) alongside a report: empty unless said
     interrupt: Optional[int] = None  # a signal sent once the fake framework hangs, at least 2 s in
     deadline_s: Optional[float] = None
+    table: Optional[str] = None  # regex the output must hold beside the one stderr line (merge's refused row)
 
     def deadline(self) -> float:
         if self.deadline_s is not None:
@@ -619,14 +620,20 @@ CASES: list[Case] = [
          setup=setup_reports, verify=verify_surrogates_escaped),
     Case("analyze-endless-input", ("analyze", "/dev/zero"), 2,
          error=r"Error: /dev/zero is too large to analyze \(larger than 16 MiB\)"),
+    # merge: the file that is not a readable report is a row of its own (INT007), the rest is merged, exit 2
     Case("merge-malformed", ("merge", "{tmp}/reports/good.json", "{tmp}/reports/malformed.json"), 2,
-         error=r"Error: {tmp}/reports/malformed\.json is not valid JSON \(.+\)", setup=setup_reports),
+         error=r"gpudoctor: 1 file\(s\) refused, not readable reports: {tmp}/reports/malformed\.json",
+         table=r"INT007 \[file\] {tmp}/reports/malformed\.json is not valid JSON \(.+\)", setup=setup_reports),
     Case("merge-truncated", ("merge", "{tmp}/reports/good.json", "{tmp}/reports/truncated.json"), 2,
-         error=r"Error: {tmp}/reports/truncated\.json is not valid JSON \(.+\)", setup=setup_reports),
+         error=r"gpudoctor: 1 file\(s\) refused, not readable reports: {tmp}/reports/truncated\.json",
+         table=r"INT007 \[file\] {tmp}/reports/truncated\.json is not valid JSON \(.+\)", setup=setup_reports),
     Case("merge-huge", ("merge", "{tmp}/reports/huge.json", "{tmp}/reports/good.json"), 2,
-         error=r"Error: {tmp}/reports/huge\.json is not a gpudoctor report \(larger than 16 MiB\)", setup=setup_reports),
+         error=r"gpudoctor: 1 file\(s\) refused, not readable reports: {tmp}/reports/huge\.json",
+         table=r"INT007 \[file\] {tmp}/reports/huge\.json is not a gpudoctor report \(larger than 16 MiB\)",
+         setup=setup_reports),
     Case("merge-newer-schema", ("merge", "{tmp}/reports/good.json", "{tmp}/reports/newer.json"), 2,
-         error=r"Error: {tmp}/reports/newer\.json uses report schema 2, .*", setup=setup_reports),
+         error=r"gpudoctor: 1 file\(s\) refused, not readable reports: {tmp}/reports/newer\.json",
+         table=r"INT007 \[file\] {tmp}/reports/newer\.json uses report schema 2, ", setup=setup_reports),
     Case("matrix-malformed", ("check", "--quick", "--matrix", "{tmp}/reports/matrix.json"), 2,
          error=r"Error: --matrix: {tmp}/reports/matrix\.json: not valid JSON \(.+\)", setup=setup_reports),
     Case("unknown-option", ("check", "--no-such-option"), 2, usage_error=True,
@@ -770,7 +777,8 @@ def test_fault(case: Case, tmp_path: Path, bad_reports: Path) -> None:
         assert _codes(report, case.about) == list(case.codes), [(f["code"], f["title"][:200]) for f in report["findings"]]
         assert re.fullmatch(case.stderr, stderr.strip()), stderr[-2000:]
     else:
-        assert stdout == ""
+        assert stdout == "" if case.table is None else re.search(case.table.replace("{tmp}", re.escape(str(tmp_path))),
+                                                                 stdout), stdout[-2000:]
         lines = [line for line in stderr.splitlines() if line.strip()]
         expected = case.error.replace("{tmp}", re.escape(str(tmp_path)))
         if case.usage_error:
