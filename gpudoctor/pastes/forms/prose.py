@@ -37,7 +37,7 @@ _DATACENTER_HINT = re.compile(r"[ahvlktp]\d")
 #: Lines stating versions read at most: a ticket's prose states its machine in a few; a body with hundreds is a
 #: log or a list, whose versions are not one machine's.
 MAX_STATING_LINES = 200
-_OS_WORDS = ("wsl", "win", "mac", "apple", "ubuntu", "debian", "centos", "fedora", "rocky", "rhel", "arch", "mint")
+_OS_HINT = re.compile("wsl|win|mac|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint")
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
@@ -91,7 +91,7 @@ def _values(line: str, skip: set[str]) -> list[tuple[str, str]]:
     for m in _DATACENTER.finditer(line) if "gpu" not in skip and _DATACENTER_HINT.search(line) else ():
         if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
             found.append(("gpu", m.group(1).upper()))
-    for family, pattern in _OS if "os" not in skip and any(w in line for w in _OS_WORDS) else ():
+    for family, pattern in _OS if "os" not in skip and _OS_HINT.search(line) else ():
         if pattern.search(line):
             found.append(("os", family))
             break
