@@ -277,7 +277,7 @@ _CODES = (
          "The loader stops at the first file with the right name: a program that reaches this one fails to start or finds no GPU.",
          "Remove or repair the file, or take its directory off the loader's path."),
     Code("FWK001", "cpu-only-framework-build", ERROR,
-         "A framework installed here is a CPU-only build (a +cpu PyTorch wheel, tensorflow-cpu, jax without a CUDA plugin) on a machine with GPUs.",
+         "A framework installed here is a CPU-only build (a +cpu PyTorch wheel, tensorflow-cpu, jax without a CUDA plugin), or a build for another vendor's GPUs (a +rocm or +xpu PyTorch wheel), on a machine with NVIDIA GPUs.",
          "It will never use the GPUs; work silently runs on the CPU.",
          "Install a CUDA build of the framework that fits this driver, every GPU's architecture and the Python version (the finding gives the exact pip command when one fits)."),
     Code("FWK002", "framework-sees-no-gpu", ERROR,
