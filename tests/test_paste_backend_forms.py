@@ -96,6 +96,15 @@ def test_err_in_the_fan_column_of_the_wide_table() -> None:
     assert messages.read(["| ERR! is what nvidia-smi printed |"]) is None  # no GPU row above it
 
 
+def test_a_gpu_nvidia_smi_cannot_open_is_named() -> None:
+    code, report = analyze(str(TICKETS / "workspace-19.md"))
+    handle = findings(report)["GPU104"]
+    assert code == 1 and handle["severity"] == "error" and "GPU 0000:0B:00.0" in handle["title"]
+    assert "Unknown Error" in handle["title"]
+    said = "sudo nvidia-smi says: Unable to determine the device handle for GPU0000:07:00.0: Unknown Error"
+    assert messages.read([said])["evidence"][0]["bus_id"] == "0000:07:00.0"
+
+
 # --- cupy.show_config(), jax.print_environment_info() ------------------------------------------------
 
 def test_cupy_show_config_is_judged_as_cupy() -> None:

@@ -176,7 +176,14 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
 
 
 def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
-    _any(facts, ("smi_err",))
+    _any(facts, ("smi_err", "smi_handle"))
+    for item in _evidence(facts, ("smi_handle",)):
+        yield finding("GPU104", f"nvidia-smi could not open {item.get('gpu')}: {item.get('error')}", detail=_quote(item),
+                      severity=ERROR,
+                      text="The driver lists this GPU but cannot open it, usually because it fell off the bus or hung "
+                           "(Xid 79 or another hardware Xid in the kernel log): work on it fails until the GPU is reset or "
+                           "the machine rebooted. Check its power, cooling and seating if it recurs.",
+                      commands=[DRIVER_LOG_COMMAND, "lspci -nn | grep -i nvidia"], links=[XID_DOCS])
     for item in _evidence(facts, ("smi_err",)):
         fields = ", ".join(item.get("fields") or []) or "a reading"
         index = item.get("index") if isinstance(item.get("index"), int) else None

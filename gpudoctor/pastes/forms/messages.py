@@ -42,6 +42,9 @@ _JAX_FOUND = re.compile(r"Found (CUDA|cuDNN|cuBLAS|cuSPARSE|cuFFT|cuSOLVER|NCCL|
 #: A row of nvidia-smi's table under the GPU's own row: "| N/A   29C    P0   ERR! / 250W |  593MiB / 16160MiB | ..."
 _SMI_GPU_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(.{1,60}?)\s+(?:On|Off|WDDM|TCC|MCDM)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
                           r"[0-9A-Fa-f]{2}\.[0-9A-Fa-f])")
+# nvidia-smi when NVML lists a GPU it cannot open: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"
+_HANDLE = re.compile(r"Unable to (?:determine|detect) the device handle for GPU ?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])"
+                     r":? ?(.{0,80})", re.I)
 #: The fields of the first cell of that row, in nvidia-smi's order (every layout since driver 410).
 _SMI_FIELDS = ("fan", "temperature", "performance state", "power draw", "/", "power cap")
 #: Xid numbers that mean the GPU or its memory failed, not an application's fault (NVIDIA's Xid
@@ -65,7 +68,7 @@ FIXED = (
 _TRIGGER = re.compile("|".join(re.escape(w) for w in (
     "cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
     "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize", "unable to initialize backend",
-    "err!", *(w for w, _ in FIXED))))
+    "err!", "the device handle for gpu", *(w for w, _ in FIXED))))
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
@@ -132,6 +135,11 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
             out.append({"kind": "driver_library_mismatch"})
     if "failed to initialize" in lowered or "unable to initialize backend" in lowered:
         out += _jax_backend(line, lines, number)
+    if "the device handle for gpu" in lowered:
+        m = _HANDLE.search(line)
+        if m and not _negated(line, m.start()):
+            out.append({"kind": "smi_handle", "gpu": f"GPU {m.group(1)}", "bus_id": m.group(1),
+                        "error": m.group(2).strip() or "no reason given"})
     if "err!" in lowered and line.lstrip().startswith("|") and number >= 2:
         out += _smi_err(line, lines[number - 2])
     for words, kind in FIXED:
