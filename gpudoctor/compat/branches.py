@@ -9,6 +9,8 @@ error): their driver comes with JetPack and is not numbered by these branches.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -196,5 +198,11 @@ def undriven(device_id: Any, driver: Optional[str]) -> bool:
 
 def _jetson_only(cc: str) -> bool:
     """A compute capability only Jetson modules have (5.3, 6.2, 7.2, 8.7): no discrete GPU to judge."""
+    return _jetson_only_in(id(load_topic("gpus")), cc)
+
+
+@functools.lru_cache(maxsize=64)
+def _jetson_only_in(loaded: int, cc: str) -> bool:
+    """_jetson_only, remembered per loaded catalogue (an overlay reloads it): asked once per GPU judged."""
     rows = [e for e in load_topic("gpus")["entries"] if e.get("compute_capability") == cc]
     return bool(rows) and all(e.get("segment") == "jetson" for e in rows)

@@ -81,6 +81,12 @@ def mvc_floor(cuda_major: int, os_name: str = "linux") -> Optional[dict[str, Any
 
 
 def newest_known_cuda() -> Optional[Version]:
+    return _newest_known_cuda(id(load_topic("cuda_toolkits")))
+
+
+@functools.lru_cache(maxsize=16)
+def _newest_known_cuda(loaded: int) -> Optional[Version]:
+    """newest_known_cuda, remembered per loaded table (an overlay reloads it): asked for every GPU judged."""
     rows = load_topic("cuda_toolkits")["entries"]
     known = [v for v in (version(r.get("version")) for r in rows) if v]
     return max(known) if known else None
@@ -213,6 +219,12 @@ def _flag(v: Version) -> str:
 # --- toolkit versus GPU -------------------------------------------------------------------------
 
 def toolkit_targets(cuda: str, cc: str) -> Verdict:
+    return _toolkit_targets(id(load_topic("cuda_targets")), id(load_topic("cuda_toolkits")), cuda, cc)
+
+
+@functools.lru_cache(maxsize=1024)
+def _toolkit_targets(targets: int, toolkits: int, cuda: str, cc: str) -> Verdict:
+    """toolkit_targets, remembered per loaded tables: a node's or a paste's GPUs repeat one architecture."""
     want, gpu = major_minor(cuda), version(cc)
     if want is None or gpu is None:
         return Verdict(UNKNOWN, "version cannot be read")
@@ -280,8 +292,15 @@ def ptx_floor_verdict(cc: str, floor: str, why: str) -> Optional[Verdict]:
 
 def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
     """The first entry of ``topic`` whose whole-word match string occurs in the NVML name (case-insensitive)."""
+    return _gpu_entry(id(load_topic(topic)), topic, name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _gpu_entry(loaded: int, topic: str, name: str) -> Optional[dict[str, Any]]:
+    """gpu_entry, remembered per loaded topic (an overlay reloads it): a node's or a paste's GPUs repeat one
+    name, and each lookup walks a thousand match strings."""
     lowered = f" {_words(name)} "
-    for words, row in _match_words(id(load_topic(topic)), topic):
+    for words, row in _match_words(loaded, topic):
         if f" {words} " in lowered:
             return row
     return None
