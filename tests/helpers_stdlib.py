@@ -16,6 +16,8 @@ def stdlib_module_names() -> FrozenSet[str]:
     names = getattr(sys, "stdlib_module_names", None)
     if names is not None:
         return frozenset(names)
-    paths = sysconfig.get_paths()
-    folders = {paths["stdlib"], paths["platstdlib"], os.path.join(paths["platstdlib"], "lib-dynload")}
+    # the base interpreter's folders: inside a venv, platstdlib names the venv
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix,
+                                     "installed_base": sys.base_prefix, "installed_platbase": sys.base_exec_prefix})
+    folders = {base["stdlib"], base["platstdlib"], os.path.join(base["platstdlib"], "lib-dynload")}
     return frozenset({m.name for m in pkgutil.iter_modules(sorted(folders))} | set(sys.builtin_module_names))
