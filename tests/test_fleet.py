@@ -29,11 +29,14 @@ from gpudoctor.snapshot import with_fact
 #: whatever later recording of the same kind joins tests/fixtures/real.
 REAL: dict[str, Path] = {}
 for _dir in REAL_DIRS:
-    REAL.setdefault(_dir.name.split("-")[0], _dir / "report.json")
+    if _dir.name.split("-")[0] in ("h100x1", "h200x2", "h200x4"):
+        REAL.setdefault(_dir.name.split("-")[0], _dir / "report.json")
 #: The fleet these golden outputs were checked against: workload recordings of 1 x H100 and 4 x H200 beside
 #: the 2 x H200 report.json. Named explicitly, so a new recording elsewhere does not change the inputs here.
-WORKLOAD = {p.name.split("-")[0]: p / "workload-report.json" for p in REAL_DIRS
-            if p.name.split("-")[0] in ("h100x1", "h200x4")}
+WORKLOAD: dict[str, Path] = {}
+for _dir in REAL_DIRS:
+    if _dir.name.split("-")[0] in ("h100x1", "h200x4") and (_dir / "workload-report.json").exists():
+        WORKLOAD.setdefault(_dir.name.split("-")[0], _dir / "workload-report.json")
 DEEP_METRICS = ("multigpu.p2p.pairs[*].gbs", "multigpu.allreduce.busbw_gbs")
 NOT_MEASURED = ("workload.runs[*].throughput.matmul_bf16_tflops, workload.runs[*].throughput.matmul_tf32_tflops, "
                 "workload.runs[*].throughput.device_copy_gbs, workload.runs[*].throughput.h2d_gbs, "

@@ -3,11 +3,11 @@
 # Markdown) beside NVIDIA's own tools, CUDA_VISIBLE_DEVICES masks against libcuda, check --quick timed
 # (benchmarks/quick_start.py), a full check under a child subreaper (nothing left behind), SIGKILL
 # mid-check, the live GPU tests, and what the kernel log and NVML's error counters look like there.
-# Usage (device tool, repo root): bash tools/device/record_final.sh NAME  -> $OUT/NAME/ (the files a fixture
-# folder keeps) and $OUT/NAME/summary.txt. Reads only; never changes a GPU setting.
+# Usage (device tool, repo root): bash tools/device/record_final.sh NAME  -> $OUT/NAME.tar.gz (the files a
+# fixture folder keeps, summary.txt among them). Reads only; never changes a GPU setting.
 set -u
 name=${1:?name}
-d=${OUT:-/tmp}/$name; mkdir -p "$d"
+d=$(mktemp -d)/$name; mkdir -p "$d"
 . "$(dirname "$0")/lib.sh"  # chk
 date -u +%FT%TZ > "$d/when.txt"
 nvidia-smi -q -x > "$d/nvidia-smi-q.xml" 2>&1
@@ -61,3 +61,4 @@ PY
 } > "$d/node-signals.txt" 2>&1
 head -40 "$d/node-signals.txt"
 cat "$d/summary.txt"
+tar czf "${OUT:-/tmp}/$name.tar.gz" -C "$(dirname "$d")" "$name"
