@@ -22,19 +22,14 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import clear_overlays
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import build_from_matrix, judge_stack
+from helpers_matrix import no_overlay  # noqa: F401 - applies here (autouse)
 
 PASTES = Path(__file__).parent / "fixtures" / "pastes"
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def judge(*args: str) -> tuple[int, dict]:

@@ -45,17 +45,23 @@ def verdict_of(stack: dict[str, str]) -> tuple[str, str]:
     return json.loads(result.output)["verdict"], result.output
 
 
-def test_corpus_shape() -> None:
-    assert len(CASES) >= 40
-    ids = [c["id"] for c in CASES]
+def assert_corpus_shape(cases: list[dict]) -> None:
+    """A corpus of real cases: at least 40, unique ids, errors at least 40 % and 8 of each other kind, each
+    with its thread's URL, a summary, and a stack of matrix check's options."""
+    assert len(cases) >= 40
+    ids = [c["id"] for c in cases]
     assert len(ids) == len(set(ids))
-    counts = {kind: sum(c["expected"] == kind for c in CASES) for kind in ("error", "ok", "not_error")}
-    assert sum(counts.values()) == len(CASES)
-    assert counts["error"] >= len(CASES) * 0.4 and counts["ok"] >= 8 and counts["not_error"] >= 8, counts
-    for case in CASES:
+    counts = {kind: sum(c["expected"] == kind for c in cases) for kind in ("error", "ok", "not_error")}
+    assert sum(counts.values()) == len(cases)
+    assert counts["error"] >= len(cases) * 0.4 and counts["ok"] >= 8 and counts["not_error"] >= 8, counts
+    for case in cases:
         assert case["source"].startswith("https://github.com/"), case["id"]
         assert case["summary"].strip(), case["id"]
         assert case["stack"] and set(case["stack"]) <= set(FIELDS), case["id"]
+
+
+def test_corpus_shape() -> None:
+    assert_corpus_shape(CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

@@ -27,24 +27,16 @@ from gpudoctor import pipeline
 from gpudoctor.checks import compat as compat_check
 from gpudoctor.compat import stack as judge
 from gpudoctor.cli import cli
-from gpudoctor.compat.data import clear_overlays
 
 from conftest import REAL
+from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
 
 RTX5090 = "NVIDIA GeForce RTX 5090"
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
-def check(*args: str) -> tuple[int, dict]:
-    result = CliRunner().invoke(cli, ["matrix", "check", "--json", *args])
-    assert "Traceback" not in result.output
-    return result.exit_code, (json.loads(result.stdout) if result.exit_code in (0, 1) else {})
+check = matrix_check
 
 
 def codes(data: dict) -> set[str]:

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from test_matrix_cases import FIELDS, verdict_of  # one way to turn a stack into a verdict
+from test_matrix_cases import assert_corpus_shape, verdict_of  # one way to turn a stack into a verdict
 
 CASES = json.loads(
     (Path(__file__).parent / "fixtures" / "matrix_cases" / "history_cases.json").read_text()
 )
-KINDS = ("error", "ok", "not_error")
 
 
 def _settled(case: dict, verdict: str) -> bool:
@@ -37,18 +36,10 @@ def _settled(case: dict, verdict: str) -> bool:
 
 
 def test_corpus_shape() -> None:
-    assert len(CASES) >= 40
-    ids = [c["id"] for c in CASES]
-    assert len(ids) == len(set(ids))
-    assert not set(ids) & {c["id"] for c in json.loads(
+    assert_corpus_shape(CASES)
+    assert not {c["id"] for c in CASES} & {c["id"] for c in json.loads(
         (Path(__file__).parent / "fixtures" / "matrix_cases" / "cases.json").read_text())}
-    counts = {kind: sum(c["expected"] == kind for c in CASES) for kind in KINDS}
-    assert sum(counts.values()) == len(CASES)
-    assert counts["error"] >= len(CASES) * 0.4 and counts["ok"] >= 8 and counts["not_error"] >= 8, counts
     for case in CASES:
-        assert case["source"].startswith("https://github.com/"), case["id"]
-        assert case["summary"].strip(), case["id"]
-        assert case["stack"] and set(case["stack"]) <= set(FIELDS), case["id"]
         assert case.get("open", "x").strip(), case["id"]
 
 

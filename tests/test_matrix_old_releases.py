@@ -17,29 +17,19 @@ Sources (each case's expectation; the matrix entries cite the same):
 
 from __future__ import annotations
 
-import json
 
 import pytest
-from click.testing import CliRunner
 
-from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import clear_overlays, load_topic
+from gpudoctor.compat.data import load_topic
+from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
 
 K80, T4, V100, A100 = "Tesla K80", "Tesla T4", "Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-40GB"
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
-def check(*args: str) -> tuple[int, dict]:
-    result = CliRunner().invoke(cli, ["matrix", "check", "--json", *args])
-    assert "Traceback" not in result.output
-    return result.exit_code, json.loads(result.stdout)
+check = matrix_check
 
 
 def codes(data: dict) -> set[str]:
