@@ -21,6 +21,12 @@ XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/"
 TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 
 
+
+#: Xid numbers that mean the GPU or its memory failed, not an application's fault (NVIDIA's Xid
+#: catalogue, docs.nvidia.com/deploy/xid-errors: 48 double-bit ECC, 63/64 row remapping, 74 NVLink,
+#: 79 fallen off the bus, 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP).
+HARDWARE_XIDS = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120}
+
 def _evidence(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """The pasted items of these kinds; a check with none is not run (a paste that quotes no kernel log
     says nothing of the kernel log), so it is never passed on silence."""
@@ -156,7 +162,6 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
 
 
 def check_driver_messages(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.pastes.forms.messages import HARDWARE_XIDS
 
     _any(facts, ("driver_library_mismatch", "xid"))
     reason = (((facts.get("nvml") or {}).get("init")) or {}).get("reason")

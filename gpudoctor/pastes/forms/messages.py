@@ -47,11 +47,6 @@ _HANDLE = re.compile(r"Unable to (?:determine|detect) the device handle for GPU 
                      r":? ?(.{0,80})", re.I)
 #: The fields of the first cell of that row, in nvidia-smi's order (every layout since driver 410).
 _SMI_FIELDS = ("fan", "temperature", "performance state", "power draw", "/", "power cap")
-#: Xid numbers that mean the GPU or its memory failed, not an application's fault (NVIDIA's Xid
-#: catalogue, docs.nvidia.com/deploy/xid-errors: 48 double-bit ECC, 63/64 row remapping, 74 NVLink,
-#: 79 fallen off the bus, 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP).
-HARDWARE_XIDS = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120}
-
 #: (lowercase words tested first, evidence kind) for the messages that carry no value to extract.
 FIXED = (
     ("no kernel image is available for execution on the device", "no_kernel_image"),
