@@ -62,11 +62,21 @@ def _tensorflow() -> Build:
 
 def torch_build() -> Build:
     """The installed torch, or the test is skipped where none is installed (a bare system Python)."""
-    pytest.importorskip("torch")
+    installed_or_skip("torch")
     return _torch()
 
 
 def tensorflow_build() -> Build:
     """The installed TensorFlow, or the test is skipped where none is installed."""
-    pytest.importorskip("tensorflow")
+    installed_or_skip("tensorflow")
     return _tensorflow()
+
+
+def installed_or_skip(name: str) -> None:
+    """Skip unless ``name`` is installed, without importing it here: TensorFlow and a CUDA build of PyTorch
+    in one process can crash it (both bring their own copies of native libraries), and the tests that need
+    a framework run it in a child process of its own."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed")

@@ -15,6 +15,7 @@ import pytest
 
 from gpudoctor.probes.workload.jax_run import _jax_bf16
 from gpudoctor.probes.workload.tensorflow_run import _tf_bf16
+from helpers_builds import installed_or_skip
 
 
 @pytest.mark.parametrize("capability, expected", [("9.0", True), ("8.0", True), ("7.5", False), (None, False),
@@ -39,7 +40,7 @@ def test_tensorflow_uses_bf16_on_gpus_from_ampere_on(cuda, device, capability, e
 
 
 def test_keras_bf16_step_learns_with_float32_weights():
-    pytest.importorskip("tensorflow")
+    installed_or_skip("tensorflow")
     code = (
         "import json, numpy as np, tensorflow as tf\n"
         "from gpudoctor.probes.workload.tensorflow_run import _tf_training\n"

@@ -32,7 +32,7 @@ from gpudoctor.probes.libnames import version_from_library
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.toolkit import probe_toolkit
-from helpers_builds import tensorflow_build, torch_build
+from helpers_builds import installed_or_skip, tensorflow_build, torch_build
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLKIT = "/usr/local/cuda-13.0"
@@ -48,8 +48,8 @@ def toolkit() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def real_frameworks() -> dict[str, Any]:
     """One real run of the framework workers (each framework in its own child process)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
+    installed_or_skip("torch")
+    installed_or_skip("tensorflow")
     return probe_frameworks(timeout_s=180.0)["frameworks"]
 
 
