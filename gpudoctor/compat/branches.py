@@ -45,11 +45,7 @@ def branch_of(driver: Optional[str]) -> Optional[int]:
 def last_branch(cc: str) -> Optional[Branch]:
     """The last branch that drives GPUs of compute capability ``cc``; None while newer branches still
     drive them, for a Jetson-only compute capability, or where the matrix does not know."""
-    if _jetson_only(cc):
-        return None
-    arch = architecture_for(cc)
-    data = load_topic("driver_branches")
-    entry = next((e for e in data["entries"] if e.get("architecture") == arch), None)
+    arch, data, entry = _architecture_entry(cc)
     last = entry.get("last_branch") if entry else None
     if not (isinstance(last, str) and last.isascii() and last.isdigit()):
         return None  # still driven, or a --matrix overlay's value that is not a branch: unknown, never a crash
@@ -58,14 +54,20 @@ def last_branch(cc: str) -> Optional[Branch]:
                   data["sources"].get(entry["source"], entry["source"]))
 
 
+def _architecture_entry(cc: str) -> tuple[Optional[str], dict[str, Any], Optional[dict[str, Any]]]:
+    """(architecture, the driver_branches table, its entry for the architecture of ``cc``); no entry for a
+    Jetson-only compute capability, whose modules are not driven by these branches."""
+    data = load_topic("driver_branches")
+    if _jetson_only(cc):
+        return None, data, None
+    arch = architecture_for(cc)
+    return arch, data, next((e for e in data["entries"] if e.get("architecture") == arch), None)
+
+
 def first_branch(cc: str) -> Optional[Branch]:
     """The first branch that drives GPUs of compute capability ``cc``, where the matrix gives one with its
     source (Hopper and Ada: R520); None elsewhere, so an older driver is never judged by a guess."""
-    if _jetson_only(cc):
-        return None
-    arch = architecture_for(cc)
-    data = load_topic("driver_branches")
-    entry = next((e for e in data["entries"] if e.get("architecture") == arch), None)
+    arch, data, entry = _architecture_entry(cc)
     first = entry.get("first_branch") if entry else None
     if not (isinstance(first, str) and first.isascii() and first.isdigit()):
         return None

@@ -193,7 +193,6 @@ def _watch(reader: int, writer: int) -> None:
                 signal.signal(sig, signal.SIG_IGN)
         detach_files(reader)
         since = start_ticks(os.getpid())
-        copies: list[tuple[int, int]] = []
         told = bytearray()
         while True:
             chunk = os.read(reader, 4096)
