@@ -645,7 +645,7 @@ def test_cpu_only_jax_on_a_cuda_12_driver_gets_cuda12(h200x2):
 
 # --- FWK009: gpudoctor's own child did not start (frameworks.import) ---------------------------------
 
-BARE_VENV = REAL / "h100x1-20261123" / "session7" / "bare-venv"
+BARE_VENV = REAL / "h100x1-20261123" / "hostile-1844" / "bare-venv"
 
 
 def test_a_child_that_never_started_is_not_a_framework_failure():

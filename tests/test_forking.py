@@ -191,7 +191,7 @@ def test_what_a_copy_started_dies_when_gpudoctor_is_killed(tmp_path):
     assert gone(shell) and gone(sleeper)
 
 
-REAL = ROOT / "tests" / "fixtures" / "real" / "h100x1-20261123" / "session8"
+REAL = ROOT / "tests" / "fixtures" / "real" / "h100x1-20261123" / "quick-fork-2056"
 
 
 def _strip(node):
