@@ -7,6 +7,7 @@ and a test fails when the two differ or when a check can emit a code missing her
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -547,3 +548,23 @@ CATALOGUE: dict[str, Code] = {c.code: c for c in _CODES}
 
 def lookup(code: str) -> Code:
     return CATALOGUE[code]
+
+
+#: The page that documents every code, as a path in the source tree (pyproject names no project URL).
+FINDINGS_PAGE = "docs/findings.md"
+
+
+def doc_heading(entry: Code) -> str:
+    """The heading of a code's section in docs/findings.md; its anchor is derived from it."""
+    return f"{entry.code}: {entry.slug}"
+
+
+def doc_anchor(entry: Code) -> str:
+    """The anchor GitHub gives the heading: lower case, punctuation dropped, spaces to hyphens. docgen writes
+    the heading and `explain` prints the link, so both take it from here and cannot disagree."""
+    return re.sub(r"[^a-z0-9 _-]", "", doc_heading(entry).lower()).replace(" ", "-")
+
+
+def doc_link(entry: Code) -> str:
+    """Where a reader finds the code's full entry, with its example."""
+    return f"{FINDINGS_PAGE}#{doc_anchor(entry)}"

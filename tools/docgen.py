@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -34,7 +33,7 @@ import docexamples  # noqa: E402  (tests/docexamples.py, found through the path 
 from gpudoctor.areas import AREAS  # noqa: E402
 from gpudoctor.checks import registry  # noqa: E402
 from gpudoctor.checks.base import Check  # noqa: E402
-from gpudoctor.codes import CATALOGUE, Code  # noqa: E402
+from gpudoctor.codes import CATALOGUE, Code, doc_anchor, doc_heading  # noqa: E402
 from gpudoctor.findings import CheckResult, Finding, Subject  # noqa: E402
 from gpudoctor.render import finding  # noqa: E402
 
@@ -231,12 +230,12 @@ def _owner_cell(entry: Code, owners: dict[str, str]) -> str:
 
 
 def _heading(entry: Code) -> str:
-    return f"{entry.code}: {entry.slug}"
+    return doc_heading(entry)
 
 
 def _anchor(entry: Code) -> str:
-    """The anchor GitHub gives the entry's heading: lower case, punctuation dropped, spaces to hyphens."""
-    return re.sub(r"[^a-z0-9 _-]", "", _heading(entry).lower()).replace(" ", "-")
+    """The anchor GitHub gives the entry's heading, the one `gpudoctor explain` links to."""
+    return doc_anchor(entry)
 
 
 def _cell(text: str) -> str:

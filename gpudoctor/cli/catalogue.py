@@ -25,12 +25,13 @@ def list_checks() -> None:
 @cli.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Explain a finding code: what it means, why it matters, how to fix it."""
-    from gpudoctor.codes import CATALOGUE
+    """Explain a finding code: what it means, why it matters, how to fix it, and where its entry is."""
+    from gpudoctor.codes import CATALOGUE, doc_link
 
     click.get_current_context().meta[LISTING] = True
     entry = CATALOGUE.get(code.upper())
     if entry is None:
         raise BadInput(f"unknown finding code {code!r}; `gpudoctor checks` lists them")
     click.echo(terminal(f"{entry.code} {entry.slug} ({entry.severity})\n\nWhat it means: {entry.means}\n\n"
-                        f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}", newlines=True))
+                        f"Why it matters: {entry.why}\n\nHow to fix: {entry.fix}\n\n"
+                        f"More, with an example: {doc_link(entry)}", newlines=True))
