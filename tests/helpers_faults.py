@@ -394,6 +394,71 @@ def nvmlDeviceGetP2PStatus(handle1, handle2, p2pIndex):
     return 0  # NVML_P2P_STATUS_OK
 
 
+# Error counters and fabric state with the real bindings' signatures; the values are what a healthy
+# 4 x H100 (NVSwitch) read on 2026-11-26: recovery 1-24 per link, every other NVLink counter 0, PCIe replay 0-2.
+import ctypes
+
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
+NVML_PERF_POLICY_POWER = 0
+NVML_GPU_FABRIC_STATE_COMPLETED = 3
+
+
+class c_nvmlGpuFabricInfo_t(ctypes.Structure):
+    _fields_ = [("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint32),
+                ("state", ctypes.c_uint)]
+
+
+class c_nvmlGpuFabricInfo_v3_t(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_uint),
+                ("cliqueId", ctypes.c_uint32), ("state", ctypes.c_uint), ("healthMask", ctypes.c_uint32),
+                ("healthSummary", ctypes.c_uint8)]
+
+    def __init__(self):
+        super().__init__(version=0x3000028)
+
+
+class c_nvmlViolationTime_t(ctypes.Structure):
+    _fields_ = [("referenceTime", ctypes.c_ulonglong), ("violationTime", ctypes.c_ulonglong)]
+
+
+def nvmlDeviceGetPcieReplayCounter(handle):
+    _enter("nvmlDeviceGetPcieReplayCounter", handle)
+    return handle.index % 3
+
+
+def nvmlDeviceGetNvLinkErrorCounter(device, link, counter):
+    _enter("nvmlDeviceGetNvLinkErrorCounter", device)
+    return (link * 7 + device.index) % 24 + 1 if counter == NVML_NVLINK_ERROR_DL_RECOVERY else 0
+
+
+def _fill_fabric(gpuFabricInfo):
+    info = gpuFabricInfo._obj  # a ctypes.byref() argument, as the real library is given a pointer
+    info.state, info.status = NVML_GPU_FABRIC_STATE_COMPLETED, NVML_SUCCESS
+    if hasattr(info, "healthSummary"):
+        info.healthSummary = 1  # healthy
+    return NVML_SUCCESS
+
+
+def nvmlDeviceGetGpuFabricInfo(device, gpuFabricInfo):
+    _enter("nvmlDeviceGetGpuFabricInfo", device)
+    return _fill_fabric(gpuFabricInfo)
+
+
+def nvmlDeviceGetGpuFabricInfoV(device, gpuFabricInfo):
+    _enter("nvmlDeviceGetGpuFabricInfoV", device)
+    return _fill_fabric(gpuFabricInfo)
+
+
+def nvmlDeviceGetViolationStatus(device, perfPolicyType):
+    _enter("nvmlDeviceGetViolationStatus", device)
+    if perfPolicyType == 1:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # nvml.h: "Violation for thermal capping is not supported at this time"
+    return c_nvmlViolationTime_t(referenceTime=1764200000000000, violationTime=5000000 * (perfPolicyType + 1))
+
+
 for _name in os.environ.get("FAKE_NVML_MISSING", "").split(","):
     if _name.strip():
         globals().pop(_name.strip(), None)

@@ -8,6 +8,7 @@ nowhere else, so the rest of the code never sees a pynvml exception.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any, Callable
 
 GETTERS = frozenset(
@@ -65,6 +66,11 @@ GETTERS = frozenset(
         "nvmlDeviceGetMemoryAffinity",
         "nvmlDeviceGetBoardPartNumber",
         "nvmlDeviceGetVbiosVersion",
+        "nvmlDeviceGetPcieReplayCounter",
+        "nvmlDeviceGetNvLinkErrorCounter",
+        "nvmlDeviceGetGpuFabricInfo",
+        "nvmlDeviceGetGpuFabricInfoV",
+        "nvmlDeviceGetViolationStatus",
     }
 )
 
@@ -138,6 +144,20 @@ def call(name: str, *args: Any) -> Any:
         # the bindings are newer than this driver's libnvidia-ml
         missing_functions.add(name)
         raise NvmlFailure("function_not_found", 13, str(exc)) from exc
+    except TypeError as exc:
+        # this nvidia-ml-py wraps the function with another signature (one that fills a struct, say)
+        raise NvmlFailure("bindings_mismatch", None, f"{name}: {exc}") from exc
+
+
+def fill(name: str, handle: Any, struct_name: str) -> Any:
+    """Call a getter that writes into a struct passed by reference (nvmlDeviceGetGpuFabricInfoV) and return
+    the struct: these wrappers return only NVML_SUCCESS, and a struct passed by value is never written."""
+    cls = constant(struct_name)
+    if cls is None:
+        raise NvmlFailure("function_not_found", 13, f"{struct_name} is not in this nvidia-ml-py")
+    struct = cls()
+    call(name, handle, ctypes.byref(struct))
+    return struct
 
 
 def _raise(code: int | None, exc: Exception) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from gpudoctor.probes import protocol
 from gpudoctor.probes.nvml import _binding as nv
+from gpudoctor.probes.nvml.counters import read_counters, read_fabric
 from gpudoctor.snapshot import is_unavailable, unavailable
 from gpudoctor.trace import mark
 
@@ -181,6 +182,8 @@ def probe_gpu(index: int) -> tuple[dict[str, Any], Any]:
         "processes": _processes(handle),
         "nvlink": _nvlinks(handle),
     }
+    gpu["counters"] = read_counters(handle, gpu["nvlink"])
+    gpu["fabric"] = read_fabric(handle)
     return gpu, handle
 
 
