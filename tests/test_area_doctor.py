@@ -1,6 +1,7 @@
 """The doctor area: gpudoctor judging its own run (gpudoctor/checks/gates.py: doctor.selection, INT004 and
-INT005, gates that cannot pass by checking nothing, README "Exit codes"; checks/internal.py's INT001-INT003,
-a probe or check that failed, are tested in tests/test_runner.py beside the runner that records them).
+INT005, gates that cannot pass by checking nothing, docs/deployment.md "CI and health gates";
+checks/internal.py's INT001-INT003, a probe or check that failed, are tested in tests/test_runner.py
+beside the runner that records them).
 
 Run through the real CLI on this machine, which has no GPU and no NVIDIA driver: exactly the case in
 which ``--only gpus --require-gpus 1``, ``--only acceleration`` and ``--timeout 0.1`` used to exit 0.

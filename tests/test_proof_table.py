@@ -187,8 +187,8 @@ def test_pastes_say_what_they_cannot_tell(tmp_path: Path):
 
 
 def test_the_readme_example_is_what_gpudoctor_prints():
-    """README.md "What it looks like": the healthy 2 x H200 example is this renderer's output, line for line."""
+    """README.md "What it looks like": the healthy 1 x H100 example is this renderer's output, line for line."""
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("tests/fixtures/real/h200x2-20261121/workload-report-1712.json", 1)[1].split("```text\n", 1)[1]
+    block = readme.split("tests/fixtures/real/h100x1-20261127/full.json", 1)[1].split("```text\n", 1)[1]
     shown = block.split("```", 1)[0]
-    assert shown == render_text(judged("h200x2-20261121/workload-report-1712.json"))
+    assert shown == render_text(judged("h100x1-20261127/full.json"))
