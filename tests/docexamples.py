@@ -608,6 +608,12 @@ EXAMPLES: dict[str, Facts] = {
                                   "driver \"\" with capabilities: [[gpu]].")]},
     "DRV020": {"evidence": [_said("xid", "NVRM: Xid (PCI:0000:41:00): 79, pid=1234, GPU has fallen off the bus.",
                                   bus_id="0000:41:00", xid=79, detail="pid=1234, GPU has fallen off the bus.")]},
+    "DRV022": {"evidence": [_said("system_not_ready", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed "
+                                  "call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_SYSTEM_NOT_READY: "
+                                  "system not yet initialized")]},
+    "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
+                                  "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
+                                  how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},
     # --- compat -------------------------------------------------------------------------------
     "CMP001": {
         "nvml": _nvml(driver_version="570.172.08", cuda_driver_version=12080),

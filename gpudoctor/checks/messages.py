@@ -18,6 +18,8 @@ TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 ARCH_LIST = 'python -c "import torch; print(torch.__version__, torch.cuda.get_arch_list())"'
 #: NVIDIA's Xid catalogue, which says what each Xid number means.
 XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/"
+#: NVIDIA's Fabric Manager guide: NVSwitch systems need it running, at the driver's version, before CUDA starts.
+FABRIC_MANAGER_DOCS = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/"
 TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 
 
@@ -47,25 +49,34 @@ def _quote(item: dict[str, Any]) -> str:
 
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
-                   "contradiction", "jax_backend_failed")
+                   "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked")
 JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
 
 def check_framework_messages(facts: Facts) -> Iterator[Finding]:
     _any(facts, FRAMEWORK_KINDS)
-    for item in _evidence(facts, ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image")):
+    for item in _evidence(facts, ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "no_binary_for_gpu")):
         yield _arch_finding(item)
+    wsl = (facts.get("host") or {}).get("wsl") is True
     for item in _evidence(facts, ("driver_too_old", "driver_insufficient")):
         found = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
         yield finding("FWK202", f"the framework says the NVIDIA driver is too old for its CUDA{found}", detail=_quote(item),
-                      text="Install a newer NVIDIA driver (one that supports the CUDA the framework was built with), "
+                      text=(WSL_DRIVER + " Update it there to one that supports the CUDA the framework was built with, "
+                            "or install a framework build for an older CUDA.") if wsl else
+                           "Install a newer NVIDIA driver (one that supports the CUDA the framework was built with), "
                            "or install a framework build for an older CUDA.",
-                      commands=["nvidia-smi"], links=["https://docs.nvidia.com/deploy/cuda-compatibility/"])
+                      commands=["nvidia-smi"], links=["https://docs.nvidia.com/deploy/cuda-compatibility/"] + ([WSL_DOCS] if wsl else []))
     for item in _evidence(facts, ("no_driver",)):
         yield finding("FWK203", "the framework found no NVIDIA driver", detail=_quote(item),
-                      text="Install the NVIDIA driver and check that it loads (nvidia-smi must list the GPU); in a container, "
-                           "run it with the GPU runtime (docker run --gpus all).", commands=["nvidia-smi", DRIVER_LOG_COMMAND])
+                      text=(WSL_DRIVER + " Install or update it on Windows, then restart WSL (wsl --shutdown in Windows); "
+                            "/usr/lib/wsl/lib/libcuda.so.1 must then exist.") if wsl else
+                           "Install the NVIDIA driver and check that it loads (nvidia-smi must list the GPU); in a container, "
+                           "run it with the GPU runtime (docker run --gpus all).",
+                      commands=["ls -l /usr/lib/wsl/lib/", "nvidia-smi"] if wsl else ["nvidia-smi", DRIVER_LOG_COMMAND],
+                      links=[WSL_DOCS] if wsl else [])
+    for how, items in _by_how(_evidence(facts, ("gpu_worked",))).items():
+        yield _worked_finding(how, items)
     for item in _evidence(facts, ("library_not_loaded", "dlopen_failed", "cudnn_mismatch")):
         yield _library_finding(item)
     for item in _evidence(facts, ("torch_cpu_build", "jaxlib_cpu")):
@@ -83,6 +94,48 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                            "failing script, in one shell) and paste both.")
 
 
+#: Under WSL 2 the GPU driver is the Windows one: NVIDIA's CUDA on WSL guide says no Linux driver may be installed
+#: inside WSL, where the Windows driver's libcuda is mapped into /usr/lib/wsl/lib.
+WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
+WSL_DRIVER = "Under WSL 2 the driver is the Windows NVIDIA driver; never install a Linux NVIDIA driver inside WSL."
+#: What each kind of work that reached the GPU says, and what the program (not the stack) should change.
+_WORKED = {
+    "out_of_memory": ("the GPU ran out of memory{where}: CUDA started and allocated on it, so the driver and the build work",
+                      "The work needs more GPU memory than was free: lower the batch size, sequence length or model size, "
+                      "use mixed precision or gradient checkpointing, and stop other processes holding GPU memory "
+                      "(nvidia-smi lists them). For vLLM, lower max_model_len or raise gpu_memory_utilization."),
+    "device_mismatch": ("the program mixed tensors on {devices} in one operation: CUDA works, the fault is in the program",
+                        "Move the model and every input tensor to the same device (.to(device)) before the operation."),
+    "device_assert": ("a kernel's own assertion failed on the GPU (device-side assert): kernels run there, so the stack works",
+                      "The program gave a kernel bad input, most often an index out of range (a label past the number of "
+                      "classes, an embedding index past its table). Run with CUDA_LAUNCH_BLOCKING=1, or on the CPU, to see "
+                      "the operation and its plain error."),
+    "illegal_address": ("a kernel accessed memory it does not own (illegal memory access): kernels run on this GPU",
+                        "This is most often a bug in the program or a library (try the newest release); only if it recurs "
+                        "across programs, with Xid errors in the kernel log, suspect the GPU."),
+    "device_used": ("the paste shows work on the GPU{where}: CUDA started there",
+                    "Nothing in the driver or the build stops work on this GPU; look for the problem in the program."),
+}
+
+
+def _by_how(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        out.setdefault(str(item.get("how")), []).append(item)
+    return out
+
+
+def _worked_finding(how: str, items: list[dict[str, Any]]) -> Finding:
+    """One note per kind of work the pastes show on the GPU, quoting the first line: evidence that CUDA works,
+    never a fault of the stack (an info finding)."""
+    item = items[0]
+    title, text = _WORKED.get(how, _WORKED["device_used"])
+    gpu = f" ({item['gpu']}{', ' + item['total'] + ' total' if item.get('total') else ''})" if item.get("gpu") else ""
+    devices = " and ".join(item.get("devices") or []) or "two devices"
+    more = f" ({len(items) - 1} more such line(s))" if len(items) > 1 else ""
+    return finding("FWK208", title.format(where=gpu, devices=devices), detail=_quote(item) + more, text=text)
+
+
 def _arch_finding(item: dict[str, Any]) -> Finding:
     gpu = item.get("gpu") or "this GPU"
     if item["kind"] == "gpu_arch_unsupported":
@@ -94,6 +147,11 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
         minimum = f" (this build's minimum is {item['minimum']})" if item.get("minimum") else ""
         title = f"PyTorch says {gpu} (compute capability {item['compute_capability']}) is too old for this build{minimum}"
         text = "Install an older PyTorch release whose builds still include this GPU's architecture, or build PyTorch from source for it."
+    elif item["kind"] == "no_binary_for_gpu":
+        title = "CUDA says the program holds no code for this GPU (CUDA_ERROR_NO_BINARY_FOR_GPU)"
+        text = ("The binary, or the code a library compiles at run time (CuPy with NVRTC), was built for other "
+                "architectures: install a build compiled for this GPU's compute capability, or a CUDA toolkit new "
+                "enough to know the GPU for run-time compilation (CUDA 12.8 or newer for Blackwell).")
     else:
         title = "CUDA says no kernel image is available for this GPU: the build lacks its architecture"
         text = (f"Install a build compiled for this GPU's compute capability ({TORCH_INSTALL} for PyTorch); "
@@ -163,7 +221,14 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
 
 def check_driver_messages(facts: Facts) -> Iterator[Finding]:
 
-    _any(facts, ("driver_library_mismatch", "xid"))
+    _any(facts, ("driver_library_mismatch", "xid", "system_not_ready"))
+    for item in _evidence(facts, ("system_not_ready",))[:1]:
+        yield finding("DRV022", "CUDA says the system is not ready (CUDA_ERROR_SYSTEM_NOT_READY, error 802)", detail=_quote(item),
+                      text="A daemon the driver needs is not running. On NVSwitch systems (HGX and DGX A100, H100, H200, "
+                           "B200) that is NVIDIA Fabric Manager: install the nvidia-fabricmanager package of exactly the "
+                           "driver's version and start it; CUDA then starts once the fabric is trained.",
+                      commands=["systemctl status nvidia-fabricmanager", "nvidia-smi -q | grep -i -A2 fabric",
+                                "cat /proc/driver/nvidia/version"], links=[FABRIC_MANAGER_DOCS])
     reason = (((facts.get("nvml") or {}).get("init")) or {}).get("reason")
     for item in _evidence(facts, ("driver_library_mismatch",)):
         if reason == "driver_library_mismatch":
@@ -201,12 +266,12 @@ def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
 
 
 CHECKS = (
-    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020",), check_driver_messages,
+    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022"), check_driver_messages,
           ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207"), check_framework_messages, ()),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208"), check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
 )
 #: The checks that judge only what a ticket shows: a live check has nothing for them, and skips them.

@@ -227,7 +227,8 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
     if verdict.status == rules.FAIL:
         commands = _install_commands(stack, build)
         return [finding("CMP001", f"{build.label} needs a newer driver than {drv}", detail=verdict.reason,
-                        text=_driver_fix(verdict, build, commands), commands=commands, links=[COMPAT_DOCS])]
+                        text=_driver_fix(verdict, build, commands) + (WSL_DRIVER if stack.os == "wsl" else ""),
+                        commands=commands, links=[COMPAT_DOCS] + ([WSL_DOCS] if stack.os == "wsl" else []))]
     if verdict.status == rules.LIMITED:
         return [finding("CMP002", f"{build.label} runs on {drv} only under CUDA minor-version compatibility",
                         detail=verdict.reason,
@@ -257,6 +258,12 @@ def _on_tegra(build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
     gpu = rules.version(cc)
     exact = [s for s in build.sass or [] if (rules.parse_arch(s) or ("", None, ""))[1] == gpu]
     return rules.build_runs_on(cc, exact, build.ptx)
+
+
+#: WSL 2 runs the Windows driver, whose libcuda is mapped into /usr/lib/wsl/lib: NVIDIA's CUDA on WSL guide says no
+#: Linux NVIDIA driver may be installed inside WSL.
+WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
+WSL_DRIVER = " Under WSL 2 that is the Windows NVIDIA driver, installed on Windows; never install a Linux driver inside WSL."
 
 
 def _driver_fix(verdict: rules.Verdict, build: Build, commands: list[str]) -> str:

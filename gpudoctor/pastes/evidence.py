@@ -34,12 +34,75 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     _jax(facts, forms)
     _cupy(facts, forms)
     _toolkit(facts, forms.get("tools"))
+    _smi_quoted(facts, evidence)
+    _wsl(facts, forms.get("tools"))
     _host(facts, forms.get("template"))
     _stated_gpu(facts, forms.get("template"))
     if "prose" in forms:
         _prose(facts, forms["prose"])
+    _runtime_wheel(facts, forms.get("tools"))
+    _started(facts, evidence)
     if evidence:
         facts["evidence"] = evidence
+
+
+#: The frameworks whose own messages say their CUDA started (an out-of-memory in PyTorch's allocator, tensors on
+#: cuda:0, a kernel's assertion): vLLM runs on PyTorch, so its cache that did not fit says the same of PyTorch.
+_TORCH_WORDS = ("cuda out of memory", "same device", "device-side assert", "device='cuda:", "kv cache", "cache blocks",
+                "assertion `")
+
+
+def _started(facts: dict[str, Any], evidence: list[dict[str, Any]]) -> None:
+    """PyTorch's CUDA started where its own messages show work on the GPU; kept as its is_available() answer
+    when no paste gave one (the driver runs this build, whatever the matrix infers)."""
+    torch = ((facts.get("frameworks") or {}).get("torch") or {}).get("info")
+    if not torch or torch.get("cuda_available") is not None or torch.get("cpu_only_build"):
+        return
+    item = next((e for e in evidence if e.get("kind") == "gpu_worked" and e.get("how") != "illegal_address"
+                 and any(w in str(e.get("text") or "").lower() for w in _TORCH_WORDS)), None)
+    if item:
+        torch["cuda_available"] = True
+        torch.setdefault("evidence", []).append(f"{item['where']} shows PyTorch's work on the GPU")
+
+
+def _runtime_wheel(facts: dict[str, Any], tools: Optional[Paste]) -> None:
+    """The CUDA runtime NVIDIA's wheel brings (``nvidia-cuda-runtime-cu12==12.1.105``: CUDA 12.1) is the one a
+    PyPI PyTorch wheel loads (it pins it exactly), not an installed toolkit: it gives PyTorch's CUDA where the
+    version line did not, and is never taken for nvcc."""
+    torch = ((facts.get("frameworks") or {}).get("torch") or {}).get("info")
+    if tools is None or not torch or torch.get("built_cuda") or torch.get("cpu_only_build") or torch.get("backend") == "rocm":
+        return
+    wheel = next((p for p in tools.parsed.get("packages") or [] if p["name"].startswith("nvidia-cuda-runtime-cu")), None)
+    m = re.match(r"^(\d{2})\.(\d{1,2})\.", str((wheel or {}).get("version") or ""))
+    if not wheel or not m or not wheel["name"].endswith(f"cu{m.group(1)}"):
+        return
+    cuda = f"{m.group(1)}.{m.group(2)}"
+    torch.update(cpu_only_build=False, cuda_build=True, backend="cuda", built_cuda=cuda, cuda_major=m.group(1), runtime_cuda=cuda)
+    torch.setdefault("evidence", []).append(f"{tools.where}: {wheel['name']} {wheel['version']} brings the CUDA {cuda} runtime")
+
+
+def _smi_quoted(facts: dict[str, Any], evidence: list[dict[str, Any]]) -> None:
+    """nvidia-smi's failure quoted in prose, as the facts its own paste gives, where no nvidia-smi paste said more."""
+    item = next((e for e in evidence if e.get("kind") == "smi_failure"), None)
+    if item is None or facts.get("nvml"):
+        return
+    source = f"messages ({item['where']})"
+    if item["reason"] == "no_devices":
+        facts["nvml"] = {"init": {"ok": True}, "device_count": 0, "source": source}
+    else:
+        facts["nvml"] = {"init": {"ok": False, "reason": item["reason"], "message": item["message"], "code": None},
+                         "source": source}
+
+
+def _wsl(facts: dict[str, Any], tools: Optional[Paste]) -> None:
+    """A WSL 2 kernel (``5.15.133.1-microsoft-standard-WSL2``) or its driver folder ``/usr/lib/wsl/lib`` in the
+    paste: Linux under WSL, whatever the prose or a template calls the machine ("Windows 11")."""
+    if tools is None or not tools.parsed.get("wsl"):
+        return
+    host = facts.get("host") or {}
+    if host.get("wsl") or host.get("os") == "Darwin":
+        return
+    facts["host"] = {**host, "os": "Linux", "wsl": True, "source": f"{tools.where} (WSL 2 kernel or driver folder)"}
 
 
 def _where(item: dict[str, Any], paste: Paste) -> dict[str, Any]:

@@ -16,6 +16,8 @@ _NEGATED = re.compile(r"\b(?:no longer|not|never|without|instead of|don't|doesn'
 _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3})\s+is not compatible with the current "
                  r"PyTorch installation", re.I)
 _SUPPORTS = re.compile(r"supports CUDA capabilities((?:\s+(?:sm|compute)_\d{2,3}[a-z]?){1,40})", re.I)
+# the warning's last line, which names the GPU again: "If you want to use the NVIDIA GeForce RTX 3060 GPU with PyTorch"
+_WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
 _OLD_GPU = re.compile(r"Found GPU(\d+) (.{1,120}?) which is of cuda capability (\d+\.\d+)", re.I)
 _MIN_CC = re.compile(r"minimum cuda capability (?:supported by this library )?is (\d+\.\d+)", re.I)
 _TOO_OLD = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)", re.I)
@@ -45,6 +47,41 @@ _SMI_GPU_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(.{1,60}?)\s+(?:On|Off|WDDM|TCC|MC
 # nvidia-smi when NVML lists a GPU it cannot open: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"
 _HANDLE = re.compile(r"Unable to (?:determine|detect) the device handle for GPU ?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])"
                      r":? ?(.{0,80})", re.I)
+# work that reached the GPU and failed there for the program's own reasons: CUDA started, allocated or ran kernels
+_TORCH_OOM = re.compile(r"Tried to allocate ([\d.]{1,12} [KMGT]i?B)(?:[.;]?\s{0,3}\(?GPU (\d{1,3})(?:; | has a total capacity of )"
+                        r"([\d.]{1,12} [KMGT]i?B))?")
+_MISMATCH = re.compile(r"found at least two devices, ([\w:]{1,12}) and ([\w:]{1,12})")
+# a tensor's repr printed by the program: "tensor([...], device='cuda:0')", or the last line of a long one
+_TENSOR = re.compile(r"(?:(?<![\w.])tensor\(|^\s*[-\d\s.,eE+\[\]]{0,400}\],\s*)[^=]{0,400}?device='cuda:(\d{1,2})'")
+# TensorFlow once it made a GPU device of its own: "Created device /job:.../device:GPU:0 with 9620 MB memory:  -> device: 0,
+# name: NVIDIA GeForce RTX 3060, pci bus id: 0000:01:00.0, compute capability: 8.6" (older: "Created TensorFlow device")
+_TF_DEVICE = re.compile(r"Created (?:TensorFlow )?device \(?/job:[^ ]{1,80}device:GPU:(\d{1,2}).{0,120}?name: ([^,]{1,80}), "
+                        r"pci bus id: [^,]{1,20}, compute capability: (\d{1,2}\.\d)")
+#: (lowercase words tested first, how the program reached the GPU) for work that ran on it and failed for the
+#: program's own reasons: proof that CUDA started there, never a fault of the stack.
+GPU_WORKED = (
+    ("cuda out of memory", "out_of_memory"),  # PyTorch's caching allocator
+    ("cuda error: out of memory", "out_of_memory"),
+    ("oom when allocating tensor", "out_of_memory"),  # TensorFlow, with device:GPU on the line
+    ("resource_exhausted: out of memory", "out_of_memory"),  # XLA (JAX, TensorFlow)
+    ("resource_exhausted: failed to allocate request", "out_of_memory"),
+    ("tokens that can be stored in kv cache", "out_of_memory"),  # vLLM: the model's context does not fit beside it
+    ("no available memory for the cache blocks", "out_of_memory"),
+    ("expected all tensors to be on the same device", "device_mismatch"),
+    ("device-side assert triggered", "device_assert"),
+    ("an illegal memory access was encountered", "illegal_address"),
+    ("loaded cudnn version", "device_used"),  # TensorFlow and XLA print it once cuDNN started on the GPU
+)
+#: What nvidia-smi prints when it cannot start, as words quoted in prose ("I get `NVML: Unknown Error`"): the
+#: reason each means, as nvidia_smi.FAILURES gives for its own lines. "No devices were found" alone is too
+#: common a phrase: it counts with nvidia-smi named on the line.
+SMI_QUOTED = (
+    ("couldn't communicate with the nvidia driver", "driver_not_loaded"),
+    ("nvml: unknown error", "unknown"),
+    ("nvml: insufficient permissions", "no_permission"),
+    ("couldn't find libnvidia-ml.so", "library_not_found"),
+    ("no devices were found", "no_devices"),
+)
 #: The fields of the first cell of that row, in nvidia-smi's order (every layout since driver 410).
 _SMI_FIELDS = ("fan", "temperature", "performance state", "power draw", "/", "power cap")
 #: (lowercase words tested first, evidence kind) for the messages that carry no value to extract.
@@ -57,13 +94,20 @@ FIXED = (
     ("could not select device driver", "container_no_gpu_driver"),
     ("driver/library version mismatch", "driver_library_mismatch"),
     ("torch not compiled with cuda enabled", "torch_cpu_build"),
+    # CUDA_ERROR_NO_BINARY_FOR_GPU (209): the module holds no SASS or PTX this GPU runs
+    ("no_binary_for_gpu", "no_binary_for_gpu"),
+    ("no binary for gpu", "no_binary_for_gpu"),
+    # CUDA_ERROR_SYSTEM_NOT_READY (802): a daemon the driver needs is not running (Fabric Manager on NVSwitch systems)
+    ("system_not_ready", "system_not_ready"),
+    ("system not yet initialized", "system_not_ready"),
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
 _TRIGGER = re.compile("|".join(re.escape(w) for w in (
     "cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
     "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize", "unable to initialize backend",
-    "err!", "the device handle for gpu", *(w for w, _ in FIXED))))
+    "err!", "the device handle for gpu", "gpu with pytorch", "assertion `", "device='cuda:", "created tensorflow device", "created device",
+    *(w for w, _ in FIXED), *(w for w, _ in GPU_WORKED), *(w for w, _ in SMI_QUOTED))))
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
@@ -77,7 +121,7 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
             continue  # one scan in C for every message's words; a repeated line says nothing new
         read_lines.add(line)
         for item in _items(line, lowered, lines, number):
-            key = (item["kind"], item.get("gpu"), item.get("library"), item.get("xid"))
+            key = (item["kind"], item.get("gpu"), item.get("library"), item.get("xid"), item.get("how"))
             if key in seen:
                 continue
             seen.add(key)
@@ -97,6 +141,8 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
             if supported:
                 item["supported"] = supported.group(1).split()
             out.append(item)
+    if "gpu with pytorch" in lowered and not out:
+        out += _wanted_gpu(line, lines, number)
     if "which is of cuda capability" in lowered:
         m = _OLD_GPU.search(line)
         if m:
@@ -139,9 +185,77 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
         out += _smi_err(line, lines[number - 2])
     for words, kind in FIXED:
         at = lowered.find(words)
-        if at >= 0 and not _negated(line, at) and not (kind == "driver_library_mismatch" and out):
+        if at >= 0 and not _negated(line, at) and not (kind == "driver_library_mismatch" and out) \
+                and not any(o["kind"] == kind for o in out):
             out.append({"kind": kind})
+    out += _gpu_worked(line, lowered)
+    out += _smi_quoted(line, lowered)
     return out
+
+
+def _gpu_worked(line: str, lowered: str) -> list[dict[str, Any]]:
+    """Work that reached the GPU on this line (an out-of-memory, tensors on two devices, a kernel's assertion):
+    the program's fault or its size, and proof that CUDA started there."""
+    for words, how in GPU_WORKED:
+        at = lowered.find(words)
+        if at < 0 or _negated(line, at) or (words == "oom when allocating tensor" and "device:gpu" not in lowered):
+            continue
+        item: dict[str, Any] = {"kind": "gpu_worked", "how": how}
+        if how == "out_of_memory":
+            m = _TORCH_OOM.search(line) if "tried to allocate" in lowered else None
+            if m:
+                item["asked"] = m.group(1)
+                if m.group(2):
+                    item["gpu"], item["total"] = f"GPU {m.group(2)}", m.group(3)
+        elif how == "device_mismatch":
+            m = _MISMATCH.search(line)
+            if m:
+                item["devices"] = [m.group(1), m.group(2)]
+        return [item]
+    if "assertion `" in lowered and ".cu:" in lowered and "failed" in lowered:
+        return [{"kind": "gpu_worked", "how": "device_assert"}]  # the kernel's own line: file.cu, block and thread
+    if "device='cuda:" in lowered:
+        m = _TENSOR.search(line)
+        if m:
+            return [{"kind": "gpu_worked", "how": "device_used", "gpu": f"cuda:{m.group(1)}"}]
+    if "created tensorflow device" in lowered or ("created device" in lowered and "device:gpu" in lowered):
+        m = _TF_DEVICE.search(line)
+        if m:
+            return [{"kind": "gpu_worked", "how": "device_used", "gpu": m.group(2).strip(), "compute_capability": m.group(3),
+                     "framework": "tensorflow"}]
+    return []
+
+
+def _smi_quoted(line: str, lowered: str) -> list[dict[str, Any]]:
+    """nvidia-smi's failure quoted in a sentence or inline code ("nvidia-smi says `No devices were found`")."""
+    for words, reason in SMI_QUOTED:
+        at = lowered.find(words)
+        if at < 0 or _negated(line, at) or (reason == "no_devices" and "nvidia-smi" not in lowered and "nvidia smi" not in lowered):
+            continue
+        opened = max(line.rfind("`", 0, at), line.rfind('"', 0, at))
+        start = opened + 1 if 0 <= opened and at - opened <= 60 else at  # the quoted words, else the message's own
+        ends = [i for i in (line.find("`", at), line.find('"', at)) if i >= 0]
+        return [{"kind": "smi_failure", "reason": reason, "message": line[start:min(ends, default=len(line))].strip()[:200]}]
+    return []
+
+
+def _wanted_gpu(line: str, lines: list[str], number: int) -> list[dict[str, Any]]:
+    """PyTorch's architecture warning quoted without its first line (the ticket's title held it): the GPU its
+    last line names, with the supported list printed just above, is the same finding when the matrix gives the
+    GPU's architecture and the list lacks it."""
+    m = _WANT_GPU.search(line)
+    supported = next((s for s in (_SUPPORTS.search(x) for x in lines[max(0, number - 3):number]) if s), None)
+    if not m or not supported:
+        return []
+    from gpudoctor.pastes.gpu_names import matrix_gpu
+
+    gpu = m.group(1).strip()
+    entry = matrix_gpu(gpu)
+    cc = str((entry or {}).get("compute_capability") or "")
+    has = supported.group(1).split()
+    if not re.fullmatch(r"\d{1,2}\.\d", cc) or f"sm_{cc.replace('.', '')}" in has:
+        return []
+    return [{"kind": "gpu_arch_unsupported", "gpu": gpu, "sm": f"sm_{cc.replace('.', '')}", "supported": has}]
 
 
 def _jax_backend(line: str, lines: list[str], number: int) -> list[dict[str, Any]]:

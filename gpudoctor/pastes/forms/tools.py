@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 PACKAGES = ("torch", "pytorch", "tensorflow", "tensorflow-gpu", "tensorflow-cpu", "jax", "jaxlib", "cupy",
             "pytorch-cuda", "cudatoolkit", "nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cuda-runtime-cu11",
-            "nvidia-cuda-runtime-cu12", "vllm")
+            "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13", "vllm")
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)", re.I)
 _PROC = re.compile(r"NVRM version: NVIDIA UNIX(?: Open)? [\w-]{1,20} Kernel Module(?: for [\w-]{1,20})?\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)", re.I)
 _LSPCI = re.compile(r"^([0-9a-f]{2,4}:[0-9a-f]{2}\.\d|[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d)\s+(?:VGA compatible controller|3D controller|Display controller): NVIDIA Corporation (.{1,120}?)\s*(?:\(rev [0-9a-f]{2}\))?\s*$", re.I)
@@ -43,13 +43,16 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
             m = _LSPCI.match(line.strip())
             if m:
                 out["lspci"].append({"bus_id": m.group(1), "name": m.group(2), "line": number})
+        elif "microsoft-standard" in line or "/usr/lib/wsl/" in line:
+            if "wsl" not in out:  # a WSL 2 kernel (uname -r, collect_env) or the Windows driver's folder
+                out["wsl"], out["lines"]["wsl"] = True, number
         elif ".so" in line and "=>" in line:
             m = _LDCONFIG.match(line)
             if m:
                 out["ldconfig"].append({"library": m.group(1), "path": m.group(2), "line": number})
         else:
             _package(out, line, number)
-    if not (out.get("nvcc") or out.get("kernel_module") or out["packages"] or out["lspci"] or out["ldconfig"]):
+    if not (out.get("nvcc") or out.get("kernel_module") or out["packages"] or out["lspci"] or out["ldconfig"] or out.get("wsl")):
         return None
     return out
 
