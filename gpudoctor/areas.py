@@ -4,8 +4,8 @@ what those codes are about.
 An area is one layer of the GPU stack, and the reports are laid out by them, bottom of the stack to top:
 the registry orders and selects checks by area (``--only``/``--skip``), the text and Markdown reports
 print one line per area under its title, docs/findings.md (tools/docgen.py) introduces the code prefixes,
-and docs/report-format.md lists them (tests/test_docs_drift.py holds it to this module). Each of those
-used to keep its own list; a new area, or a renamed title, is now one edit here.
+and docs/report-format.md lists them (tests/test_docs_drift.py holds it to this module). None of them
+keeps a list of its own, so a new area, or a renamed title, is one edit here.
 
 Only names and words: no check, probe or renderer is imported, so any layer may read it.
 """

@@ -19,8 +19,8 @@ from gpudoctor.snapshot import SCHEMA_VERSION, shape_error
 from gpudoctor.status import ERROR, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, FAIL_ON, INFO, SKIP, STATUSES, WARNING  # noqa: F401
 
 TOP_LEVEL_KEYS = ("schema_version", "tool", "created", "facts", "checks", "findings", "summary")
-#: A saved report larger than this is refused: real ones are about 100 KB (4 x H200 with workloads), and
-#: re-judging and redacting a 50 MB one took a minute.
+#: A saved report larger than this is refused: real ones are about 100 KB, even of four GPUs with their
+#: workloads, and one of 50 MB takes about a minute to re-judge and redact.
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 
 

@@ -124,8 +124,8 @@ def start_early(names: Sequence[str], fork: Sequence[str] = ()) -> None:
     while the command imports the checks, instead of after. The next run_probes adopts each one it would
     have started itself (the same Probe); one it does not need is left to the run's end, where kill_all
     stops its child. Only a probe that waits on a child gains as a thread: the others' work is Python's,
-    and would only contend with the import for the one interpreter lock (starting the --quick probes here
-    as threads made `check --quick` slower on an H100 machine, 0.72 s median instead of 0.68).
+    and would only contend with the import for the one interpreter lock (started here as threads, the
+    --quick probes make `check --quick` slower, not faster).
 
     ``fork`` names --quick probes to start in forked copies of this process instead (FORKED_QUICK), where
     forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads."""

@@ -18,8 +18,8 @@ WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
 CONTAINER_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 
 
-#: NVML reads a GPU in well under a second (0.4 s for 1 x H100, 0.9 s for 4 x H200 with every query):
-#: not done after this long, it is blocked, not slow.
+#: NVML reads even a machine of several GPUs with every query in well under a second: not done after
+#: this long, it is blocked, not slow.
 NVML_STUCK_S = 5.0
 
 

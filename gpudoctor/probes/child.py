@@ -4,7 +4,7 @@ Used for everything that can hang or crash the interpreter: NVML on a wedged dri
 imports, GPU work. The child prints one JSON object per line; the parent keeps every complete
 line, so a child killed at its deadline still contributes what it had found.
 
-Every child dies with gpudoctor and takes what it started along (issue 14): it holds the read end of
+Every child dies with gpudoctor and takes what it started along: it holds the read end of
 a lifeline pipe whose write end only gpudoctor holds, so gpudoctor's end, even by SIGKILL, is its
 end-of-file (childpath.py). A lifeline, not PR_SET_PDEATHSIG: that signal fires when the *thread*
 that started the child ends, and a probe thread may end while its child's exit is still under way.
@@ -248,8 +248,8 @@ def reopen() -> None:
 def shared(key: str, compute: Callable[[], Any]) -> Any:
     """``compute()``, once per run for every probe that asks for ``key``: the first caller computes, the
     others wait for its answer (or its exception). For a child every GPU probe needs, like the count of
-    the GPUs: on 4 x H200 the driver starts CUDA in one process at a time, so each extra process that
-    starts it on every GPU delays all the others."""
+    the GPUs: the driver starts CUDA in one process at a time, so each extra process that starts it on
+    every GPU delays all the others."""
     with _live_lock:
         future = _shared.get(key)
         owner = future is None

@@ -16,10 +16,10 @@ def end_child(code: int) -> NoReturn:
     """Say the exit status, close stdout and stderr, and exit at once.
 
     The parent returns as soon as it has read the status and both pipes are closed, so the rest of the
-    exit no longer delays the run: the driver freeing the child's GPU contexts took 0.2 s for one H200
-    and 0.5 s for four. os._exit skips the interpreter's teardown (a framework's exit handlers, freeing
-    every tensor and cached GPU block one by one): PyTorch 0.46 s and TensorFlow 0.63 s after the last
-    line on a laptop CPU, none of it needed, since the kernel and the driver free everything at exit."""
+    exit, the driver freeing the child's GPU contexts (longer the more GPUs), does not delay the run.
+    os._exit skips the interpreter's teardown (a framework's exit handlers, freeing every tensor and
+    cached GPU block one by one), which takes a noticeable part of a second for PyTorch and TensorFlow
+    and is not needed: the kernel and the driver free everything at exit."""
     try:
         sys.stderr.flush()
         sys.stdout.flush()

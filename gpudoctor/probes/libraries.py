@@ -5,7 +5,7 @@ the ldconfig cache before the default directories), plus the copies pip wheels (
 torch/lib) and a conda environment bring. Each copy's version is read from the library itself in
 a child process (a broken library may crash whoever loads it), falling back to its file name and
 the pip distribution that installed it. ``ldconfig -p`` runs through processes.run_bounded
-(bounded in time and output, killed with what it started, issue 14).
+(bounded in time and output, killed with what it started).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Control of every process gpudoctor starts: bounded in time and in what is read, and dead at the end.
 
-A program gpudoctor runs is not trusted to behave (issue 14): an ``nvcc`` that hangs outlived
-gpudoctor and stretched ``check --timeout 3`` to 5.2 s; one that floods stdout took 33.6 s and 7.6 GB
-of memory to read whole; one that left ``sleep 30 &`` holding its stdout kept the run waiting 15 s
-for end-of-file and then leaked it. A framework child that double-forks or calls ``setsid`` leaked
-its grandchild. So:
+A program gpudoctor runs is not trusted to behave: an ``nvcc`` that hangs would outlive gpudoctor and
+stretch ``check --timeout``; one that floods stdout would cost minutes and gigabytes to read whole;
+one that leaves ``sleep 30 &`` holding its stdout would keep the run waiting for end-of-file and then
+leak it; a framework child that double-forks or calls ``setsid`` would leak its grandchild. So:
 
 * each program runs in a session of its own, its environment marked with a token of its own
   (``MARK_ENV``): its descendants inherit the mark even after ``setsid`` and after their parent is

@@ -7,7 +7,7 @@ toolkit assembled from pip packages is still dated correctly.
 
 ``nvcc --version`` runs through processes.run_bounded: an nvcc that hangs, floods its output or
 leaves a background process holding its stdout costs at most NVCC_TIMEOUT_S and NVCC_MAX_BYTES, is
-killed at the run's deadline, and leaves nothing behind (issue 14).
+killed at the run's deadline, and leaves nothing behind.
 """
 
 from __future__ import annotations

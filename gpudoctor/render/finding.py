@@ -1,8 +1,8 @@
 """One finding as its parts, the one reading of a finding that every format that prints one shares.
 
 Findings are printed by the text, Markdown, JUnit and quiet renderers, by ``gpudoctor matrix check``
-(cli/matrix.py) and in the reference of codes (tools/docgen.py). Each used to pick a finding's fields
-out itself, with its own defaults and its own idea of their order. Here :func:`parts` reads a finding
+(cli/matrix.py) and in the reference of codes (tools/docgen.py). Were each to pick a finding's fields
+out itself, each would have its own defaults and its own idea of their order. Here :func:`parts` reads a finding
 (a :class:`~gpudoctor.findings.Finding`, or its dict form in a report) once, into its parts in the
 order every format shows them: severity, code, title, detail, fix text, commands, links. :func:`lines`
 lays them out with a format's own words (``Fix:``, ``why:``, ``$``), so a format is a thin wrapper that

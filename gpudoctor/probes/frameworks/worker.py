@@ -71,8 +71,8 @@ def probe_torch() -> dict[str, Any]:
         info["init_error"] = f"{type(exc).__name__}: {exc}"[:800]
     mark("torch facts: CUDA started")
     devices = []
-    # After a failed start (a bad PYTORCH_CUDA_ALLOC_CONF, say) asking for a GPU's properties crashed
-    # PyTorch 2.11 with SIGSEGV on an H100: its own error is the fact, and no GPU is usable.
+    # After a failed start (a bad PYTORCH_CUDA_ALLOC_CONF, say) asking for a GPU's properties crashes
+    # PyTorch (2.11: SIGSEGV): its own error is the fact, and no GPU is usable.
     if info["cuda_available"] and "init_error" not in info:
         stage("devices")
         for i in range(torch.cuda.device_count()):
