@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session's closing recording on one GPU machine: what gpudoctor says (check, --quick, --deep, -v,
+# A recording of one GPU machine, every command at once: what gpudoctor says (check, --quick, --deep, -v,
 # Markdown) beside NVIDIA's own tools, CUDA_VISIBLE_DEVICES masks against libcuda, check --quick timed
 # (benchmarks/quick_start.py), a full check under a child subreaper (nothing left behind), SIGKILL
 # mid-check, the live GPU tests, and what the kernel log and NVML's error counters look like there.
