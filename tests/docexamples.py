@@ -331,6 +331,11 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(),
         "gpus": [_gpu(0, pci={"bus_id": _BUS[0]}, pcie={"gen_current": 4, "gen_max": 4, "gen_gpu_max": 4, "width_current": 8, "width_max": 16})],
     },
+    "GPU132": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, pcie={"gen_max": 5, "width_max": 16},
+                      counters={"uptime_s": 3600.0, "pcie_replay": 250000})],
+    },
     "GPU141": {
         "host": {"os": "Linux"},
         "nvml": _nvml(),
@@ -362,6 +367,31 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(device_count=2),
         "gpus": [_gpu(0, _H100, nvlink={"active_count": 18, "count": 18}),
                  _gpu(1, _H100, nvlink={"active_count": 16, "count": 18})],
+    },
+    "GPU182": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, counters={"uptime_s": 86400.0, "nvlink_errors": [
+            {"link": 0, "replay": 0, "recovery": 3, "crc_flit": 0, "crc_data": 0},
+            {"link": 7, "replay": 0, "recovery": 5, "crc_flit": 412, "crc_data": 3}]})],
+    },
+    "GPU183": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, counters={"uptime_s": 86400.0, "nvlink_errors": [
+            {"link": 3, "replay": 5, "recovery": 9, "crc_flit": 0, "crc_data": 0}]})],
+    },
+    "GPU191": {
+        "nvml": _nvml(device_count=2),
+        "gpus": [_gpu(0, _H100, fabric={"state": "not_started", "status": "success", "api": "v3"}),
+                 _gpu(1, _H100, fabric={"state": "not_started", "status": "success", "api": "v3"})],
+    },
+    "GPU192": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, fabric={"state": "completed", "status": "nvml_error_999", "api": "v3"})],
+    },
+    "GPU193": {
+        "nvml": _nvml(),
+        "gpus": [_gpu(0, _H100, fabric={"state": "completed", "status": "success", "api": "v3",
+                                        "health_summary": "limited_capacity"})],
     },
     # --- topology -----------------------------------------------------------------------------
     "TOPO201": {

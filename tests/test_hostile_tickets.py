@@ -140,6 +140,32 @@ def test_facts_left_out_to_fit_are_not_judged_as_absent(tmp_path: Path) -> None:
     assert "check(s) not judged" in err
 
 
+def test_an_error_in_the_facts_left_out_keeps_the_reports_verdict(tmp_path: Path) -> None:
+    """A node's own error sits in the part left out to fit: the Markdown's re-judgement carries the report's own
+    finding for it (quoted as shown), so its title says error, never "no problems found"."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_markdown_budget import _many_nodes
+
+    from gpudoctor import pipeline
+    from gpudoctor.render.markdown import render_markdown
+
+    report = _many_nodes(60)
+    report["facts"]["cluster"]["nodes"][5]["report"]["findings"] = [
+        {"code": "DRV003", "severity": "error", "title": "driver/library version mismatch"}]
+    judged = pipeline.judge(report["facts"], created=report.get("created"))
+    assert judged["summary"]["verdict"] == "error" and "RUN032" in {f["code"] for f in judged["findings"]}
+    markdown = render_markdown(judged, {0: [0], 1: [1]})
+    assert markdown_report.facts_left_out(markdown)
+    code, out, _ = _analyze(tmp_path, markdown, "--format", "markdown")
+    assert code == rep.EXIT_FINDINGS
+    assert out.startswith("## gpudoctor report: error") and "No problems found" not in out and "**RUN032** (error)" in out
+    code, out, _ = _analyze(tmp_path, markdown, "--format", "json")
+    carried = next(f for f in json.loads(out)["findings"] if f["code"] == "RUN032")
+    assert code == rep.EXIT_FINDINGS and "node rank 5" in carried["title"] and "as the Markdown report showed it" in carried["detail"]
+
+
 def test_every_part_a_report_may_leave_out_names_the_checks_that_read_it() -> None:
     import re
 

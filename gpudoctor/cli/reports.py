@@ -63,7 +63,8 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
             raise BadInput(str(exc)) from None
         for line in found.notes:
             click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out)
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out,
+                     found.shown_findings)
         return
     report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
     _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
@@ -130,16 +131,17 @@ def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:
 
 
 def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
-                 source: str = "the report", left_out: Sequence[str] = ()) -> None:
+                 source: str = "the report", left_out: Sequence[str] = (), shown: Sequence[dict] = ()) -> None:
     from gpudoctor import pipeline
 
     report = pipeline.judge(saved["facts"], created=saved.get("created"))
     if left_out:  # what the checks reading those facts would say is unknown: reported as not judged, never passed
-        from gpudoctor.pastes.markdown_report import not_judged
+        from gpudoctor.pastes.markdown_report import carry_shown, not_judged
 
         reasons = not_judged(list(left_out), [c["id"] for c in report["checks"]])
         report = pipeline.judge_only(saved["facts"], {c["id"] for c in report["checks"]} - set(reasons), reasons,
                                      created=saved.get("created"))
+        report = carry_shown(report, list(shown), reasons)  # the report's own verdict on what it left out stands
         click.echo(f"gpudoctor: note: {terminal(source)} left out {terminal('; '.join(left_out))} to fit an issue: "
                    f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
                    "(--format json --output report.json) judges them", err=True)

@@ -79,7 +79,9 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
         return [Paste("gpudoctor-json", name, report)]
     if markdown_report.looks_like(text):
         facts = markdown_report.embedded_facts(text)
-        own = Paste("gpudoctor-markdown", name, {"facts": facts, "left_out": markdown_report.facts_left_out(text)}
+        left_out = markdown_report.facts_left_out(text) if facts is not None else []
+        own = Paste("gpudoctor-markdown", name, {"facts": facts, "left_out": left_out,
+                                                 "shown_findings": markdown_report.shown_findings(text) if left_out else []}
                     if facts is not None else markdown_report.parse_shown(text))
         # the body around the report may hold other pastes (a collect_env of the failing run): they are read,
         # not dropped unseen; a report that carries its facts ends at them, so what follows is read in full

@@ -113,6 +113,51 @@ def not_judged(left_out: list[str], check_ids: list[str]) -> dict[str, str]:
     return out
 
 
+#: One finding of the report's own list: "- **RUN032** (error) node ... reports 1 problem(s) of its own: DRV003".
+_SHOWN = re.compile(r"^[ \t>]*- \*\*([A-Z]{2,4}\d{3})\*\* \((error|warning)\) (.{1,1000}?)\s*$", re.M)
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+#: The most findings carried from one report's words: its list is cut to fit an issue long before this.
+MAX_SHOWN = 200
+
+
+def shown_findings(text: str) -> list[dict[str, str]]:
+    """The errors and warnings the report's own Findings list shows (code, severity, title), in its order: what
+    it concluded from the whole facts, before any part of them was left out to fit."""
+    return [{"code": m.group(1), "severity": m.group(2), "title": _ESCAPED.sub(r"\1", m.group(3))}
+            for m, _ in zip(_SHOWN.finditer(text), range(MAX_SHOWN))]
+
+
+def carry_shown(report: dict[str, Any], shown: list[dict[str, str]], reasons: dict[str, str]) -> dict[str, Any]:
+    """``report`` with the findings the Markdown showed for the checks not judged here (their facts were left
+    out to fit): the report's own verdict on those facts stands, quoted as shown, so that what was left out
+    is never "no problems found"."""
+    from gpudoctor import report as rep
+    from gpudoctor.checks.registry import CHECKS, status_of
+    from gpudoctor.findings import CheckResult, Finding, Remediation
+
+    owner = {code: c.id for c in CHECKS if c.id in reasons for code in c.codes}
+    carried: dict[str, list[Finding]] = {}
+    for item in shown:
+        check = owner.get(item["code"])
+        if check:
+            carried.setdefault(check, []).append(Finding(
+                item["code"], item["severity"], item["title"], check=check,
+                detail="as the Markdown report showed it: the facts it judged were left out to fit an issue, so it is "
+                       "carried, not judged again",
+                remediation=Remediation(text="The JSON report (--format json --output report.json) holds every fact.")))
+    if not carried:
+        return report
+    results = []
+    kept: dict[str, list[Finding]] = {}
+    for f in report.get("findings") or []:
+        kept.setdefault(str(f.get("check")), []).append(Finding.from_dict(f))
+    for c in report.get("checks") or []:
+        found = carried.get(c["id"]) or kept.get(c["id"], [])
+        results.append(CheckResult(c["id"], c["area"], c["title"], status_of(found) if c["id"] in carried else c["status"],
+                                   float(c.get("duration_s") or 0.0), found, c.get("reason") or ""))
+    return rep.build(report["facts"], results, created=report.get("created"))
+
+
 def _unquote(block: str) -> str:
     """The block's lines without the quote markers a reply adds (``> ``) or surrounding blanks."""
     return "\n".join(_QUOTED.sub("", line).strip() for line in block.splitlines())

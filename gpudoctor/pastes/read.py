@@ -35,6 +35,7 @@ class Inputs:
     runnable: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)  # what a Markdown report left out of its facts to fit
+    shown_findings: list[dict[str, str]] = field(default_factory=list)  # that report's own findings, as shown
 
 
 def read_bytes(name: str, stdin: Optional[BinaryIO] = None) -> bytes:
@@ -78,6 +79,7 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
         out.report = first.parsed if first.kind == "gpudoctor-json" else {"schema_version": 1, "facts": first.parsed["facts"]}
         out.report_source = first.where
         out.left_out = list(first.parsed.get("left_out") or []) if first.kind == "gpudoctor-markdown" else []
+        out.shown_findings = list(first.parsed.get("shown_findings") or []) if first.kind == "gpudoctor-markdown" else []
         if len(found) > 1:
             others = [p for p in found if p is not first]
             out.notes.append(f"judged the gpudoctor report in {first.where} alone; {len(others)} other paste(s) not "
