@@ -239,6 +239,8 @@ SHAPE: dict[str, str] = {
     "facts.smoke.runs": _LIST, "facts.smoke.runs[]": _OBJ, "facts.smoke.runs[].ordinal": _INT,
     "facts.smoke.runs[].ok": _BOOL, "facts.smoke.runs[].wrong_elements": _INT,
     "facts.workload": "obj|null", "facts.workload.devices": _LIST, "facts.workload.runs": _LIST,
+    "facts.workload.placement": _OBJ, "facts.workload.placement.*": _OBJ, "facts.workload.placement.*.devices": _LIST,
+    "facts.workload.placement.*.why": _STR, "facts.frameworks.*.info.pinned": _OBJ,
     "facts.workload.runs[]": _OBJ, "facts.workload.runs[].framework": _STR, "facts.workload.runs[].device": _STR,
     "facts.workload.runs[].throughput": _OBJ, "facts.workload.runs[].throughput.h2d_gbs": _NUM,
     "facts.workload.runs[].throughput.d2h_gbs": _NUM, "facts.workload.runs[].throughput.device_copy_gbs": _NUM,

@@ -19,13 +19,13 @@ from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worke
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
 
 
-def test_threaded_frameworks_get_one_child_for_every_gpu_tensorflow_one_each():
+def test_pytorch_gets_one_child_for_every_gpu_the_others_one_gpu_of_the_model_each():
     jobs = plan(["torch", "tensorflow", "jax", "cupy"], ["0", "1", "2", "3"], UUIDS)
     assert [(j.framework, j.devices, j.uuid) for j in jobs] == [
         ("torch", ["0", "1", "2", "3"], None),
-        *[("tensorflow", [o], UUIDS[o]) for o in "0123"],
-        ("jax", ["0", "1", "2", "3"], None),
-        ("cupy", ["0", "1", "2", "3"], None)]
+        ("tensorflow", ["3"], UUIDS["3"]),  # a child of its own, pinned by the parent
+        ("jax", ["2"], None),  # started before the count: it pins itself (devices_line)
+        ("cupy", ["1"], None)]
 
 
 def test_without_a_gpu_only_frameworks_that_train_on_the_cpu_run():
@@ -195,10 +195,22 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(ours_w, theirs_w))
 
 
-def test_children_started_before_the_count_read_it_on_stdin():
-    assert workload.devices_line("jax", ["0", "1", "2", "3"]) == "0,1,2,3\n"
-    assert workload.devices_line("torch", []) == "cpu\n"  # no GPU: PyTorch still trains on the CPU
-    assert workload.devices_line("cupy", []) == "\n"  # ...CuPy has nothing to do
+def _counted(*names):
+    from gpudoctor.probes.child import ChildResult
+
+    return ChildResult(lines=[{"section": "count", "data": {"devices": [
+        {"ordinal": i, "name": n, "uuid": UUIDS[str(i)]} for i, n in enumerate(names)]}}])
+
+
+def test_children_started_before_the_count_read_it_on_stdin(monkeypatch):
+    monkeypatch.setattr(workload, "installed", lambda name: name in ("torch", "jax", "cupy"))
+    four = _counted(*["NVIDIA H100 80GB HBM3"] * 4)
+    assert workload.devices_line("torch", four) == "0,1,2,3\n"
+    assert workload.devices_line("jax", four) == f"3 {UUIDS['3']}\n"  # one GPU, and the UUID to pin itself to
+    assert workload.devices_line("cupy", four) == f"2 {UUIDS['2']}\n"
+    assert workload.devices_line("jax", _counted("NVIDIA H100 80GB HBM3")) == "0\n"  # one GPU: nothing to pin
+    assert workload.devices_line("torch", _counted()) == "cpu\n"  # no GPU: PyTorch still trains on the CPU
+    assert workload.devices_line("cupy", _counted()) == "\n"  # ...CuPy has nothing to do
 
 
 def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
@@ -334,7 +346,7 @@ def test_untimed_work_shares_a_gpu_and_a_measurement_has_it_alone(monkeypatch, t
 def test_a_facts_report_that_fails_still_gives_the_framework_probe_its_line(monkeypatch, capsys):
     """Reading the facts raised outside the import's own guard: the child prints the framework line with
     the error at once, rather than leaving the framework probe to wait out its limit."""
-    monkeypatch.setattr(worker, "report", lambda name: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
+    monkeypatch.setattr(worker, "report", lambda name, *_: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
     monkeypatch.setitem(worker.RUNNERS, "torch", lambda device, deep: {"framework": "torch", "device": device})
     worker.main(["torch", "cpu", "--facts"])
     lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -187,6 +187,7 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
             continue  # metadata only (check --quick): what it sees is unknown
         seen = len(info.get("devices") or [])
         cause = _steering(facts, name) if seen == 0 else None
+        given = 1 if isinstance(info.get("pinned"), dict) else expected  # placement gave its child one GPU
         if cause:
             variable, value, fix = cause
             yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",
@@ -199,8 +200,8 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
                           text="The framework's own message above names the cause: a driver older than its CUDA build, "
                                "a library it cannot load, or a GPU its build has no code for.",
                           commands=[_own_step(facts, name, "devices")])
-        elif seen < expected:
-            yield finding("FWK003", f"{label} sees {seen} of the {expected} GPU(s) CUDA programs should see",
+        elif seen < given:
+            yield finding("FWK003", f"{label} sees {seen} of the {given} GPU(s) CUDA programs should see",
                           detail=_message(info) or "",
                           text="Compare the GPUs it lists (gpudoctor check -v) with nvidia-smi -L; a GPU it skips may be "
                                "one its build has no code for, or one in a bad state.",

@@ -153,7 +153,29 @@ def acceleration_line(facts: dict[str, Any]) -> str:
         parts.append(f"framework results correct in {correct} of {len(work)} run(s)"
                      + (f", training learned in {sum(1 for t in trained if t.get('ok') is True)} of {len(trained)}"
                         if trained else ""))
-    return "; ".join([*parts, *multigpu_phrases(facts), *cluster_phrases(facts)])
+    return "; ".join([*parts, *placement_phrases(facts), *multigpu_phrases(facts), *cluster_phrases(facts)])
+
+
+def placement_phrases(facts: dict[str, Any]) -> list[str]:
+    """Where the frameworks ran, when some ran on fewer than every GPU on purpose: "JAX on cuda:3, CuPy
+    on cuda:2 (once per GPU model), PyTorch on every GPU"."""
+    placement = (facts.get("workload") or {}).get("placement") if isinstance(facts.get("workload"), dict) else None
+    if not isinstance(placement, dict):
+        return []
+    from gpudoctor.views.frameworks import NAMES
+
+    some, every = [], []
+    for name, where in placement.items():
+        if not isinstance(where, dict):
+            continue
+        label = NAMES.get(name, str(name))
+        if where.get("why") == "every GPU":
+            every.append(label)
+        elif isinstance(where.get("devices"), list):
+            some.append(f"{label} on " + ", ".join(f"cuda:{d}" for d in where["devices"]))
+    if not some:
+        return []
+    return [", ".join(some) + " (once per GPU model)" + (f", {' and '.join(every)} on every GPU" if every else "")]
 
 
 def _run_correct(run: dict[str, Any]) -> bool:
@@ -345,7 +367,8 @@ def frameworks_line(facts: dict[str, Any]) -> str:
             continue
         built = info.get("built_cuda") or info.get("runtime_cuda")
         build = "CPU-only" if info.get("cpu_only_build") else f"CUDA {built}" if built else "CUDA"
-        parts.append(f"{name} {_version(info)} ({build}, sees {len(info.get('devices') or [])} GPU(s))")
+        given = ", given one GPU" if isinstance(info.get("pinned"), dict) else ""  # placement pinned its child
+        parts.append(f"{name} {_version(info)} ({build}, sees {len(info.get('devices') or [])} GPU(s){given})")
     if parts:
         return "; ".join(parts)
     why = _frameworks_unread(facts)

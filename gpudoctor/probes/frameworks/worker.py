@@ -9,6 +9,7 @@ listed there are the ones this framework really runs with, not a guess from the 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import sys
@@ -233,18 +234,24 @@ def origin(name: str) -> dict[str, Any]:
     return out
 
 
-def report(name: str) -> dict[str, Any]:
+def report(name: str, imported: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Import the framework, ask it, and print the "started" and "framework" lines; returns the facts.
     Also the first thing a workload child does when it is the framework probe's child too
-    (workload.FrameworkChild), so a framework is imported once per check."""
+    (workload.FrameworkChild), so a framework is imported once per check. ``imported`` runs between the
+    import and the first question, before CUDA starts: a workload child learns there which GPU to pin
+    itself to (it must not raise)."""
     start = time.monotonic()
     mark(f"{name} facts: begin")
     protocol.emit("started", name)
     stage("import")
     try:
+        importlib.import_module(name)
+        imported()
         info = PROBES[name]()
     except BaseException as exc:  # noqa: BLE001 - an import that raises is the finding
         info = import_failure(exc, name)
+    if os.environ.get("GPUDOCTOR_PINNED_GPU") and os.environ.get("CUDA_VISIBLE_DEVICES"):
+        info["pinned"] = {"uuid": os.environ["CUDA_VISIBLE_DEVICES"]}  # it was given this one GPU, by placement
     info["import_and_probe_s"] = round(time.monotonic() - start, 3)
     stage("libraries")
     info["loaded_libraries"] = _loaded()

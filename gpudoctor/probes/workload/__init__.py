@@ -1,10 +1,15 @@
-"""Framework workloads on every GPU CUDA enumerates: correctness, a training step, throughput.
+"""Framework workloads on the GPUs CUDA enumerates: correctness, a training step, throughput.
 
-One child per framework drives every GPU, a thread per GPU (THREADED), so four GPUs cost
-one framework import and one CUDA start-up, not four: on 4 x H200 a child per (framework, GPU)
-started 12 framework imports at once and took 1.5x as long as one GPU. TensorFlow keeps one child
-per GPU, pinned to it. Children take a per-GPU lock around GPU work so timings never overlap (see
-locks._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
+Where each framework runs (placement): PyTorch on every GPU, from one child with a thread per GPU, so
+every GPU's throughput is measured; JAX, CuPy and TensorFlow once per GPU model, each on a GPU of its
+own where there are enough, its child pinned to that GPU before CUDA starts. The driver starts CUDA
+contexts one at a time, within a process and across processes: JAX's first array on 4 x H100 took
+4.5-5.7 s against 1.7-2.3 s on one GPU, PyTorch's 1.44 s against 0.46 s, so a framework that starts
+every GPU makes the check grow with their number. A GPU that computes wrong or is slow is still
+found on every GPU, by the smoke kernel (probes/smoke) and PyTorch; what a framework's build can run
+depends on the GPU model, which is why once per model proves it. The run records the placement and
+why (``workload.placement``). Children take a per-GPU lock around GPU work so timings never overlap
+(see locks._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
 code path is proven even where acceleration cannot be shown.
 """
 
@@ -22,10 +27,14 @@ from gpudoctor.probes.smoke import count_gpus, pin_uuids
 
 WORKER = "gpudoctor.probes.workload.worker"
 CPU_CAPABLE = ("torch", "tensorflow")
-#: Frameworks whose child drives every GPU, a thread per GPU. Not TensorFlow: Keras's seed is process-wide,
-#: and its multi-GPU threading could not be proven on a GPU here (no TensorFlow on the GPU machines), so
-#: it keeps one child per GPU, pinned to it.
+#: Frameworks whose child is started at once, before the GPUs are counted, and is the framework probe's
+#: child too. Not TensorFlow: Keras's seed is process-wide and its threading could not be proven on a GPU
+#: here (no TensorFlow on the GPU machines), so it keeps children of its own, pinned to their GPU.
 THREADED = ("torch", "jax", "cupy")
+#: Frameworks that run on every GPU: PyTorch measures each GPU's throughput.
+EVERY_GPU = ("torch",)
+EVERY_GPU_WHY = "every GPU"
+ONCE_PER_MODEL_WHY = "once per GPU model"
 
 
 class Job(NamedTuple):
@@ -34,17 +43,44 @@ class Job(NamedTuple):
     uuid: Any = None  # the one GPU a one-GPU child is pinned to
 
 
-def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any]) -> list[Job]:
-    """The children to start: one per threaded framework for all GPUs, one per GPU for the others, and
-    on a machine without a GPU one CPU run per framework that can train on the CPU."""
+def placement(frameworks: list[str], ordinals: list[str], names: dict[str, str]) -> dict[str, list[str]]:
+    """Framework -> the GPUs (CUDA ordinals) it runs on: PyTorch on every GPU, the others on one GPU of
+    each model. Within a model the others take its GPUs from the last one down, one each while they
+    last, so that they do not wait on one GPU's lock, and away from GPU 0, where PyTorch also times
+    the CPU comparison."""
+    models: dict[str, list[str]] = {}
+    for o in ordinals:
+        models.setdefault(names.get(o) or "", []).append(o)
+    out: dict[str, list[str]] = {}
+    others = [f for f in frameworks if f not in EVERY_GPU]
+    for f in frameworks:
+        if f in EVERY_GPU:
+            out[f] = list(ordinals)
+            continue
+        rank = others.index(f)
+        out[f] = sorted((gpus[-1 - rank % len(gpus)] for gpus in models.values()), key=ordinals.index)
+    return out
+
+
+def placement_fact(where: dict[str, list[str]], ordinals: list[str]) -> dict[str, Any]:
+    """What ran where, and why, for the report: {framework: {"devices": [...], "why": ...}}."""
+    return {f: {"devices": gpus, "why": EVERY_GPU_WHY if gpus == list(ordinals) else ONCE_PER_MODEL_WHY}
+            for f, gpus in where.items()}
+
+
+def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any],
+         where: Optional[dict[str, list[str]]] = None) -> list[Job]:
+    """The children to start: one per threaded framework for its GPUs (placement), one per GPU for the
+    others, and on a machine without a GPU one CPU run per framework that can train on the CPU."""
     if not ordinals:
         return [Job(f, ["cpu"]) for f in frameworks if f in CPU_CAPABLE]
+    where = where if where is not None else placement(frameworks, ordinals, {})
     jobs = []
     for f in frameworks:
         if f in THREADED:
-            jobs.append(Job(f, list(ordinals)))
+            jobs.append(Job(f, list(where[f])))
         else:
-            jobs.extend(Job(f, [o], uuids.get(o)) for o in ordinals)
+            jobs.extend(Job(f, [o], uuids.get(o)) for o in where[f])
     return jobs
 
 
@@ -95,7 +131,7 @@ class FrameworkChild:
         try:
             run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(), on_line=self._line, result=self.result,
                        python=python(),
-                       feed=lambda: devices_line(self.framework, gpus(count_gpus())[0]))
+                       feed=lambda: devices_line(self.framework, count_gpus()))
         except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
             self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
         finally:
@@ -146,22 +182,25 @@ def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float], Opti
 
 
 def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
-    """Count the GPUs while the threaded frameworks' children import (they read the count on stdin:
+    """Count the GPUs while the threaded frameworks' children import (they read their GPUs on stdin:
     1.4 s on 4 x H200); TensorFlow's one-GPU children start once the count has named the GPUs to pin
     them to."""
     frameworks = [f for f in FRAMEWORKS if installed(f)]
     threaded = {f: framework_child(f, deep, timeout_s) for f in frameworks if f in THREADED}
     counted = count_gpus()  # the smoke probe's count: one child for both
     ordinals, uuids = gpus(counted)
-    jobs = plan(frameworks, ordinals, uuids)
+    where = placement(frameworks, ordinals, models(counted))
+    jobs = plan(frameworks, ordinals, uuids, where)
     env, args = workload_env(), ["--deep"] if deep else []
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         children = list(pool.map(lambda job: threaded[job.framework].wait() if job.framework in threaded else
                                  run_module(WORKER, [job.framework, ",".join(job.devices), *args],
                                             timeout_s=timeout_s, env=pinned(env, job.uuid), python=python()), jobs))
     runs = [run for job, child in zip(jobs, children) for run in _runs(job, child, timeout_s)]
-    return {"workload": {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs,
-                         "count_s": round(counted.duration_s, 3)}}
+    out = {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs, "count_s": round(counted.duration_s, 3)}
+    if ordinals:
+        out["placement"] = placement_fact(where, ordinals)
+    return {"workload": out}
 
 
 def gpus(counted: ChildResult) -> tuple[list[str], dict[str, Any]]:
@@ -170,12 +209,21 @@ def gpus(counted: ChildResult) -> tuple[list[str], dict[str, Any]]:
     return [str(d["ordinal"]) for d in devices], pin_uuids(devices)
 
 
-def devices_line(framework: str, ordinals: list[str]) -> str:
-    """What a child started before the count reads: every GPU; without one, "cpu" for a framework that
-    trains on the CPU, else nothing (the child then exits at once)."""
-    if ordinals:
-        return ",".join(ordinals) + "\n"
-    return "cpu\n" if framework in CPU_CAPABLE else "\n"
+def models(counted: ChildResult) -> dict[str, str]:
+    """Ordinal -> the GPU's model name, as CUDA names it."""
+    return {str(d["ordinal"]): str(d.get("name") or "") for d in (counted.section("count") or {}).get("devices", [])}
+
+
+def devices_line(framework: str, counted: ChildResult) -> str:
+    """What a child started before the count reads: the GPUs placement gives it, and where that is one
+    GPU with a UUID, the UUID to pin itself to before CUDA starts ("3 GPU-..."); without a GPU, "cpu"
+    for a framework that trains on the CPU, else nothing (the child then exits at once)."""
+    ordinals, uuids = gpus(counted)
+    if not ordinals:
+        return "cpu\n" if framework in CPU_CAPABLE else "\n"
+    mine = placement([f for f in FRAMEWORKS if installed(f)], ordinals, models(counted)).get(framework, ordinals)
+    pin = uuids.get(mine[0]) if len(mine) == 1 and len(ordinals) > 1 else None
+    return ",".join(mine) + (f" {pin}" if isinstance(pin, str) else "") + "\n"
 
 
 def _runs(job: Job, child: ChildResult, timeout_s: float) -> list[dict[str, Any]]:

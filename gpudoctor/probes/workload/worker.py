@@ -33,7 +33,7 @@ from typing import Any, Optional
 from gpudoctor.probes import protocol
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
-from gpudoctor.probes.workload import THREADED
+from gpudoctor.probes.workload import EVERY_GPU, THREADED
 from gpudoctor.probes.workload.cupy_run import run_cupy
 from gpudoctor.probes.workload.jax_run import run_jax
 from gpudoctor.probes.workload.tensorflow_run import run_tensorflow
@@ -96,9 +96,37 @@ def _retain_context(cuda: Any, ordinal: int) -> None:
 def read_devices(arg: str) -> list[str]:
     """The GPUs to run on: ``arg`` itself, or with "-" the line the parent writes to stdin once its count
     of the GPUs is done (it starts this child before, so the import overlaps the count); an empty line
-    or none: nothing to run."""
+    or none: nothing to run. A line that also names a UUID ("3 GPU-..."): the one GPU placement gave
+    this child, which pins itself to it (pin) before CUDA starts."""
     line = sys.stdin.readline().strip() if arg == "-" else arg
-    return [d for d in line.split(",") if d]
+    ordinals, _, uuid = line.partition(" ")
+    if uuid:
+        pin(uuid.strip())
+    return [d for d in ordinals.split(",") if d]
+
+
+def pin(uuid: str) -> None:
+    """Make ``uuid`` the only GPU CUDA shows this process, as child.pinned does for a child it starts,
+    so that the framework starts CUDA on that GPU alone. Only before CUDA has started here: after,
+    the variable is read no more, and the child stays on the GPU by its ordinal."""
+    if not uuid.upper().startswith(("GPU-", "MIG-")) or cuda_started():
+        return
+    os.environ["CUDA_VISIBLE_DEVICES"] = uuid
+    os.environ["GPUDOCTOR_PINNED_GPU"] = "1"
+    mark(f"pinned to {uuid}")
+
+
+def cuda_started() -> bool:
+    """Whether this process has called cuInit: libcuda is loaded (RTLD_NOLOAD never loads it) and
+    answers the count instead of CUDA_ERROR_NOT_INITIALIZED."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+    except OSError:
+        return False
+    try:
+        return cuda.cuDeviceGetCount(ctypes.byref(ctypes.c_int())) != 3
+    except AttributeError:  # not a libcuda that can say: assume the worst
+        return True
 
 
 def main(argv: list[str]) -> int:
@@ -109,9 +137,18 @@ def main(argv: list[str]) -> int:
     facts_done = threading.Event()
     if framework == "torch":
         threading.Thread(target=contexts_early, args=(facts_done,), name="contexts", daemon=True).start()
+    early: list[list[str]] = []  # a framework placed once per GPU model learns its GPU before CUDA starts
+
+    def placed() -> None:
+        if framework not in EVERY_GPU and argv[1] == "-":
+            try:
+                early.append(read_devices("-"))
+            except Exception:  # noqa: BLE001 - never an import failure of the framework's: no GPU is read
+                early.append([])
+
     try:  # once, before the threads: their time is their GPU's own
         if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
-            if "import_error" not in report(framework):
+            if "import_error" not in report(framework, placed):
                 import_s = time.monotonic() - started
         else:
             importlib.import_module(framework)
@@ -121,7 +158,7 @@ def main(argv: list[str]) -> int:
             protocol.emit("framework", import_failure(exc, framework), default=float)
     facts_done.set()
     mark(f"{framework} workload: imported")
-    devices = read_devices(argv[1])
+    devices = early[0] if early else read_devices(argv[1])
     mark(f"{framework} workload: read its GPUs {devices}")
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
