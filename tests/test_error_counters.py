@@ -1,0 +1,257 @@
+"""Error counters and NVSwitch fabric state (probes/nvml/counters.py, checks/error_counters.py).
+
+The probe is run against the fake pynvml of tests/helpers_faults.py, which has the real bindings'
+signatures (nvmlDeviceGetGpuFabricInfo* fill a struct passed by reference) and the values a healthy
+4 x H100 read on 2026-11-26. The checks are judged on the real 2 x H200 recording with the healthy
+counters added, then one fact changed at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from typing import Any
+
+import pytest
+
+from gpudoctor.checks.error_counters import limits
+from gpudoctor.checks.registry import run_checks
+from gpudoctor.pipeline import judge
+from gpudoctor.probes.nvml import _binding as nv
+from gpudoctor.probes.nvml import counters
+from gpudoctor.snapshot import with_fact
+
+from helpers_faults import FAKE_PYNVML, full_facts, install_fake_pynvml
+from helpers_judge import codes, only, statuses
+
+CHECK_IDS = ("gpus.nvlink_errors", "gpus.pcie_replays", "gpus.fabric")
+OUR_CODES = {"GPU132", "GPU182", "GPU183", "GPU191", "GPU192", "GPU193"}
+
+
+def healthy(facts: dict[str, Any]) -> dict[str, Any]:
+    """``facts`` with what the healthy 4 x H100 read: recovery 1-24 on every active link, every other NVLink
+    counter 0, PCIe replay 0-2, a fabric registered; a day of uptime."""
+    out = copy.deepcopy(facts)
+    for gpu in out["gpus"]:
+        links = [e["link"] for e in gpu["nvlink"]["links"] if e["active"]]
+        gpu["counters"] = {
+            "uptime_s": 86400.0,
+            "pcie_replay": gpu["index"] % 3,
+            "nvlink_errors": [{"link": n, "replay": 0, "recovery": (n * 7 + gpu["index"]) % 24 + 1,
+                               "crc_flit": 0, "crc_data": 0} for n in links],
+            "violation_ns": {"power": 5_000_000, "thermal": {"unavailable": "not_supported"}},
+        }
+        gpu["fabric"] = {"state": "completed", "status": "success", "api": "v3", "health_summary": "not_supported"}
+    return out
+
+
+@pytest.fixture
+def node(h200x2):
+    return healthy(h200x2)
+
+
+# --- judged on a real recording ------------------------------------------------------------------
+
+def test_the_healthy_values_are_quiet(node):
+    assert {k: v for k, v in statuses(node, "gpus").items() if k in CHECK_IDS} == {c: "pass" for c in CHECK_IDS}
+    assert codes(node) == set()
+
+
+def test_the_largest_healthy_recovery_count_is_quiet(node):
+    """Recovery errors are shown, not judged: healthy H100 links count up to 24 at link training."""
+    assert codes(with_fact(node, "gpus.1.counters.nvlink_errors.4.recovery", 24_000)) & OUR_CODES == set()
+
+
+def test_crc_flit_errors_on_one_link(node):
+    f = only(with_fact(node, "gpus.1.counters.nvlink_errors.6.crc_flit", 412), "GPU182")
+    assert (f["check"], f["severity"], f["subject"]["gpu_index"]) == ("gpus.nvlink_errors", "warning", 1)
+    assert f["title"] == "GPU 1 (NVIDIA H200): NVLink CRC errors above the fleet tools' limit on 1 link(s)"
+    assert "link 6: 412 CRC-flit, 0 CRC-data" in f["detail"]
+
+
+@pytest.mark.parametrize("field,value,found", [("crc_flit", 30, False), ("crc_flit", 31, True),
+                                               ("crc_data", 10, False), ("crc_data", 11, True)])
+def test_crc_limits_are_gcms(node, field, value, found):
+    assert limits()["nvlink-crc-flit"]["above"] == 30 and limits()["nvlink-crc-data"]["above"] == 10
+    assert ("GPU182" in codes(with_fact(node, f"gpus.0.counters.nvlink_errors.0.{field}", value))) is found
+
+
+def test_crc_errors_at_dcgms_rate_are_an_error(node):
+    """100 a second over the whole uptime: some second reached DCGM's limit."""
+    f = only(with_fact(node, "gpus.0.counters.nvlink_errors.2.crc_data", 100 * 86400), "GPU182")
+    assert f["severity"] == "error"
+
+
+def test_one_replay_error(node):
+    f = only(with_fact(node, "gpus.0.counters.nvlink_errors.3.replay", 1), "GPU183")
+    assert (f["severity"], f["subject"]["gpu_index"]) == ("warning", 0)
+    assert "link 3: 1" in f["detail"]
+
+
+def test_a_pcie_replay_storm(node):
+    f = only(with_fact(node, "gpus.0.counters.pcie_replay", 250_000), "GPU132")
+    assert (f["check"], f["severity"], f["subject"]["gpu_index"]) == ("gpus.pcie_replays", "warning", 0)
+    assert f["title"] == "GPU 0 (NVIDIA H200): 250000 PCIe replays since the driver loaded, 174 a minute on average"
+    assert "above 31 a minute on a Gen5 x16 link" in f["detail"]
+
+
+@pytest.mark.parametrize("count,uptime_s,found", [
+    (80, 60.0, False),          # no more than DCGM's diag allows in one run
+    (2000, 86400.0, False),     # above that, but 1.4 a minute over a day: under Gen5 x16's 31
+    (2000, 60.0, True),         # the same count within a minute
+])
+def test_pcie_replays_need_both_the_count_and_the_rate(node, count, uptime_s, found):
+    facts = with_fact(with_fact(node, "gpus.0.counters.pcie_replay", count), "gpus.0.counters.uptime_s", uptime_s)
+    assert ("GPU132" in codes(facts)) is found
+
+
+def test_an_unknown_link_is_judged_by_the_highest_rate(node):
+    facts = with_fact(with_fact(node, "gpus.0.pcie", {"unavailable": "no_permission"}), "gpus.0.counters.uptime_s", 60.0)
+    assert "GPU132" not in codes(with_fact(facts, "gpus.0.counters.pcie_replay", 62))  # Gen6 x16: 62 a minute
+    assert "above 62 a minute on a Gen6 x16 link" in only(with_fact(facts, "gpus.0.counters.pcie_replay", 100), "GPU132")["detail"]
+
+
+def test_fabric_manager_not_running(node):
+    facts = node
+    for i in (0, 1):
+        facts = with_fact(facts, f"gpus.{i}.fabric.state", "not_started")
+    f = only(facts, "GPU191")
+    assert (f["check"], f["severity"]) == ("gpus.fabric", "error")
+    assert f["title"] == "2 of 2 GPU(s) wait for Fabric Manager: registration with the NVSwitch fabric has not started"
+    assert "error 802" in f["detail"]
+    assert f["remediation"]["commands"] == ["systemctl status nvidia-fabricmanager",
+                                            "sudo systemctl enable --now nvidia-fabricmanager"]
+
+
+def test_fabric_registration_in_progress_is_a_warning(node):
+    assert only(with_fact(node, "gpus.1.fabric.state", "in_progress"), "GPU191")["severity"] == "warning"
+
+
+def test_fabric_registration_failed(node):
+    f = only(with_fact(node, "gpus.1.fabric.status", "nvml_error_999"), "GPU192")
+    assert (f["severity"], f["subject"]["gpu_index"]) == ("error", 1)
+
+
+def test_fabric_limited_capacity(node):
+    assert only(with_fact(node, "gpus.0.fabric.health_summary", "limited_capacity"), "GPU193")["severity"] == "warning"
+
+
+def test_a_gpu_on_no_fabric_is_quiet(node):
+    facts = with_fact(node, "gpus.0.fabric", {"unavailable": "not_supported"})
+    facts = with_fact(facts, "gpus.1.fabric", {"state": "not_supported", "status": "success", "api": "v1"})
+    assert statuses(facts, "gpus")["gpus.fabric"] == "pass"
+    assert codes(facts) == set()
+
+
+def test_a_recording_without_counters_is_not_checked(h200x2):
+    checks = {c["id"]: c for c in judge(h200x2)["checks"]}
+    for check_id in CHECK_IDS:
+        assert checks[check_id]["status"] == "skip"
+        assert "older gpudoctor" in checks[check_id]["reason"]
+
+
+@pytest.mark.parametrize("reason,words", [("no_permission", "no permission"), ("function_not_found", "function not found")])
+def test_counters_not_read_are_not_checked_with_the_reason(node, reason, words):
+    facts = node
+    for i in (0, 1):
+        facts = with_fact(facts, f"gpus.{i}.counters.nvlink_errors", {"unavailable": reason})
+        facts = with_fact(facts, f"gpus.{i}.counters.pcie_replay", {"unavailable": reason})
+    checks = {c["id"]: c for c in judge(facts)["checks"]}
+    assert checks["gpus.nvlink_errors"]["reason"] == f"NVLink error counters not read: {words}"
+    assert checks["gpus.pcie_replays"]["reason"] == f"PCIe replay counters not read: {words}"
+    assert {checks[c]["status"] for c in ("gpus.nvlink_errors", "gpus.pcie_replays")} == {"skip"}
+
+
+# --- the probe, through the fake bindings ----------------------------------------------------------
+
+def test_the_probe_reads_the_healthy_x4_values_and_they_are_quiet(tmp_path, monkeypatch):
+    install_fake_pynvml(tmp_path, monkeypatch)
+    facts = full_facts()
+    gpu = facts["gpus"][1]
+    links = gpu["counters"]["nvlink_errors"]
+    assert [e["link"] for e in links] == list(range(18))
+    assert {e["crc_flit"] for e in links} == {e["crc_data"] for e in links} == {e["replay"] for e in links} == {0}
+    assert {e["recovery"] for e in links} <= set(range(1, 25))
+    assert gpu["counters"]["pcie_replay"] == 1
+    assert gpu["counters"]["violation_ns"]["thermal"] == {"unavailable": "not_supported"}
+    assert gpu["counters"]["violation_ns"]["power"] == 5_000_000
+    assert gpu["fabric"] == {"state": "completed", "status": "success", "api": "v3", "health_summary": "healthy"}
+    assert facts["nvml"]["missing_functions"] == []
+    results = {r.id: r for r in run_checks(facts)}
+    assert {c: (results[c].status, results[c].findings) for c in CHECK_IDS} == {c: ("pass", []) for c in CHECK_IDS}
+
+
+def test_not_supported_everywhere_is_absent_never_zero(tmp_path, monkeypatch):
+    install_fake_pynvml(tmp_path, monkeypatch, fail="nvmlDeviceGetNvLinkErrorCounter:3,nvmlDeviceGetPcieReplayCounter:3,"
+                                                     "nvmlDeviceGetGpuFabricInfoV:3,nvmlDeviceGetViolationStatus:3")
+    gpu = full_facts()["gpus"][0]
+    assert gpu["counters"]["pcie_replay"] == {"unavailable": "not_supported"}
+    assert gpu["counters"]["nvlink_errors"] == {"unavailable": "not_supported"}
+    assert list(gpu["counters"]["violation_ns"].values()) == [{"unavailable": "not_supported"}] * 6
+    assert gpu["fabric"] == {"unavailable": "not_supported"}
+
+
+def test_without_the_versioned_call_the_older_one_reads_the_fabric(tmp_path, monkeypatch):
+    install_fake_pynvml(tmp_path, monkeypatch, missing="nvmlDeviceGetGpuFabricInfoV")
+    facts = full_facts()
+    assert facts["gpus"][0]["fabric"] == {"state": "completed", "status": "success", "api": "v1"}
+    assert facts["nvml"]["missing_functions"] == []  # the older call read the same, so nothing is missing
+
+
+# --- the probe in this process, with the fake bindings as _binding's module -------------------------
+
+@pytest.fixture
+def fake(monkeypatch):
+    module = types.ModuleType("pynvml")
+    exec(compile(FAKE_PYNVML, "fake_pynvml", "exec"), module.__dict__)
+    module.nvmlInit()
+    monkeypatch.setattr(nv, "_pynvml", module)
+    monkeypatch.setattr(nv, "missing_functions", set())
+    return module
+
+
+def test_a_fabric_call_with_the_wrong_signature_is_an_absent_fact(fake):
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(nv.NvmlFailure) as caught:
+        nv.call("nvmlDeviceGetGpuFabricInfo", handle)  # one argument: the installed bindings raise TypeError
+    assert caught.value.reason == "bindings_mismatch"
+    assert nv.query("nvmlDeviceGetGpuFabricInfoV", handle) == {"unavailable": "bindings_mismatch"}
+
+
+def test_a_driver_older_than_the_struct_gets_the_older_struct(fake, monkeypatch):
+    versions = []
+
+    def fabric_v(device, info):
+        versions.append(info._obj.version)
+        if info._obj.version == 0x3000028:
+            raise fake.NVMLError(25)  # NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        return fake._fill_fabric(info)
+
+    class V2(fake.ctypes.Structure):
+        _fields_ = fake.c_nvmlGpuFabricInfo_v3_t._fields_[:-1]
+
+        def __init__(self):
+            super().__init__(version=0x02000024)
+
+    monkeypatch.setattr(fake, "nvmlDeviceGetGpuFabricInfoV", fabric_v, raising=False)
+    monkeypatch.setattr(fake, "c_nvmlGpuFabricInfo_v2_t", V2, raising=False)
+    assert counters.read_fabric(fake.nvmlDeviceGetHandleByIndex(0)) == {"state": "completed", "status": "success", "api": "v2"}
+    assert versions == [0x3000028, 0x02000024]
+
+
+def test_a_gpu_without_nvlink_counters_is_asked_once_not_per_link(fake, monkeypatch):
+    calls = []
+    real = fake.nvmlDeviceGetNvLinkErrorCounter
+
+    def counted(device, link, counter):
+        calls.append((link, counter))
+        raise fake.NVMLError(3)
+
+    monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter", counted)
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    nvlink = {"links": [{"link": n, "active": True} for n in range(18)]}
+    assert counters.read_counters(handle, nvlink)["nvlink_errors"] == {"unavailable": "not_supported"}
+    assert calls == [(0, 0)]
+    monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter", real)
+    inactive = {"links": [{"link": 0, "active": True}, {"link": 1, "active": False}]}
+    assert [e["link"] for e in counters.read_counters(handle, inactive)["nvlink_errors"]] == [0]
