@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Modules that run inside children under the diagnosed interpreter: Python 3.9 and the standard library.
 CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py", "gpudoctor/probes/childpath.py",
                  "gpudoctor/probes/interpreter.py", "gpudoctor/probes/child.py", "gpudoctor/probes/ending.py",
-                 "gpudoctor/trace.py", "gpudoctor/probes/libnames.py", "gpudoctor/probes/frameworks/__init__.py",
+                 "gpudoctor/trace.py", "gpudoctor/versions.py", "gpudoctor/probes/libnames.py",
+                 "gpudoctor/probes/frameworks/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
                  "gpudoctor/probes/workload/worker.py", "gpudoctor/probes/workload/sharing.py",
                  "gpudoctor/probes/workload/locks.py", "gpudoctor/probes/workload/common.py",

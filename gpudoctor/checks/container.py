@@ -12,6 +12,7 @@ from typing import Any, Iterator, Optional
 
 from packaging.version import Version
 
+from gpudoctor import versions
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
@@ -100,7 +101,8 @@ def _image_verdict(cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
 
 def _host_versions(facts: Facts) -> dict[str, Optional[Version]]:
     raw = known(get(facts, "nvml.cuda_driver_version"))
-    cuda = Version(f"{raw // 1000}.{(raw % 1000) // 10}") if isinstance(raw, int) and raw > 0 else None
+    decoded = versions.cuda(raw)
+    cuda = Version(decoded) if decoded else None
     driver = _version(known(get(facts, "nvml.driver_version")))
     ccs = {known(g.get("compute_capability")) for g in facts.get("gpus") or []}
     arch = _version(next(iter(ccs))) if len(ccs) == 1 else None

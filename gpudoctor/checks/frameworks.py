@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor import versions
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
@@ -39,9 +40,9 @@ def _driver_cuda(facts: Facts) -> Optional[Version]:
     from gpudoctor.compat.data import MatrixError
     from gpudoctor.compat.rules import driver_cuda_of
 
-    raw = known(get(facts, "nvml.cuda_driver_version"))
-    if isinstance(raw, int) and raw > 0:
-        return Version(f"{raw // 1000}.{(raw % 1000) // 10}")
+    decoded = versions.cuda(known(get(facts, "nvml.cuda_driver_version")))
+    if decoded:
+        return Version(decoded)
     driver = known(get(facts, "nvml.driver_version"))
     windows = get(facts, "host.os") == "Windows" or get(facts, "host.wsl") is True
     try:

@@ -27,6 +27,7 @@ from typing import Any, Iterable, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from gpudoctor import versions
 from gpudoctor.compat.data import load_topic
 from gpudoctor.status import (COMPAT_FAIL as FAIL, COMPAT_LIMITED as LIMITED, COMPAT_OK as OK,
                               COMPAT_UNKNOWN as UNKNOWN)
@@ -377,7 +378,7 @@ def parse_driver_cuda(text: Any) -> Optional[str]:
     raw = str(text).strip()
     if raw.isascii() and raw.isdigit() and len(raw) >= 4:  # isdigit alone takes "١٢٠٢٠"
         number = int(raw)
-        return f"{number // 1000}.{(number % 1000) // 10}" if number >= 1000 else None
+        return versions.cuda(number) if number >= 1000 else None
     v = version(raw)
     if v is None or len(v.release) > 3 or v.major == 0 or v.major > 99 or v.pre or v.post or v.dev or v.local:
         return None

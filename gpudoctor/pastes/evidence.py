@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gpudoctor import versions
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 
@@ -321,7 +322,7 @@ def _prose(facts: dict[str, Any], paste: Paste) -> None:
                          "cuda_driver_version": {"unavailable": "not_found"}, "source": where}
     driver_cuda = (facts.get("nvml") or {}).get("cuda_driver_version")
     cuda = values.get("cuda")
-    if cuda and not facts.get("toolkit") and not (isinstance(driver_cuda, int) and f"{driver_cuda // 1000}.{driver_cuda % 1000 // 10}" == cuda):
+    if cuda and not facts.get("toolkit") and not (isinstance(driver_cuda, int) and versions.cuda(driver_cuda) == cuda):
         facts["toolkit"] = {"nvcc": {"found": True, "version": cuda, "release": cuda, "source": where}}
     host = facts.get("host") or {}
     if values.get("os") and not host.get("os"):

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from gpudoctor import versions
 from gpudoctor.snapshot import unavailable
 
 FAMILIES = {
@@ -55,24 +56,6 @@ def is_stub(path: str) -> bool:
     return "/stubs/" in path or "/stubs/" in os.path.realpath(path)
 
 
-def _decode_cuda(v: int) -> str:
-    return f"{v // 1000}.{(v % 1000) // 10}"
-
-
-def _decode_cudnn(v: int) -> str:
-    # cuDNN 9: 10000*major + 100*minor + patch; cuDNN <= 8: 1000*major + 100*minor + patch
-    if v >= 90000:
-        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
-    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
-
-
-def _decode_nccl(v: int) -> str:
-    # NCCL >= 2.9: 10000*major + 100*minor + patch; older: 1000*major + 100*minor + patch
-    if v >= 20900:
-        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
-    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
-
-
 def _int_out(lib: Any, fn: str) -> Optional[int]:
     value = ctypes.c_int()
     rc = getattr(lib, fn)(ctypes.byref(value))
@@ -81,7 +64,7 @@ def _int_out(lib: Any, fn: str) -> Optional[int]:
 
 def _cudart(lib: Any) -> Optional[str]:
     v = _int_out(lib, "cudaRuntimeGetVersion")
-    return _decode_cuda(v) if v else None
+    return versions.cuda(v)
 
 
 def _cuda(lib: Any) -> Optional[str]:
@@ -89,18 +72,18 @@ def _cuda(lib: Any) -> Optional[str]:
     rc = lib.cuDriverGetVersion(ctypes.byref(v))
     if rc == 34:  # CUDA_ERROR_STUB_LIBRARY
         return "stub"
-    return _decode_cuda(v.value) if rc == 0 and v.value else None
+    return versions.cuda(v.value) if rc == 0 else None
 
 
 def _cudnn(lib: Any) -> Optional[str]:
     lib.cudnnGetVersion.restype = ctypes.c_size_t
     v = lib.cudnnGetVersion()
-    return _decode_cudnn(int(v)) if v else None
+    return versions.cudnn(int(v))
 
 
 def _nccl(lib: Any) -> Optional[str]:
     v = _int_out(lib, "ncclGetVersion")
-    return _decode_nccl(v) if v else None
+    return versions.nccl(v)
 
 
 def _nvrtc(lib: Any) -> Optional[str]:

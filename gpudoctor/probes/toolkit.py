@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional
 
+from gpudoctor import versions
 from gpudoctor.probes.processes import NotStarted, run_bounded
 from gpudoctor.snapshot import unavailable
 
@@ -79,8 +80,9 @@ def toolkit_version(root: str) -> tuple[Any, Optional[str]]:
     try:
         match = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", (path / "include" / "cuda.h").read_text(errors="replace"))
         if match:
-            v = int(match.group(1))
-            return f"{v // 1000}.{(v % 1000) // 10}", "include/cuda.h"
+            decoded = versions.cuda(int(match.group(1)))
+            if decoded:
+                return decoded, "include/cuda.h"
     except OSError:
         pass
     return unavailable("not_found"), None

@@ -26,6 +26,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from gpudoctor import versions
 from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.render.safe import terminal
 from gpudoctor.status import PROBE_OK
@@ -182,9 +183,7 @@ def _milliwatts(value: Any) -> Optional[str]:
 
 def _cuda(value: Any) -> Optional[str]:
     """NVML's encoded CUDA version (1000*major + 10*minor): 13000 reads 13.0."""
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return f"{value // 1000}.{(value % 1000) // 10}"
-    return None
+    return versions.cuda(value)
 
 
 #: Unit suffixes of keys (``total_bytes``, and ``bytes`` itself): the label drops the suffix, the value shows

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gpudoctor import versions
+
 #: normalised key -> field
 KEYS = {
     "tensorflow version": "tensorflow_version",
@@ -114,14 +116,11 @@ def _values(raw: dict[str, tuple[str, int]]) -> dict[str, Any]:
         elif field in ("cupy_build_cuda", "cupy_driver_cuda", "cupy_runtime_cuda"):
             m = re.match(r"^(\d{4,5})\b", text)
             if m and int(m.group(1)) > 0:  # a driver version of 0: CUDA found no driver
-                n = int(m.group(1))
-                out[field] = f"{n // 1000}.{n % 1000 // 10}"
+                out[field] = versions.cuda(int(m.group(1)))
         elif field == "cupy_cudnn":
             m = re.match(r"^(\d{4,5})\b", text)
-            if m:  # cuDNN's own encoding: 7500 is 7.5.0 (before 9), 90100 is 9.1.0
-                n = int(m.group(1))
-                out[field] = f"{n // 1000}.{n % 1000 // 100}.{n % 100}" if n < 10000 else \
-                    f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
+            if m and int(m.group(1)) > 0:  # cuDNN's own encoding: 7500 is 7.5.0 (before 9), 90100 is 9.1.0
+                out[field] = versions.cudnn(int(m.group(1)))
         elif field == "jax_devices":
             out["jax_devices"] = "cpu" if re.match(r"^\[\s*(?:Cpu|TFRT_CPU)", text) else "gpu" if re.match(
                 r"^\[\s*(?:Cuda|cuda|gpu|Gpu|StreamExecutorGpu)", text) else None

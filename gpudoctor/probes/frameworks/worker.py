@@ -18,6 +18,7 @@ import traceback
 import warnings
 from typing import Any, Callable
 
+from gpudoctor import versions as codes
 from gpudoctor.probes import protocol
 from gpudoctor.probes.ending import end_child
 from gpudoctor.probes.libnames import describe, mapped_libraries
@@ -89,9 +90,8 @@ def probe_torch() -> dict[str, Any]:
 
 
 def _cudnn_text(v: Any) -> Any:
-    if not isinstance(v, int):
-        return v
-    return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v >= 90000 else f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+    """cuDNN's code as text; anything else (None, a string) as the framework gave it."""
+    return codes.cudnn(v) or v
 
 
 def probe_tensorflow() -> dict[str, Any]:
@@ -163,7 +163,8 @@ def _jax_plugins() -> list[str]:
 
 
 def _cuda_text(v: Any) -> Any:
-    return f"{v // 1000}.{(v % 1000) // 10}" if isinstance(v, int) and v > 0 else v
+    """CUDA's code as text; anything else (0: no driver, None) as the framework gave it."""
+    return codes.cuda(v) or v
 
 
 def probe_cupy() -> dict[str, Any]:
@@ -196,9 +197,8 @@ def probe_cupy() -> dict[str, Any]:
 
 
 def _nccl_text(v: Any) -> Any:
-    if not isinstance(v, int):
-        return v
-    return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v >= 20900 else f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+    """NCCL's code as text; anything else as the framework gave it."""
+    return codes.nccl(v) or v
 
 
 PROBES = {"torch": probe_torch, "tensorflow": probe_tensorflow, "jax": probe_jax, "cupy": probe_cupy}
