@@ -11,7 +11,9 @@ dict, which ``render/fleet.py`` prints as text or markdown and ``json.dumps`` wr
   the median of its peers (every other sample with the same GPU model), for each metric in
   ``METRICS``. A metric is a dotted path into the facts, with ``[*]`` for "every element of this
   list", and whether higher or lower is better; a figure added to the facts later
-  (``performance.*``) is compared by adding one line to ``METRICS``.
+  (``performance.*``) is compared by adding one line to ``METRICS``;
+- ``counters``, only where a report carries error counters: the node whose count stands out from the
+  other nodes' (fleet_counters.py).
 
 Nothing here reads files or the machine.
 """
@@ -26,6 +28,7 @@ from typing import Any, Callable, Optional, Sequence
 from gpudoctor import __version__
 from gpudoctor import report as rep
 from gpudoctor.findings import ERROR, WARNING
+from gpudoctor.fleet_counters import counter_outliers
 from gpudoctor.snapshot import get, gpus, is_unavailable, job_nodes, known
 from gpudoctor.views.driver import cuda_version
 
@@ -423,7 +426,7 @@ def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
     nodes = [node_summary(n, s, r, fail_on, judge) for n, s, r in zip(names, sources, reports)]
     nodes += [refused_row(n, s, why) for n, (s, why) in zip(names[len(reports):], refused)]
     areas = list(dict.fromkeys(a for node in nodes for a in node["areas"]))
-    return {
+    merged = {
         "kind": "gpudoctor-merge",
         "schema_version": MERGE_SCHEMA_VERSION,
         "tool": {"name": "gpudoctor", "version": __version__},
@@ -434,6 +437,10 @@ def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
         "outliers": {"well_below": WELL_BELOW, "min_samples": MIN_SAMPLES, "peers": "same GPU model",
                      "metrics": outliers(names[:len(reports)], facts, metrics)},
     }
+    counters = counter_outliers(names[:len(reports)], facts)
+    if counters is not None:  # only reports that carry error counters add the section
+        merged["counters"] = counters
+    return merged
 
 
 #: A row's verdict when its file could not be read as a report.

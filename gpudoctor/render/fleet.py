@@ -92,7 +92,27 @@ def render_fleet_text(merged: dict[str, Any]) -> str:
     unmeasured = _unmeasured(merged)
     if unmeasured:
         lines.append(f"  not measured in any report: {', '.join(unmeasured)}")
+    if "counters" in merged:
+        lines += ["", f"Error counters: {_counter_rule(merged['counters'])}"]
+        for c in merged["counters"]["counters"]:
+            lines.append(f"  {c['title']}: {_counter_summary(c, merged['counters']['min_nodes'])}")
+            lines += [f"    {_counter_outlier(o)}" for o in c["outliers"]]
     return "\n".join(lines) + "\n"
+
+
+def _counter_rule(section: dict[str, Any]) -> str:
+    return (f"a node whose largest count is more than {section['far_above']:g} x the other nodes' median "
+            f"(a median under 1 counts as 1; at least {section['min_nodes']} nodes)")
+
+
+def _counter_summary(c: dict[str, Any], min_nodes: int) -> str:
+    if not c["compared"]:
+        return f"{c['nodes']} node(s); at least {min_nodes} needed to compare"
+    return f"{c['nodes']} nodes; " + (f"{len(c['outliers'])} outlier(s)" if c["outliers"] else "no outlier")
+
+
+def _counter_outlier(o: dict[str, Any]) -> str:
+    return f"{o['node']} {o['subject']}: {o['value']:g}, the other nodes' median {o['peers_median']:g}"
 
 
 def render_fleet_markdown(merged: dict[str, Any]) -> str:
@@ -131,6 +151,14 @@ def render_fleet_markdown(merged: dict[str, Any]) -> str:
     unmeasured = _unmeasured(merged)
     if unmeasured:
         out += ["", "Not measured in any report: " + ", ".join(code_span(u) for u in unmeasured) + "."]
+    if "counters" in merged:
+        section = merged["counters"]
+        out += ["", "### Error counters", "", f"Outlier: {_counter_rule(section)}.", "",
+                "| Counter | Nodes | Outliers |", "|---|---|---|"]
+        for c in section["counters"]:
+            verdict = "; ".join(_counter_outlier(o) for o in c["outliers"]) if c["outliers"] else \
+                _counter_summary(c, section["min_nodes"]).split("; ", 1)[-1]
+            out.append(f"| {_cell(c['title'])} | {c['nodes']} | {_cell(verdict)} |")
     return "\n".join(out) + "\n"
 
 

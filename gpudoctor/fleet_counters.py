@@ -1,0 +1,81 @@
+"""Error counters across the nodes of a ``merge``: the node whose count stands out from the fleet's.
+
+A node's figure for a counter is its largest count: on any GPU (PCIe replays) or on any active link of
+any GPU (the NVLink counters), since the driver loaded. A node is an outlier for a counter when at least
+``MIN_NODES`` nodes recorded it and its figure is more than ``FAR_ABOVE`` times the median of the other
+nodes' figures, a median below 1 counting as 1: on a fleet of zeros a count of 10 or less never stands
+out, and on healthy H100s, whose links count 1 to 24 recovery errors, a node stands out past about 240.
+Counters only grow, so higher is always worse. This compares nodes with each other; the limits a single
+GPU is judged by (compat_matrix/error_counters.json) are ``check``'s, and their findings are in each
+node's row already. Reports without counters add nothing, and ``merge`` then prints what it always did.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from gpudoctor.snapshot import gpus, known
+
+FAR_ABOVE = 10
+MIN_NODES = 3
+#: (key, title): the counters compared, as the facts name them (counters.pcie_replay, nvlink_errors[].<name>).
+COUNTERS = (
+    ("nvlink_crc_flit", "NVLink CRC-flit errors on one link"),
+    ("nvlink_crc_data", "NVLink CRC-data errors on one link"),
+    ("nvlink_replay", "NVLink replay errors on one link"),
+    ("nvlink_recovery", "NVLink recovery errors on one link"),
+    ("pcie_replay", "PCIe replays of one GPU"),
+)
+_LINK_COUNTERS = ("crc_flit", "crc_data", "replay", "recovery")
+
+
+def _count(value: Any) -> Optional[int]:
+    value = known(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
+    """Counter key -> (the node's largest count, where it is: "GPU 3 link 7")."""
+    best: dict[str, tuple[int, str]] = {}
+
+    def offer(key: str, value: Optional[int], where: str) -> None:
+        if value is not None and (key not in best or value > best[key][0]):
+            best[key] = (value, where)
+
+    for gpu in gpus(facts):
+        counters = gpu.get("counters")
+        if not isinstance(counters, dict):
+            continue
+        offer("pcie_replay", _count(counters.get("pcie_replay")), f"GPU {gpu.get('index')}")
+        links = known(counters.get("nvlink_errors"))
+        for entry in links if isinstance(links, list) else []:
+            if isinstance(entry, dict):
+                for name in _LINK_COUNTERS:
+                    offer(f"nvlink_{name}", _count(entry.get(name)), f"GPU {gpu.get('index')} link {entry.get('link')}")
+    return best
+
+
+def counter_outliers(names: Sequence[str], facts: Sequence[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The ``counters`` section of ``merge``'s output, or None when no node recorded a counter."""
+    from gpudoctor.fleet import median_without  # here: fleet.merge imports this module when it runs
+
+    figures = [node_figures(f) for f in facts]
+    if not any(figures):
+        return None
+    out = []
+    for key, title in COUNTERS:
+        group = [(name, fig[key]) for name, fig in zip(names, figures) if key in fig]
+        if not group:
+            continue
+        entry: dict[str, Any] = {"counter": key, "title": title, "nodes": len(group),
+                                 "compared": len(group) >= MIN_NODES, "outliers": []}
+        if entry["compared"]:
+            ranked = sorted(range(len(group)), key=lambda i: group[i][1][0])
+            values = [float(group[i][1][0]) for i in ranked]
+            rank = {i: r for r, i in enumerate(ranked)}
+            for i, (name, (value, where)) in enumerate(group):
+                median = median_without(values, rank[i])
+                if value > FAR_ABOVE * max(median, 1.0):
+                    entry["outliers"].append({"node": name, "subject": where, "value": value, "peers_median": median})
+        out.append(entry)
+    return {"far_above": FAR_ABOVE, "min_nodes": MIN_NODES, "counters": out}
