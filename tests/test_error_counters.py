@@ -255,3 +255,16 @@ def test_a_gpu_without_nvlink_counters_is_asked_once_not_per_link(fake, monkeypa
     monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter", real)
     inactive = {"links": [{"link": 0, "active": True}, {"link": 1, "active": False}]}
     assert [e["link"] for e in counters.read_counters(handle, inactive)["nvlink_errors"]] == [0]
+
+
+# --- the facts view ----------------------------------------------------------------------------------
+
+def test_the_facts_view_shows_each_counter_as_its_range_over_the_links(node):
+    from gpudoctor.render.facts_view import facts_view
+
+    text = facts_view(with_fact(node, "gpus.1.counters.nvlink_errors.0.crc_flit", {"unavailable": "no_permission"}))
+    assert "NVLink errors : 18 active link(s): replay 0, recovery 1-24, CRC-flit 0, CRC-data 0\n" in text
+    assert "NVLink errors : 18 active link(s): replay 0, recovery 1-24, CRC-flit 0 (unavailable: no_permission), " \
+           "CRC-data 0\n" in text  # one link's CRC-flit not read: the others' range, and that
+    assert "Violation ns  : power 0.005 s, thermal (unavailable: not_supported)\n" in text
+    assert "Uptime        : 86400 s\n" in text

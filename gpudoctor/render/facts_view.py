@@ -214,7 +214,7 @@ def _label(key: Any, collide: bool = False) -> str:
     for suffix, word in UNIT_WORDS.items():
         if text.endswith(suffix) and len(text) > len(suffix):
             text = text[:-len(suffix)]
-            if (suffix == "_s" and text not in ("duration", "time", "times") and not text.endswith(("_time", "_times"))) \
+            if (suffix == "_s" and text not in ("duration", "time", "times", "uptime") and not text.endswith(("_time", "_times"))) \
                     or collide:
                 tail = " " + word
             break
@@ -408,6 +408,32 @@ def _links(label: str, value: list[Any], ctx: Context, path: str) -> Node:
     return Section(label, rows) if rows else Row(label, ["none"])
 
 
+#: The NVLink error counters in the order and words of ``nvidia-smi nvlink -e``.
+_NVLINK_COUNTERS = (("replay", "replay"), ("recovery", "recovery"), ("crc_flit", "CRC-flit"), ("crc_data", "CRC-data"))
+
+
+def _nvlink_errors(label: str, value: list[Any], ctx: Context, path: str) -> Node:
+    """Every active link's counters in one line, each counter as its range over the links:
+    ``18 links: replay 0, recovery 1-24, CRC-flit 0, CRC-data 0`` instead of 72 numbers."""
+    if not isinstance(value, list):
+        raise TypeError("not a list")
+    parts = []
+    for key, words in _NVLINK_COUNTERS:
+        counts = [e[key] for e in value if isinstance(e.get(key), int)]
+        absent = sorted({_absent(e[key]) for e in value if _is_absent(e.get(key))})
+        shown = (f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}") if counts else ""
+        parts.append(f"{words} " + " ".join(p for p in (shown, *absent) if p))
+    return Row(label, [f"{len(value)} active link(s): " + ", ".join(parts) if value else "no active link"])
+
+
+def _violations(label: str, value: dict[str, Any], ctx: Context, path: str) -> Node:
+    """Time with clocks held down per cause, in seconds: ``power 5.0 s, thermal not supported``."""
+    if not isinstance(value, dict) or _is_absent(value):
+        raise TypeError("not a reading per cause")
+    shown = [f"{terminal(k)} {_absent(v) if _is_absent(v) else _number(v / 1e9) + ' s'}" for k, v in value.items()]
+    return Row(label, [", ".join(shown)])
+
+
 def _checked(item: dict[str, Any]) -> tuple[Any, str]:
     """A workload's correctness check: ``matmul bfloat16 : ok, rel. error 0.002882 (tolerance 0.01)``."""
     return item["what"], _join("ok" if item.get("ok") else "WRONG" if item.get("ok") is False else None,
@@ -491,6 +517,8 @@ SPECIALS: tuple[tuple[str, Special], ...] = (
     ("driver.pci_devices", _one_per_line(_pci_device)),
     ("gpus.*.processes", _one_per_line(_process)),
     ("gpus.*.nvlink.links", _links),
+    ("gpus.*.counters.nvlink_errors", _nvlink_errors),
+    ("gpus.*.counters.violation_ns", _violations),
     ("topology.pairs", _one_per_line(_pair)),
     ("toolkit.installs", _one_per_line(_install)),
     ("libraries.copies", _copies),

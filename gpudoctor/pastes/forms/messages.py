@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gpudoctor import versions
+
 _NEGATED = re.compile(r"\b(?:no longer|not|never|without|instead of|don't|doesn't|didn't|won't)\b", re.I)
 _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3})\s+is not compatible with the current "
                  r"PyTorch installation", re.I)
@@ -97,7 +99,6 @@ FIXED = (
     # CUDA_ERROR_NO_BINARY_FOR_GPU (209): the module holds no SASS or PTX this GPU runs
     ("no_binary_for_gpu", "no_binary_for_gpu"),
     ("no binary for gpu", "no_binary_for_gpu"),
-    ("nobinaryforgpu", "no_binary_for_gpu"),  # the same error as a binding's enum names it (rust-gpu-tools)
     # CUDA_ERROR_SYSTEM_NOT_READY (802): a daemon the driver needs is not running (Fabric Manager on NVSwitch systems)
     ("system_not_ready", "system_not_ready"),
     ("system not yet initialized", "system_not_ready"),
@@ -156,7 +157,7 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
         m = _TOO_OLD.search(line)
         if m and not _negated(line, m.start()):
             found = int(m.group(1))
-            out.append({"kind": "driver_too_old", "driver_cuda": f"{found // 1000}.{found % 1000 // 10}"})
+            out.append({"kind": "driver_too_old", "driver_cuda": versions.cuda(found) or str(found)})
     if "could not load dynamic library" in lowered:
         m = _DLOPEN.search(line)
         if m and not _negated(line, m.start()):
@@ -299,9 +300,9 @@ def _version_of(library: str, encoded: str) -> str:
     the other libraries' encodings differ from one library to the next, so their numbers stay as printed."""
     n = int(encoded)
     if library.upper() == "CUDA" and n >= 10000:
-        return f"{n // 1000}.{n % 1000 // 10}"
+        return versions.cuda(n) or encoded
     if library.lower() == "cudnn" and n < 10000:
-        return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"
+        return versions.cudnn(n) or encoded
     return encoded
 
 
