@@ -102,6 +102,14 @@ def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
     module = driver.get("kernel_module") or {}
     if reason == "library_not_found":
         yield _library_not_found(facts)
+    elif reason == "driver_not_loaded" and (facts.get("host") or {}).get("wsl"):
+        # WSL has no NVIDIA kernel module of its own: the Windows driver serves it through /usr/lib/wsl/lib
+        yield finding("DRV002", "nvidia-smi cannot reach the NVIDIA driver from WSL",
+                      detail=f"NVML: {message}",
+                      text="Under WSL 2 the GPU comes from the Windows NVIDIA driver: install or update it on Windows, "
+                           "then restart WSL (wsl --shutdown in Windows); never install a Linux driver or load a kernel "
+                           "module inside WSL. WSL 1 has no GPU: convert the distribution with wsl --set-version <distro> 2.",
+                      commands=["ls -l /usr/lib/wsl/lib/", "wsl --list --verbose"], links=[WSL_DOCS])
     elif reason == "driver_not_loaded":
         yield finding("DRV002", "the NVIDIA kernel module is not loaded",
                       detail=f"NVML: {message}",

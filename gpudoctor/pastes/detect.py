@@ -96,8 +96,9 @@ _FIXED = {"gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "
 
 
 def _without_prose(found: list[Paste]) -> list[Paste]:
-    """``found`` less the prose's versions when a report, collect_env or nvidia-smi paste is among them."""
-    if any(p.kind in _FIXED for p in found):
+    """``found`` less the prose's versions when a report, collect_env or nvidia-smi paste is among them (nvidia-smi's
+    one-line failure states no version, so the prose around it still counts: "WSL", the GPU, the framework)."""
+    if any(p.kind in _FIXED and not p.parsed.get("failure") for p in found):
         return [p for p in found if p.kind != "prose"]
     return found
 

@@ -99,6 +99,7 @@ FIXED = (
     # CUDA_ERROR_NO_BINARY_FOR_GPU (209): the module holds no SASS or PTX this GPU runs
     ("no_binary_for_gpu", "no_binary_for_gpu"),
     ("no binary for gpu", "no_binary_for_gpu"),
+    ("nobinaryforgpu", "no_binary_for_gpu"),  # the same error as a binding's enum names it (rust-gpu-tools)
     # CUDA_ERROR_SYSTEM_NOT_READY (802): a daemon the driver needs is not running (Fabric Manager on NVSwitch systems)
     ("system_not_ready", "system_not_ready"),
     ("system not yet initialized", "system_not_ready"),
