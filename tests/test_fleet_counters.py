@@ -108,3 +108,19 @@ def test_the_outlier_in_text_and_markdown(base):
     markdown = render_fleet_markdown(merged)
     assert "| NVLink replay errors on one link | 4 | node-d GPU 0 link 0: 40, the other nodes' median 0 |" in markdown
     assert "| PCIe replays of one GPU | 4 | no outlier |" in markdown
+
+
+def test_the_merge_command_shows_a_counter_outlier(base, tmp_path):
+    """Through the CLI, which hands merge what it shows of each report: the counters must be part of it."""
+    from click.testing import CliRunner
+
+    from gpudoctor.cli import cli
+
+    paths = []
+    for source, report in nodes(base, b=("gpus.0.counters.nvlink_errors.1.crc_flit", 25)):
+        (tmp_path / source).write_text(json.dumps(report), encoding="utf-8")
+        paths.append(str(tmp_path / source))
+    result = CliRunner().invoke(cli, ["merge", *paths, "--no-redact"])
+    assert result.exit_code == 0, result.output
+    assert "  NVLink CRC-flit errors on one link: 4 nodes; 1 outlier(s)\n" \
+           "    node-b GPU 0 link 1: 25, the other nodes' median 0\n" in result.stdout
