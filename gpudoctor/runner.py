@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor.probes import forking, interpreter, processes
 from gpudoctor.probes.child import kill_all
+from gpudoctor.probes.driver_events import QUICK_BUDGET_S, probe_driver_events
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
 from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_multigpu
@@ -61,6 +62,8 @@ def _cuda_stack(read_versions: bool = True) -> dict[str, Any]:
 PROBES: tuple[Probe, ...] = (
     Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
     Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
+    Probe("kernel_log", "the kernel log's Xid and driver errors", lambda: {"kernel_log": probe_driver_events()}, 5.0,
+          quick_run=lambda: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
     Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
           keeps_partial=True),
     Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0,

@@ -157,6 +157,14 @@ SHAPE: dict[str, str] = {
     "facts.driver.legacy_notices.notices": _LIST, "facts.driver.legacy_notices.notices[]": _OBJ,
     "facts.driver.legacy_notices.notices[].name": _STR, "facts.driver.legacy_notices.notices[].branch": _STR,
     "facts.driver.legacy_notices.notices[].driver": "str|null",
+    # the kernel log's Xid and driver errors (probes/driver_events.py)
+    "facts.kernel_log": "obj|null", "facts.kernel_log.read": _BOOL, "facts.kernel_log.source": _STR,
+    "facts.kernel_log.reason": _STR, "facts.kernel_log.uptime_s": "num|null", "facts.kernel_log.boot_time": "num|null",
+    "facts.kernel_log.complete": _BOOL, "facts.kernel_log.tried": _LIST, "facts.kernel_log.tried[]": _OBJ,
+    "facts.kernel_log.events": _LIST, "facts.kernel_log.events[]": _OBJ, "facts.kernel_log.events[].xid": _INT,
+    "facts.kernel_log.events[].time_s": _NUM, "facts.kernel_log.events[].bus_id": _STR,
+    "facts.kernel_log.events[].text": _STR, "facts.kernel_log.errors": _LIST, "facts.kernel_log.errors[]": _OBJ,
+    "facts.kernel_log.errors[].time_s": _NUM, "facts.kernel_log.errors[].text": _STR,
     # nvml
     "facts.nvml": "obj|null", "facts.nvml.init": _OBJ, "facts.nvml.init.ok": _BOOL, "facts.nvml.init.reason": _STR,
     "facts.nvml.driver_version": _STR, "facts.nvml.nvml_version": _STR, "facts.nvml.cuda_driver_version": _INT,

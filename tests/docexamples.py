@@ -190,6 +190,17 @@ def _said(kind: str, text: str, **values: Any) -> dict[str, Any]:
     return {"kind": kind, **values, "line": 12, "text": text, "where": "issue.md, line 12", "form": "messages"}
 
 
+def _kernel_log(uptime_s: float, events: Any = (), errors: Any = ()) -> dict[str, Any]:
+    """A machine with one H100 at 0000:41:00 whose /dev/kmsg was read (probes/driver_events.py): ``events``
+    are (seconds since boot, Xid line), ``errors`` (seconds since boot, other NVRM error line)."""
+    from gpudoctor.probes.driver_events import events_of
+
+    read = events_of([*events, *errors])
+    return {"nvml": _nvml(), "gpus": [_gpu(0, _H100, pci={"bus_id": "00000000:41:00.0"})],
+            "kernel_log": {"read": True, "source": "/dev/kmsg", "complete": True, "records": 2400, "first_s": 0.0,
+                           "uptime_s": uptime_s, "boot_time": 1795000000.0, "tried": [], **read}}
+
+
 EXAMPLES: dict[str, Facts] = {
     # --- driver -------------------------------------------------------------------------------
     "DRV001": {
@@ -294,6 +305,16 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(),
         "gpus": [{"index": 0, "handle": {"unavailable": "unknown"}}],
     },
+    # the lines are real ones (tests/fixtures/kernel_log/index.json), moved to this example's bus 0000:41:00
+    "GPU105": _kernel_log(9000.0, [(5107.6, "NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off the bus.")]),
+    "GPU106": _kernel_log(9000.0, [(8100.2, "NVRM: Xid (PCI:0000:41:00): 94, pid=7062, Contained: CE User Channel (0x9). "
+                                            "RST: No, D-RST: No")]),
+    "GPU107": _kernel_log(9000.0, [(8700.4, "NVRM: Xid (PCI:0000:41:00): 13, pid='<unknown>', name=<unknown>, Graphics SM "
+                                            "Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter")]),
+    "GPU108": _kernel_log(400000.0, [(219.5, "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An "
+                                             "uncorrectable double bit error (DBE) has been detected on GPU in the "
+                                             "framebuffer at physAddr 0x7fffa8860 partition 7, subpartition 1.")]),
+    "GPU109": _kernel_log(9000.0, errors=[(218.3, "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x24:0x72:1568)")]),
     "GPU111": {
         "nvml": _nvml(),
         "gpus": [_gpu(0, ecc={"current": "enabled", "pending": "enabled",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
+from gpudoctor.compat import xid as xid_catalogue
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -22,12 +23,6 @@ XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/"
 FABRIC_MANAGER_DOCS = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/"
 TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 
-
-
-#: Xid numbers that mean the GPU or its memory failed, not an application's fault (NVIDIA's Xid
-#: catalogue, docs.nvidia.com/deploy/xid-errors: 48 double-bit ECC, 63/64 row remapping, 74 NVLink,
-#: 79 fallen off the bus, 92 high single-bit ECC rate, 94/95 contained/uncontained ECC, 119/120 GSP).
-HARDWARE_XIDS = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120}
 
 def _evidence(facts: Facts, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """The pasted items of these kinds; a check with none is not run (a paste that quotes no kernel log
@@ -238,11 +233,16 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
                       text="Reboot, or stop every GPU process and reload the nvidia kernel modules.", commands=[DRIVER_LOG_COMMAND])
     for item in _evidence(facts, ("xid",)):
         xid = int(item.get("xid") or 0)
-        yield finding("DRV020", f"the kernel log shows Xid {xid} on the GPU at {item.get('bus_id')}", detail=_quote(item),
-                      severity=ERROR if xid in HARDWARE_XIDS else None,
-                      text="Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen off the bus, ECC, NVLink) need a "
-                           "reset or a reboot and, if they recur, the hardware checked; others point at the program.",
-                      commands=[DRIVER_LOG_COMMAND], links=[XID_DOCS])
+        entry = xid_catalogue.entry(xid) or {}
+        # the catalogue's error Xids (the GPU needs a reset, a reboot or its hardware checked) are errors in a
+        # ticket too; any other Xid the ticket quotes is a warning about what happened to its program
+        hardware = xid_catalogue.severity(xid, str(item.get("detail") or "")) == ERROR
+        yield finding("DRV020", f"the kernel log shows {xid_catalogue.describe(xid)} on the GPU at {item.get('bus_id')}",
+                      detail=_quote(item), severity=ERROR if hardware else None,
+                      text=str(entry.get("action") or "Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen "
+                                                      "off the bus, ECC, NVLink) need a reset or a reboot and, if they "
+                                                      "recur, the hardware checked; others point at the program."),
+                      commands=[DRIVER_LOG_COMMAND], links=[xid_catalogue.XID_DOCS])
 
 
 def check_gpu_messages(facts: Facts) -> Iterator[Finding]:

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from gpudoctor.checks import branches, cluster, compat, container, driver, environment, error_counters, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload
+from gpudoctor.checks import branches, cluster, compat, container, driver, environment, error_counters, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload, xid_events
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
 from gpudoctor.checks.selection import recorded, select
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
@@ -23,6 +23,7 @@ CHECKS: tuple[Check, ...] = (
     *driver.CHECKS,
     *branches.CHECKS,  # a GPU the driver's branch no longer drives
     *gpu_health.CHECKS,
+    *xid_events.CHECKS,  # each GPU's Xid and driver errors in the kernel log
     *error_counters.CHECKS,  # what the driver counted since it loaded, and the NVSwitch fabric
     *topology.CHECKS,
     *visibility.CHECKS,

@@ -16,7 +16,7 @@ import errno
 import os
 import re
 import time
-from typing import Any
+from typing import Any, Optional
 
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 20000
@@ -104,3 +104,62 @@ def _messages(chunk: str) -> list[str]:
         head, sep, text = line.partition(";")
         out.append(text if sep and "," in head else line)
     return [m.replace("\\x0a", " ") for m in out]
+
+
+def read_records(path: str = KMSG, max_seconds: float = MAX_SECONDS, keep: bytes = b"NVRM") -> dict[str, Any]:
+    """The kernel's own records of /dev/kmsg whose text holds ``keep``, oldest first, as (level, seconds since
+    boot, text); with how many records were read, the time of the first (the buffer reaches back no further:
+    older ones were overwritten) and of the last, and whether a bound ended the read before the buffer's end.
+    Only the kernel's facility counts: a process may write a record of its own into /dev/kmsg. Raises OSError
+    when the file cannot be opened (EPERM under kernel.dmesg_restrict without CAP_SYSLOG)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    kept: list[tuple[int, float, str]] = []
+    count, total, first_s, complete, last = 0, 0, None, False, b""
+    deadline = time.monotonic() + max_seconds
+    try:
+        while count < MAX_RECORDS * 10 and total < MAX_BYTES * 4 and time.monotonic() < deadline:
+            try:
+                chunk = os.read(fd, _RECORD_BYTES)
+            except BlockingIOError:
+                complete = True
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:
+                    continue
+                raise
+            if not chunk:
+                complete = True
+                break
+            total += len(chunk)
+            if first_s is None or keep in chunk or chunk.count(b"\n") > 1:
+                # one read of /dev/kmsg is one record (and its " KEY=value" lines); a plain file gives many at once
+                lines = [line for line in chunk.split(b"\n") if line[:1].isdigit()]
+            else:
+                count, last = count + 1, chunk
+                continue
+            count += len(lines)
+            last = lines[-1] if lines else last
+            if first_s is None:
+                first = next((r for r in map(_record, lines) if r is not None), None)
+                first_s = first[1] if first else None
+            for line in lines:
+                record = _record(line) if keep in line else None
+                if record is not None and record[0] >= 0:
+                    kept.append(record)
+    finally:
+        os.close(fd)
+    ended = _record(last) if last else None
+    return {"records": count, "first_s": first_s, "last_s": ended[1] if ended else None, "complete": complete,
+            "kept": kept}
+
+
+def _record(line: bytes) -> Optional[tuple[int, float, str]]:
+    """(level, seconds since boot, text) of one kmsg record's line "PRI,SEQ,USEC,FLAGS;text"; level -1 for a
+    record another facility than the kernel's wrote; None for a line that is no record."""
+    head, sep, rest = line.partition(b";")
+    fields = head.split(b",")
+    if not sep or len(fields) < 3 or not fields[0].isdigit() or not fields[2].isdigit():
+        return None
+    prio = int(fields[0])
+    text = rest.decode("utf-8", "replace").replace("\\x0a", " ")
+    return (prio & 7 if prio >> 3 == 0 else -1), int(fields[2]) / 1e6, text

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gpudoctor.nvrm import parse_xid
+
 from gpudoctor import versions
 
 _NEGATED = re.compile(r"\b(?:no longer|not|never|without|instead of|don't|doesn't|didn't|won't)\b", re.I)
@@ -29,7 +31,6 @@ _DLOPEN = re.compile(r"Could not load dynamic library '([^']{1,120})'", re.I)
 _JAX_CUDNN = re.compile(r"Loaded runtime CuDNN library: ([\d.]{1,12})(?: \(compatibility version [\d.]{1,12}\))? but source "
                         r"was compiled with:? ([\d.]{1,12}[\d])", re.I)
 _CONTAINER_INIT = re.compile(r"nvidia-container-cli: initialization error: (.{0,200})", re.I)
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]{7,16})\): (\d{1,3})\b(.{0,160})")
 _NVRM = re.compile(r"NVRM: (.{1,200})")
 # jaxlib's CUDA plugin when it cannot start: "CUDA backend failed to initialize: <cause> (Set TF_CPP_MIN_LOG_LEVEL=0 ...)"
 # (jax 0.4.x), "Backend 'cuda' failed to initialize: <cause>. Available backends are ['cpu']" (later releases), or
@@ -172,9 +173,9 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
         if m:
             out.append({"kind": "container_init_error", "error": m.group(1).strip()})
     if "nvrm:" in lowered:
-        m = _XID.search(line)
-        if m:
-            out.append({"kind": "xid", "bus_id": m.group(1), "xid": int(m.group(2)), "detail": m.group(3).strip(" ,")})
+        xid = parse_xid(line)
+        if xid:
+            out.append({"kind": "xid", "bus_id": xid["bus_id"], "xid": xid["xid"], "detail": xid["detail"]})
         elif "api mismatch" in lowered or "version mismatch" in lowered:
             out.append({"kind": "driver_library_mismatch"})
     if "failed to initialize" in lowered or "unable to initialize backend" in lowered:
