@@ -437,7 +437,7 @@ def merge(items: Sequence[tuple[str, dict[str, Any]]], fail_on: str = "error",
         "outliers": {"well_below": WELL_BELOW, "min_samples": MIN_SAMPLES, "peers": "same GPU model",
                      "metrics": outliers(names[:len(reports)], facts, metrics)},
     }
-    counters = counter_outliers(names[:len(reports)], facts)
+    counters = counter_outliers(names[:len(reports)], facts, median_without)
     if counters is not None:  # only reports that carry error counters add the section
         merged["counters"] = counters
     return merged

@@ -12,7 +12,7 @@ node's row already. Reports without counters add nothing, and ``merge`` then pri
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from gpudoctor.snapshot import gpus, known
 
@@ -55,10 +55,10 @@ def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
     return best
 
 
-def counter_outliers(names: Sequence[str], facts: Sequence[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """The ``counters`` section of ``merge``'s output, or None when no node recorded a counter."""
-    from gpudoctor.fleet import median_without  # here: fleet.merge imports this module when it runs
-
+def counter_outliers(names: Sequence[str], facts: Sequence[dict[str, Any]],
+                     median_without: Callable[[Sequence[float], int], float]) -> Optional[dict[str, Any]]:
+    """The ``counters`` section of ``merge``'s output, or None when no node recorded a counter.
+    ``median_without(sorted values, k)``: the median of the values less the k-th (fleet.py's)."""
     figures = [node_figures(f) for f in facts]
     if not any(figures):
         return None

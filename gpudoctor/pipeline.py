@@ -10,7 +10,7 @@ from gpudoctor.checks.registry import CHECKS, run_checks, select_checks, selecti
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
 from gpudoctor.probes.child import kill_all, reopen
 from gpudoctor.runner import run_probes, select_probes
-from gpudoctor.views.visibility import resolve
+from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands ask the pipeline for it
 
 
 #: Probes every selection needs: what the machine is, whether the driver answers, and which Python is diagnosed.
@@ -53,14 +53,6 @@ def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional
         checks = sorted([*checks, *(c for c in CHECKS if c.id == REQUIRED_GPUS_CHECK)],
                         key=lambda c: order.get(c.id, len(order)))
     return rep.build(facts, run_checks(facts, checks), created=created)
-
-
-def cuda_numbers(facts: dict[str, Any]) -> dict[int, list[int]]:
-    """For each GPU index, the cuda:N numbers a CUDA program in this environment gives it."""
-    numbers: dict[int, list[int]] = {}
-    for dev in resolve(facts).devices:
-        numbers.setdefault(dev.gpu_index, []).append(dev.cuda_index)
-    return numbers
 
 
 def judge_only(facts: dict[str, Any], run: Collection[str], reasons: Mapping[str, str],

@@ -39,7 +39,8 @@ def healthy(facts: dict[str, Any]) -> dict[str, Any]:
             "pcie_replay": gpu["index"] % 3,
             "nvlink_errors": [{"link": n, "replay": 0, "recovery": (n * 7 + gpu["index"]) % 24 + 1,
                                "crc_flit": 0, "crc_data": 0} for n in links],
-            "violation_ns": {"power": 5_000_000, "thermal": {"unavailable": "not_supported"}},
+            "violation_ns": {"sw_power_cap": 1_500_000_000, "sync_boost": {"unavailable": "not_supported"},
+                             "sw_thermal_slowdown": 0, "hw_thermal_slowdown": 0, "hw_power_brake_slowdown": 0},
         }
         gpu["fabric"] = {"state": "completed", "status": "success", "api": "v3", "health_summary": "not_supported"}
     return out
@@ -173,8 +174,9 @@ def test_the_probe_reads_the_healthy_x4_values_and_they_are_quiet(tmp_path, monk
     assert {e["crc_flit"] for e in links} == {e["crc_data"] for e in links} == {e["replay"] for e in links} == {0}
     assert {e["recovery"] for e in links} <= set(range(1, 25))
     assert gpu["counters"]["pcie_replay"] == 1
-    assert gpu["counters"]["violation_ns"]["thermal"] == {"unavailable": "not_supported"}
-    assert gpu["counters"]["violation_ns"]["power"] == 5_000_000
+    assert gpu["counters"]["violation_ns"] == {"sw_power_cap": 1_500_000_000, "sync_boost": {"unavailable": "not_supported"},
+                                              "sw_thermal_slowdown": 0, "hw_thermal_slowdown": 0,
+                                              "hw_power_brake_slowdown": 0}
     assert gpu["fabric"] == {"state": "completed", "status": "success", "api": "v3", "health_summary": "healthy"}
     assert facts["nvml"]["missing_functions"] == []
     results = {r.id: r for r in run_checks(facts)}
@@ -183,11 +185,11 @@ def test_the_probe_reads_the_healthy_x4_values_and_they_are_quiet(tmp_path, monk
 
 def test_not_supported_everywhere_is_absent_never_zero(tmp_path, monkeypatch):
     install_fake_pynvml(tmp_path, monkeypatch, fail="nvmlDeviceGetNvLinkErrorCounter:3,nvmlDeviceGetPcieReplayCounter:3,"
-                                                     "nvmlDeviceGetGpuFabricInfoV:3,nvmlDeviceGetViolationStatus:3")
+                                                     "nvmlDeviceGetGpuFabricInfoV:3,nvmlDeviceGetFieldValues:3")
     gpu = full_facts()["gpus"][0]
     assert gpu["counters"]["pcie_replay"] == {"unavailable": "not_supported"}
     assert gpu["counters"]["nvlink_errors"] == {"unavailable": "not_supported"}
-    assert list(gpu["counters"]["violation_ns"].values()) == [{"unavailable": "not_supported"}] * 6
+    assert gpu["counters"]["violation_ns"] == {"unavailable": "not_supported"}
     assert gpu["fabric"] == {"unavailable": "not_supported"}
 
 
@@ -266,5 +268,6 @@ def test_the_facts_view_shows_each_counter_as_its_range_over_the_links(node):
     assert "NVLink errors : 18 active link(s): replay 0, recovery 1-24, CRC-flit 0, CRC-data 0\n" in text
     assert "NVLink errors : 18 active link(s): replay 0, recovery 1-24, CRC-flit 0 (unavailable: no_permission), " \
            "CRC-data 0\n" in text  # one link's CRC-flit not read: the others' range, and that
-    assert "Violation ns  : power 0.005 s, thermal (unavailable: not_supported)\n" in text
+    assert "Violation ns  : sw_power_cap 1.5 s, sync_boost (unavailable: not_supported), sw_thermal_slowdown 0 s, " \
+           "hw_thermal_slowdown 0 s, hw_power_brake_slowdown 0 s\n" in text
     assert "Uptime        : 86400 s\n" in text

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from gpudoctor.cli import cli
-from gpudoctor.cli import output
+from gpudoctor.cli import streams, writing
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 REPORT = REAL / "h100x1-20261121" / "report.json"
@@ -132,8 +132,8 @@ def test_read_only_file_is_refused_like_the_shell():
 
         def ours():
             try:
-                output.write(target, "report\n")
-            except output.Failure as exc:
+                writing.write(target, "report\n")
+            except writing.Failure as exc:
                 return 3, exc.message
             return 0, ""
 
@@ -169,15 +169,15 @@ def test_format_follows_the_extension(tmp_path):
 def test_fifo_without_reader_is_bounded_by_the_deadline(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    output.set_deadline(time.monotonic() + 0.3)
+    writing.set_deadline(time.monotonic() + 0.3)
     try:
         started = time.monotonic()
-        with pytest.raises(output.Failure) as failed:
-            output.write(fifo, "report\n")
+        with pytest.raises(writing.Failure) as failed:
+            writing.write(fifo, "report\n")
         took = time.monotonic() - started
     finally:
-        output.set_deadline(None)
-    assert took < output.SPECIAL_FILE_GRACE_S + 2
+        writing.set_deadline(None)
+    assert took < writing.SPECIAL_FILE_GRACE_S + 2
     assert "nothing read it before the --timeout deadline" in str(failed.value.message)
 
 
@@ -187,11 +187,11 @@ def test_fifo_with_a_reader_gets_the_report(tmp_path):
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    output.set_deadline(time.monotonic() + 5)
+    writing.set_deadline(time.monotonic() + 5)
     try:
-        output.write(fifo, "report – ✅\n" * 20000)  # more than a pipe holds at once
+        writing.write(fifo, "report – ✅\n" * 20000)  # more than a pipe holds at once
     finally:
-        output.set_deadline(None)
+        writing.set_deadline(None)
     reader.join(10)
     assert got == [("report – ✅\n" * 20000).encode("utf-8")]
 
@@ -243,8 +243,8 @@ def test_closed_stdin_stdout_stderr_do_not_capture_the_report(tmp_path):
 
 
 def test_escape_handler_writes_json_escapes():
-    assert "a–✅😀\ud800".encode("latin-1", output.ESCAPE_ERRORS) == b"a\\u2013\\u2705\\ud83d\\ude00\\ud800"
-    assert json.loads('"' + "–✅😀".encode("ascii", output.ESCAPE_ERRORS).decode("ascii") + '"') == "–✅😀"
+    assert "a–✅😀\ud800".encode("latin-1", streams.ESCAPE_ERRORS) == b"a\\u2013\\u2705\\ud83d\\ude00\\ud800"
+    assert json.loads('"' + "–✅😀".encode("ascii", streams.ESCAPE_ERRORS).decode("ascii") + '"') == "–✅😀"
 
 
 def test_merge_output_format_follows_the_extension(tmp_path):

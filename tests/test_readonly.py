@@ -22,6 +22,9 @@ NVML_NAME = re.compile(r"\bnvml[A-Z]\w*")
 MUTATING_WORDS = ("Set", "Reset", "Clear", "Register", "Enable", "Disable", "Modify")
 READ_VERB = re.compile(r"^nvml(?:System|Device|Unit|Event|GpuInstance|ComputeInstance|Vgpu\w*?)(?:Get|Is)[A-Z0-9_]")
 LIFECYCLE = {"nvmlInit", "nvmlShutdown", "nvmlErrorString"}
+#: Members of structs the bindings return, named nvml... by nvml.h: data read from a result, not a call
+#: (c_nvmlFieldValue_t.nvmlReturn, each field's own status in nvmlDeviceGetFieldValues).
+STRUCT_MEMBERS = {"nvmlReturn"}
 #: The C entry point pynvml's own nvmlInit calls; workload/sharing.py calls it through ctypes (the workload
 #: child runs under the diagnosed interpreter, which may not have pynvml).
 C_LIFECYCLE = {"nvmlInit_v2"}
@@ -55,6 +58,8 @@ def test_every_nvml_identifier_is_a_getter_or_a_constant():
     for path in SOURCES:
         for name in set(NVML_NAME.findall(path.read_text(encoding="utf-8"))):
             if name in _binding.GETTERS or name in C_LIFECYCLE:
+                continue
+            if name in STRUCT_MEMBERS and not callable(getattr(pynvml, name, None)):
                 continue
             if name in constants and not callable(getattr(pynvml, name, None)):
                 continue

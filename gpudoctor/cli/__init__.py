@@ -11,7 +11,7 @@ from typing import Any
 
 from gpudoctor.cli import catalogue, check, matrix, reports  # noqa: F401 - registers the commands
 from gpudoctor.cli.base import cli
-from gpudoctor.cli.output import progress_line
+from gpudoctor.cli.progress import progress_line
 
 __all__ = ["cli", "main", "progress_line"]
 

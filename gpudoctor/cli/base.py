@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 import click
 
 from gpudoctor import __version__
 from gpudoctor import report as rep
 from gpudoctor.cli.errors import BadInput
+from gpudoctor.cli.format_choice import format_option
+from gpudoctor.render import formats
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -19,7 +21,6 @@ Exit codes:
      analyze: nothing to judge, as in an empty report or a paste with no version)
   3  gpudoctor itself could not complete (internal error, interrupted, report not written)
 """
-FORMATS = ("text", "json", "markdown", "junit")
 
 
 #: ``ctx.meta`` key under which ``inputs.load_report`` records the saved reports a command loaded.
@@ -37,7 +38,7 @@ class DoctorGroup(click.Group):
     that still makes a check or renderer raise (report.load validates what it can) is bad input, exit 2."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        from gpudoctor.cli.output import guard_standard_streams
+        from gpudoctor.cli.streams import guard_standard_streams
 
         guard_standard_streams()  # before anything is printed: --help and --version too
         import gpudoctor.views.limits  # noqa: F401 - to name a limit once no file can be opened to import it
@@ -131,7 +132,6 @@ NO_REDACT_OPTION = click.option("--no-redact", is_flag=True,
 
 def report_options(fn: Callable) -> Callable:
     """Options shared by every command that prints a report."""
-    fn = _format_from_output(fn)
     fn = MATRIX_OPTION(fn)
     fn = click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
                       help="Lowest severity that makes the exit code 1.")(fn)
@@ -139,38 +139,8 @@ def report_options(fn: Callable) -> Callable:
     fn = click.option("-o", "--output", type=click.Path(dir_okay=False, writable=False, path_type=Path),
                       help="Write the report to FILE instead of standard output, as the shell's > would "
                            "(in place, mode 0666 less the umask). Its extension picks the format unless "
-                           "--format is given: .json json, .md markdown, .xml junit, else text.")(fn)
-    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                      help="Report format (default: from --output's extension, else text).")(fn)
-    return fn
-
-
-#: ``--output FILE``'s extension, when ``--format`` was not given: the format written.
-FORMAT_BY_EXTENSION = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".xml": "junit"}
-
-
-def format_for(ctx: click.Context, fmt: str, output: Optional[Path], formats: Sequence[str] = FORMATS,
-               param: str = "fmt") -> str:
-    """``fmt`` when ``--format`` was given (or no ``--output``); else the format ``output``'s extension names
-    (``-o report.json`` writes JSON), if the command offers it, else ``fmt`` (text)."""
-    from click.core import ParameterSource
-
-    if output is None or ctx.get_parameter_source(param) not in (ParameterSource.DEFAULT, None):
-        return fmt
-    chosen = FORMAT_BY_EXTENSION.get(Path(output).suffix.lower())
-    return chosen if chosen in formats else fmt
-
-
-def _format_from_output(fn: Callable) -> Callable:
-    """Wraps a report command so that its ``fmt`` follows ``format_for``."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["fmt"] = format_for(click.get_current_context(), kwargs["fmt"], kwargs.get("output"))
-        return fn(*args, **kwargs)
-
-    return wrapper
+                           f"--format is given: {formats.extensions_help()}, else text.")(fn)
+    return format_option()(fn)
 
 
 @click.group(cls=DoctorGroup, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})

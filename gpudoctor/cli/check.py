@@ -11,7 +11,9 @@ import click
 from gpudoctor import report as rep
 from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, _names, cli, report_options
 from gpudoctor.cli.errors import BadInput
-from gpudoctor.cli.output import clear_progress, emit, prepare, progress_printer, set_deadline
+from gpudoctor.cli.output import emit, prepare
+from gpudoctor.cli.progress import clear_progress, progress_printer
+from gpudoctor.cli.writing import set_deadline
 
 
 class Seconds(click.FloatRange):

@@ -10,10 +10,12 @@ from typing import Any, Optional, Sequence
 import click
 
 from gpudoctor import report as rep
-from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, cli, format_for, report_options
+from gpudoctor.cli.base import EXIT_CODES_HELP, MATRIX_OPTION, NO_REDACT_OPTION, cli, report_options
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.inputs import load_report
-from gpudoctor.cli.output import emit, write
+from gpudoctor.cli.format_choice import format_option
+from gpudoctor.cli.output import emit
+from gpudoctor.cli.writing import write
 from gpudoctor.render.changes import describe_changes
 from gpudoctor.render.safe import terminal
 
@@ -235,8 +237,7 @@ def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("report_files", metavar="REPORT.json|DIR|-...", nargs=-1, required=True,
                 type=click.Path(path_type=Path, allow_dash=True))
-@click.option("-f", "--format", "fmt", type=click.Choice(("text", "markdown", "json")), default="text",
-              show_default=True, help="Output format.")
+@format_option("fleet", help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the result to FILE instead of standard output.")
 @click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
@@ -255,16 +256,13 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     that is not a readable report is a row of its own (refused) and the rest is merged: exit 2.
     """
     from gpudoctor import fleet
-    from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
+    from gpudoctor.render import formats
     from gpudoctor.render.safe import terminal
 
-    fmt = format_for(click.get_current_context(), fmt, output, ("text", "markdown", "json"))
     reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact)
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
         id(facts), None) or fleet.judge_node(facts, created), refused=refused))
-    render = {"json": rep.to_json,
-              "markdown": render_fleet_markdown, "text": render_fleet_text}[fmt]
-    text = render(merged)
+    text = formats.renderer(fmt, "fleet")(merged)
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -427,7 +427,7 @@ def _nvlink_errors(label: str, value: list[Any], ctx: Context, path: str) -> Nod
 
 
 def _violations(label: str, value: dict[str, Any], ctx: Context, path: str) -> Node:
-    """Time with clocks held down per cause, in seconds: ``power 5.0 s, thermal not supported``."""
+    """Time with clocks held down per cause, in seconds: ``sw_power_cap 1.5 s, hw_thermal_slowdown 0 s``."""
     if not isinstance(value, dict) or _is_absent(value):
         raise TypeError("not a reading per cause")
     shown = [f"{terminal(k)} {_absent(v) if _is_absent(v) else _number(v / 1e9) + ' s'}" for k, v in value.items()]

@@ -99,3 +99,8 @@ def _finding_text(f: dict[str, Any]) -> str:
     """A finding in a test case's text: its head, detail, fix and commands (links are in the report)."""
     return "\n".join(finding.lines(finding.parts(f), "{severity} {code}: {title}", detail="  {}", fix="  Fix: {}",
                                     command="  $ {}"))
+
+
+def render_report(report: dict[str, Any], options: Any) -> str:
+    """``--format junit`` as the format table (render/formats.py) calls it: failures follow ``--fail-on``."""
+    return render_junit(report, options.fail_on)

@@ -263,3 +263,11 @@ def _cell(text: Any) -> str:
 def _text(text: Any) -> str:
     """Data in one line of a list item, outside a table."""
     return markdown_inline(text, table=False)
+
+
+def render_report(report: dict[str, Any], options: Any) -> str:
+    """``--format markdown`` as the format table (render/formats.py) calls it, with the cuda:N numbers
+    each GPU has in the diagnosed environment."""
+    from gpudoctor.views.visibility import cuda_numbers
+
+    return render_markdown(report, cuda_numbers(report["facts"]))

@@ -25,3 +25,8 @@ def render_quiet(report: dict[str, Any]) -> str:
         if c.get("status") == TIMEOUT:
             lines.append(f"gpudoctor: {TIMEOUT} {c['id']}: {c.get('reason', '')}")
     return "".join(line + "\n" for line in lines)
+
+
+def render_report(report: dict[str, Any], options: Any) -> str:
+    """``check --quiet`` as the format table (render/formats.py) calls it."""
+    return render_quiet(report)

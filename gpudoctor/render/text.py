@@ -150,3 +150,8 @@ def _painter(colour: bool) -> Callable[[str, str], str]:
     if not colour:
         return lambda text, key: text
     return lambda text, key: f"\x1b[{COLOURS.get(key, '0')}m{text}\x1b[0m" if key in COLOURS else text
+
+
+def render_report(report: dict[str, Any], options: Any) -> str:
+    """``--format text`` as the format table (render/formats.py) calls it."""
+    return render_text(report, verbose=options.verbose, colour=options.colour, unicode=options.unicode)

@@ -53,6 +53,14 @@ class Visibility:
     order_uncertain: bool = False  # mixed models in fastest-first order: numbers may map elsewhere
 
 
+def cuda_numbers(facts: Facts) -> dict[int, list[int]]:
+    """For each GPU index, the cuda:N numbers a CUDA program in this environment gives it."""
+    numbers: dict[int, list[int]] = {}
+    for dev in resolve(facts).devices:
+        numbers.setdefault(dev.gpu_index, []).append(dev.cuda_index)
+    return numbers
+
+
 def resolve(facts: Facts) -> Visibility:
     """Apply the environment's mask to the GPUs in the snapshot; pure, so checks, `devices`, the compat judge
     and the renderers share it."""

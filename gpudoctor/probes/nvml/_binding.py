@@ -70,7 +70,7 @@ GETTERS = frozenset(
         "nvmlDeviceGetNvLinkErrorCounter",
         "nvmlDeviceGetGpuFabricInfo",
         "nvmlDeviceGetGpuFabricInfoV",
-        "nvmlDeviceGetViolationStatus",
+        "nvmlDeviceGetFieldValues",
     }
 )
 

@@ -2,7 +2,7 @@
 
 Command-line equivalents: ``nvidia-smi nvlink -e`` (NVLink error counters per link), ``nvidia-smi -q -d
 PCIE`` ("Replays Since Reset"), the "Fabric" block of ``nvidia-smi -q`` and ``nvidia-smi -q -d
-PERFORMANCE`` (time spent with clocks held down, per cause).
+PERFORMANCE`` ("Clocks Event Reasons Counters": time with clocks held down, per cause).
 
 The counters accumulate from the driver's load, so the host's uptime is kept beside them: it is the
 longest window they can cover. Every reading is a value or ``{"unavailable": reason}``; a counter that
@@ -23,8 +23,18 @@ NVLINK_COUNTERS = {
     "crc_flit": ("NVML_NVLINK_ERROR_DL_CRC_FLIT", 2),
     "crc_data": ("NVML_NVLINK_ERROR_DL_CRC_DATA", 3),
 }
-#: The performance policy enum of nvml.h: the causes nvmlDeviceGetViolationStatus keeps time for.
-VIOLATION_POLICIES = {"power": 0, "thermal": 1, "sync_boost": 2, "board_limit": 3, "low_utilization": 4, "reliability": 5}
+#: The field ids (nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*) of the time, in ns, that clocks were held down per
+#: cause since the driver loaded: what ``nvidia-smi -q -d PERFORMANCE`` prints as "Clocks Event Reasons Counters".
+#: Named as clock_event_reasons names the causes; stored as ``violation_ns``, NVML's word for this time.
+CLOCK_EVENT_FIELDS = {
+    "sw_power_cap": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP", 74),
+    "sync_boost": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST", 76),
+    "sw_thermal_slowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN", 269),
+    "hw_thermal_slowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN", 270),
+    "hw_power_brake_slowdown": ("NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN", 271),
+}
+#: The value type enum of nvml.h -> the member of the value union that holds it.
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_SUMMARIES = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
 #: Reasons that hold for every link or cause of the GPU: after the first, asking again only costs time.
@@ -37,7 +47,7 @@ def read_counters(handle: Any, nvlink: Any) -> dict[str, Any]:
         "uptime_s": _uptime_s(),
         "pcie_replay": nv.query("nvmlDeviceGetPcieReplayCounter", handle),
         "nvlink_errors": _nvlink_errors(handle, nvlink),
-        "violation_ns": _violations(handle),
+        "violation_ns": _clock_event_times(handle),
     }
 
 
@@ -67,16 +77,23 @@ def _nvlink_errors(handle: Any, nvlink: Any) -> Any:
     return out
 
 
-def _violations(handle: Any) -> Any:
-    out: dict[str, Any] = {}
-    for name, policy in VIOLATION_POLICIES.items():
-        value = nv.query("nvmlDeviceGetViolationStatus", handle, nv.constant(f"NVML_PERF_POLICY_{name.upper()}", policy),
-                         convert=lambda v: int(v.violationTime))
-        whole = _whole_gpu(value)
-        if whole and not out and whole["unavailable"] != "not_supported":
-            return whole  # a missing function or no permission holds for every cause
-        out[name] = value
-    return out
+def _clock_event_times(handle: Any) -> Any:
+    """All five causes in one nvmlDeviceGetFieldValues call; each field carries its own status."""
+    ids = [nv.constant(name, default) for name, default in CLOCK_EVENT_FIELDS.values()]
+    try:
+        values = nv.call("nvmlDeviceGetFieldValues", handle, ids)
+    except nv.NvmlFailure as exc:
+        return unavailable(exc.reason)
+    return {name: _field(value) for name, value in zip(CLOCK_EVENT_FIELDS, values)}
+
+
+def _field(value: Any) -> Any:
+    status = int(getattr(value, "nvmlReturn", 0))
+    if status:
+        return unavailable(nv.reason_for_code(status))
+    member = _VALUE_MEMBERS.get(int(getattr(value, "valueType", -1)))
+    number = getattr(value.value, member, None) if member else None
+    return int(number) if isinstance(number, (int, float)) else unavailable("unknown")
 
 
 def _whole_gpu(value: Any) -> Optional[dict[str, Any]]:

@@ -1,0 +1,111 @@
+"""Writing a report to the file ``--output`` names, as the shell's ``>`` would, and never leaving half of it."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from gpudoctor.cli.errors import Failure
+from gpudoctor.cli.streams import ESCAPE_ERRORS
+
+
+def set_deadline(deadline: Optional[float]) -> None:
+    """The run's --timeout deadline (``time.monotonic()``), which bounds how long writing the report to a
+    FIFO or a device may wait for its reader."""
+    global _deadline
+    _deadline = deadline
+
+
+_deadline: Optional[float] = None
+#: Even past the deadline, a FIFO or device gets this long: a reader that is already waiting is served.
+SPECIAL_FILE_GRACE_S = 1.0
+
+
+def write(path: Path, text: str) -> None:
+    """Write the report to ``path`` as the shell's ``>`` would, and say so when it could not.
+
+    The path is opened the normal way (``O_WRONLY | O_CREAT | O_TRUNC``, mode 0666 less the umask): a
+    symlink is followed as the kernel allows (``fs.protected_symlinks`` applies), an existing file keeps
+    its inode, mode, owner and hard links, a bind-mounted file (``docker -v``, a Kubernetes ``subPath``)
+    is written in place, and a file the user may not write is refused. The whole text is encoded in
+    memory first, then written, flushed and fsynced; when that fails half-way the file is truncated
+    (a regular file is left empty, never holding a partial report) and the error says so, exit 3.
+    A FIFO or a device (``/dev/stdout``, a terminal) is opened and written in a helper thread bounded by
+    the time left before ``--timeout``'s deadline (at least ``SPECIAL_FILE_GRACE_S``), so a FIFO
+    nobody reads never holds gpudoctor past it; without ``--timeout`` it waits, as ``>`` does."""
+    data = text.encode("utf-8", ESCAPE_ERRORS)
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False  # not there yet (or unreadable): the open below says why, if anything
+    if special and _deadline is not None:
+        _write_bounded(path, data, max(_deadline - time.monotonic(), SPECIAL_FILE_GRACE_S))
+        return
+    _write_file(path, data)
+
+
+def _write_bounded(path: Path, data: bytes, wait_s: float) -> None:
+    """``_write_file`` in a daemon thread, given up on after ``wait_s``: ``open`` of a FIFO with no reader,
+    or a write to one whose reader stopped reading, blocks in the kernel where no timer can reach it."""
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _write_file(path, data)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+        else:
+            outcome.append(SystemExit(0))  # a marker: done
+
+    worker = threading.Thread(target=work, name="gpudoctor-write", daemon=True)
+    worker.start()
+    worker.join(min(wait_s, threading.TIMEOUT_MAX))
+    if not outcome:
+        raise Failure(f"could not write the report to {path}: nothing read it before the --timeout deadline "
+                      f"(waited {wait_s:.1f} s)")
+    if not isinstance(outcome[0], SystemExit):
+        raise outcome[0]
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    written = 0
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise Failure(f"could not write the report to {path}: {exc.strerror or exc}") from None
+    regular = False
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        view = memoryview(data)
+        while written < len(data):
+            written += os.write(fd, view[written:])
+        if regular:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EROFS):
+                    raise
+    except OSError as exc:
+        part = ""
+        if regular:
+            try:
+                os.ftruncate(fd, 0)  # an empty file rather than a report that stops half-way
+                part = " (the file was left empty)" if written else ""
+            except OSError:
+                part = f" (the report is incomplete: {written} of {len(data)} bytes written)" if written else ""
+        elif written:
+            part = f" (the report is incomplete: {written} of {len(data)} bytes written)"
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise Failure(f"could not write the report to {path}: {exc.strerror or exc}{part}") from None
+    try:
+        os.close(fd)  # NFS, for one, reports a failed write only here
+    except OSError as exc:
+        raise Failure(f"could not write the report to {path}: {exc.strerror or exc}") from None
