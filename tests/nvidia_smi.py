@@ -109,6 +109,38 @@ def _compare_gpu(c: Comparison, bus: str, g: dict[str, Any], xg: ET.Element) -> 
                     if e.text == "Active" and e.tag.replace("clocks_event_reason_", "") in EVENT_TAGS)
     ours = sorted(r for r in g["clock_event_reasons"]["active"] if r != "gpu_idle")
     c.same(f"{bus} clock event reasons (not idle)", ours, [r for r in active if r != "gpu_idle"])
+    if isinstance(g.get("counters"), dict) or isinstance(g.get("fabric"), dict):
+        _compare_counters(c, bus, g, xg)
+
+
+#: nvidia-smi's words for a fabric state, as gpudoctor records it ("N/A": a GPU on no fabric).
+FABRIC_STATES = {"n/a": "not_supported", "not_supported": "not_supported", "not_started": "not_started",
+                 "in_progress": "in_progress", "completed": "completed"}
+#: The clocks event reasons counters nvidia-smi prints in microseconds, gpudoctor keeps in ns: those that
+#: stand still on an idle GPU (power capping grows whenever the GPU is busy between the two reads).
+SLOWDOWN_COUNTERS = ("sw_therm_slowdown", "hw_therm_slowdown", "hw_power_brake")
+
+
+def _compare_counters(c: Comparison, bus: str, g: dict[str, Any], xg: ET.Element) -> None:
+    """Error counters and fabric state, in recordings that have them. The counters only grow, and
+    nvidia-smi -q -x is taken just before the check: gpudoctor's count may be a little higher."""
+    counters = g.get("counters") or {}
+    replays = _int(xg.findtext("pci/replay_counter"))
+    if isinstance(counters.get("pcie_replay"), int) and replays is not None:
+        c.close(f"{bus} PCIe replays", counters["pcie_replay"], replays, 5)
+    fabric = g.get("fabric")
+    state = FABRIC_STATES.get(_word(xg.findtext("fabric/state")))
+    if state is not None:
+        ours = fabric.get("state") if isinstance(fabric, dict) and "state" in fabric else \
+            "not_supported" if fabric == {"unavailable": "not_supported"} else fabric
+        c.same(f"{bus} fabric state", ours, state)
+    held = counters.get("violation_ns") if isinstance(counters.get("violation_ns"), dict) else {}
+    names = {"sw_therm_slowdown": "sw_thermal_slowdown", "hw_therm_slowdown": "hw_thermal_slowdown",
+             "hw_power_brake": "hw_power_brake_slowdown"}
+    for tag in SLOWDOWN_COUNTERS:
+        theirs = _int(xg.findtext(f"clocks_event_reasons_counters/clocks_event_reasons_counters_{tag}"))
+        if theirs is not None and isinstance(held.get(names[tag]), int):
+            c.close(f"{bus} clocks event counter {tag} us", held[names[tag]] // 1000, theirs, 1_000_000)
 
 
 def parse_topo_matrix(text: str) -> tuple[list[str], dict[str, list[str]]]:

@@ -271,3 +271,24 @@ def test_the_facts_view_shows_each_counter_as_its_range_over_the_links(node):
     assert "Violation ns  : sw_power_cap 1.5 s, sync_boost (unavailable: not_supported), sw_thermal_slowdown 0 s, " \
            "hw_thermal_slowdown 0 s, hw_power_brake_slowdown 0 s\n" in text
     assert "Uptime        : 86400 s\n" in text
+
+
+# --- against nvidia-smi's own answers ------------------------------------------------------------------
+
+def test_the_counters_are_compared_with_nvidia_smi_where_a_recording_has_both(node):
+    """tests/nvidia_smi.py compares each recording with the nvidia-smi -q -x taken beside it; the 2 x H200's says
+    Fabric Completed, PCIe replays 0 and every slowdown counter 0 us."""
+    from conftest import REAL_DIRS
+    from nvidia_smi import compare_smi_xml
+
+    xml = (next(p for p in REAL_DIRS if p.name.startswith("h200x2")) / "nvidia-smi-q.xml").read_text()
+    for i in (0, 1):
+        node = with_fact(node, f"gpus.{i}.counters.pcie_replay", 0)
+    smi = compare_smi_xml(node, xml)
+    assert smi.mismatches == []
+    assert {w.split(" ", 1)[1] for w in smi.compared if "fabric" in w or "replay" in w or "counter" in w} == {
+        "PCIe replays", "fabric state", "clocks event counter sw_therm_slowdown us",
+        "clocks event counter hw_therm_slowdown us", "clocks event counter hw_power_brake us"}
+    wrong = compare_smi_xml(with_fact(node, "gpus.1.fabric.state", "not_started"), xml)
+    assert [m for m in wrong.mismatches if "fabric" in m] == [
+        f"{node['gpus'][1]['pci']['bus_id']} fabric state: gpudoctor 'not_started' != nvidia-smi 'completed'"]
