@@ -296,3 +296,9 @@ def test_a_tickets_xid_is_judged_by_the_catalogue(name, severity):
                          "the kernel log shows Xid 109 (Context Switch Timeout Error)": ERROR}
     else:
         assert list(found.values()) == [severity]
+
+
+def test_a_machine_without_the_nvidia_module_has_no_driver_log_to_judge():
+    facts = {**_facts(_log(100.0, [])), "driver": {"kernel_module": {"loaded": False}}}
+    with pytest.raises(NotApplicable, match="not loaded"):
+        list(check_xid_events(facts))

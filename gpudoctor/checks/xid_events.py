@@ -43,6 +43,9 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
         raise NotApplicable(not_read_reason(log, facts))
     events = [e for e in log.get("events") or [] if isinstance(e, dict) and isinstance(e.get("xid"), int)]
     errors = [e for e in log.get("errors") or [] if isinstance(e, dict)]
+    module = (facts.get("driver") or {}).get("kernel_module")
+    if not events and not errors and isinstance(module, dict) and module.get("loaded") is False:
+        raise NotApplicable("the NVIDIA kernel module is not loaded: the driver has logged nothing to judge")
     if not log.get("complete", True) and not events and not errors:
         raise NotApplicable(f"the kernel log ({log.get('source')}) was read only in part within gpudoctor's time "
                             f"bound ({log.get('records')} records, up to {_clock(log.get('last_s'))} after boot)")
