@@ -326,6 +326,16 @@ def test_a_one_megabyte_body_is_read_in_linear_time(line: str) -> None:
     assert time.perf_counter() - start <= 3.0
 
 
+def test_the_one_scan_finds_a_line_exactly_when_it_holds_a_message_word() -> None:
+    """The factored expression that picks the lines worth reading matches where a plain substring test of every
+    word does, on the whole corpus and on each word alone."""
+    words = messages.TRIGGER_WORDS
+    assert all(messages._TRIGGER.search(word) for word in words)
+    for path in sorted(TICKETS.glob("*.md")):
+        for line in path.read_text(encoding="utf-8").lower().split("\n"):
+            assert bool(messages._TRIGGER.search(line)) == any(w in line for w in words), (path.name, line)
+
+
 def test_untrusted_text_stays_text() -> None:
     line = "RuntimeError: Found no NVIDIA driver on your system <script>alert(1)</script> token=ghp_" + "a" * 36
     result = CliRunner().invoke(cli, ["analyze", "--format", "markdown", "-"], input=line + "\n")

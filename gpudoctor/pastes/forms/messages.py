@@ -54,8 +54,8 @@ _HANDLE = re.compile(r"Unable to (?:determine|detect) the device handle for GPU 
 _TORCH_OOM = re.compile(r"Tried to allocate ([\d.]{1,12} [KMGT]i?B)(?:[.;]?\s{0,3}\(?GPU (\d{1,3})(?:; | has a total capacity of )"
                         r"([\d.]{1,12} [KMGT]i?B))?")
 _MISMATCH = re.compile(r"found at least two devices, ([\w:]{1,12}) and ([\w:]{1,12})")
-# a tensor's repr printed by the program: "tensor([...], device='cuda:0')", or the last line of a long one
-_TENSOR = re.compile(r"(?:(?<![\w.])tensor\(|^\s*[-\d\s.,eE+\[\]]{0,400}\],\s*)[^=]{0,400}?device='cuda:(\d{1,2})'")
+# the values before a long tensor repr's closing "device='cuda:0')": "         [ 8.6392]]], "
+_TENSOR_TAIL = re.compile(r"\s*[-\d\s.,eE+\[\]]*\],\s*")
 # TensorFlow once it made a GPU device of its own: "Created device /job:.../device:GPU:0 with 9620 MB memory:  -> device: 0,
 # name: NVIDIA GeForce RTX 3060, pci bus id: 0000:01:00.0, compute capability: 8.6" (older: "Created TensorFlow device")
 _TF_DEVICE = re.compile(r"Created (?:TensorFlow )?device \(?/job:[^ ]{1,80}device:GPU:(\d{1,2}).{0,120}?name: ([^,]{1,80}), "
@@ -107,11 +107,34 @@ FIXED = (
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
-_TRIGGER = re.compile("|".join(re.escape(w) for w in (
-    "cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
-    "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize", "unable to initialize backend",
-    "err!", "the device handle for gpu", "gpu with pytorch", "assertion `", "device='cuda:", "created tensorflow device", "created device",
-    *(w for w, _ in FIXED), *(w for w, _ in GPU_WORKED), *(w for w, _ in SMI_QUOTED))))
+TRIGGER_WORDS = ("cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+                 "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize",
+                 "unable to initialize backend", "err!", "the device handle for gpu", "gpu with pytorch", "assertion `",
+                 "device='cuda:", "created tensorflow device", "created device",
+                 *(w for w, _ in FIXED), *(w for w, _ in GPU_WORKED), *(w for w, _ in SMI_QUOTED))
+
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """One expression matching any of ``words``, their common prefixes factored out: at each position of a line
+    the engine tries one branch per distinct next character instead of one per word."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
+
+
+_TRIGGER = re.compile(_alternation(TRIGGER_WORDS))
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
@@ -219,15 +242,32 @@ def _gpu_worked(line: str, lowered: str) -> list[dict[str, Any]]:
     if "assertion `" in lowered and ".cu:" in lowered and "failed" in lowered:
         return [{"kind": "gpu_worked", "how": "device_assert"}]  # the kernel's own line: file.cu, block and thread
     if "device='cuda:" in lowered:
-        m = _TENSOR.search(line)
-        if m:
-            return [{"kind": "gpu_worked", "how": "device_used", "gpu": f"cuda:{m.group(1)}"}]
+        gpu = _tensor_on_gpu(line, lowered)
+        if gpu:
+            return [{"kind": "gpu_worked", "how": "device_used", "gpu": gpu}]
     if "created tensorflow device" in lowered or ("created device" in lowered and "device:gpu" in lowered):
         m = _TF_DEVICE.search(line)
         if m:
             return [{"kind": "gpu_worked", "how": "device_used", "gpu": m.group(2).strip(), "compute_capability": m.group(3),
                      "framework": "tensorflow"}]
     return []
+
+
+def _tensor_on_gpu(line: str, lowered: str) -> Optional[str]:
+    """``cuda:N`` where the line prints a tensor on the GPU ("tensor([...], device='cuda:0')", or the last line of
+    a long repr), not where code makes one ("torch.tensor(x, device='cuda:0')"). Only the 400 characters before
+    the device are looked at, so a long line costs no more than a short one."""
+    at = lowered.find("device='cuda:")
+    index = re.match(r"(\d{1,2})'", line[at + 13:at + 16])
+    if not index:
+        return None
+    before = line[max(0, at - 400):at]
+    opened = before.rfind("tensor(")
+    printed = opened >= 0 and not (opened and (before[opened - 1].isalnum() or before[opened - 1] in "._")) \
+        and "=" not in before[opened:]
+    if printed or (at <= 400 and _TENSOR_TAIL.fullmatch(before)):
+        return f"cuda:{index.group(1)}"
+    return None
 
 
 def _smi_quoted(line: str, lowered: str) -> list[dict[str, Any]]:
