@@ -46,7 +46,8 @@ def summarise(results: Sequence[CheckResult]) -> dict[str, Any]:
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in (ERROR, WARNING, INFO)}
     areas: dict[str, str] = {}
     for r in results:
-        areas[r.area] = status.worse_status(areas.get(r.area, SKIP), r.status)
+        areas[r.area] = status.worse_status(areas.get(r.area, SKIP),
+                                            status.area_status(r.status, [f.code for f in r.findings]))
     verdict = status.report_verdict((f.severity for f in findings), (r.status for r in results))
     return {"verdict": verdict, "counts": counts, "areas": areas,
             "checks": {s: sum(1 for r in results if r.status == s) for s in STATUSES}}

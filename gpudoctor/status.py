@@ -25,7 +25,8 @@ Mappings (the only ones; callers use these functions):
 - findings -> check status: ``check_status`` (an error finding fails the check, a warning warns, else pass;
   a check that did not run is skip or timeout, decided by the registry from the probe records).
 - check results -> report verdict: ``report_verdict`` (any error finding: error; else any warning, or any
-  check that timed out: warning; else ok). Areas take the worst check status (``worse_status``).
+  check that timed out: warning; else ok). Areas take the worst check status (``worse_status``), a check
+  that only noted it measured nothing on a GPU counting as skipped (``area_status``).
 - findings -> exit code: ``exit_code`` (``check --fail-on``: error, warning or never).
 - findings -> matrix verdict: ``matrix_verdict`` (an error finding: error; a stack the matrix cannot judge
   or CMP008: unknown; a warning: warning; else ok); matrix verdict -> exit code: ``matrix_exit_code``.
@@ -56,6 +57,12 @@ PASS, WARN, FAIL, SKIP, TIMEOUT = "pass", "warn", "fail", "skip", "timeout"
 STATUSES = (PASS, WARN, FAIL, SKIP, TIMEOUT)
 #: Check statuses from least to most serious, for an area's worst.
 _STATUS_ORDER = (SKIP, PASS, WARN, TIMEOUT, FAIL)
+#: Notes with which a check that ran says it measured nothing on a GPU, and why. Such a check proved nothing:
+#: its area counts it as skipped (``area_status``), and INT005 counts it as not run (checks/gates.py).
+NOTHING_MEASURED = {
+    "RUN017": "the framework workloads ran on the CPU only (no GPU is visible)",
+    "RUN035": "the all-reduce across the torchrun job was not measured",
+}
 
 # compat/rules.py's Verdict.status ----------------------------------------------------------------------------
 COMPAT_OK, COMPAT_LIMITED, COMPAT_FAIL, COMPAT_UNKNOWN = "ok", "limited", "fail", "unknown"
@@ -87,6 +94,14 @@ def check_status(severities: Iterable[str]) -> str:
     if WARNING in found:
         return WARN
     return PASS
+
+
+def area_status(check: str, codes: Sequence[str]) -> str:
+    """What a check's result says of its area: its status, except that a pass whose every finding is a
+    NOTHING_MEASURED note counts as skipped (a CPU-only run beside a failed smoke kernel is no pass)."""
+    if check == PASS and codes and all(c in NOTHING_MEASURED for c in codes):
+        return SKIP
+    return check
 
 
 def worse_status(a: str, b: str) -> str:

@@ -254,15 +254,17 @@ def test_checks_lists_every_check(runner):
 
 
 def test_devices(runner):
+    """No GPU here: the listing says so, and exits 1, as `check` does on this machine."""
     result = runner.invoke(cli, ["devices"])
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     assert result.stdout.startswith("NVIDIA driver: ")
     assert "No GPU listed by NVML." in result.stdout
+    assert result.stderr.startswith("gpudoctor: no GPU listed (NVIDIA driver: ")
 
 
 def test_devices_json(runner):
     result = runner.invoke(cli, ["devices", "--json"])
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert sorted(data) == ["gpus", "nvml", "topology"]
     assert data["gpus"] == []
@@ -271,7 +273,7 @@ def test_devices_json(runner):
 
 def test_devices_of_a_saved_report(runner, saved_report):
     result = runner.invoke(cli, ["devices", "--report", str(saved_report), "--json"])
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # this machine's report: no GPU in it
     assert json.loads(result.stdout)["gpus"] == []
 
 

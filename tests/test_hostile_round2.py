@@ -201,13 +201,16 @@ def test_devices_with_an_nvml_that_did_not_answer_says_so(monkeypatch, status, e
     assert CliRunner().invoke(cli, ["devices", "--json"]).exit_code == 3
 
 
-def test_devices_without_a_driver_still_lists_nothing_and_exits_0(monkeypatch):
+def test_devices_without_a_driver_lists_nothing_and_exits_1(monkeypatch):
+    """NVML answered that there is no driver: a true listing of no GPU, which a script gating on it must not
+    take for success (exit 1, as `check` fails there); a hung NVML stays exit 3 (above)."""
     from gpudoctor import runner
 
     facts = {"probes": {"nvml": {"status": "ok"}}, "nvml": {"init": {"ok": False, "error": "driver_not_loaded"}}}
     monkeypatch.setattr(runner, "run_probes", lambda *a, **k: facts)
     result = CliRunner().invoke(cli, ["devices"])
-    assert result.exit_code == 0 and result.stdout.startswith("NVIDIA driver: not available")
+    assert result.exit_code == 1 and result.stdout.startswith("NVIDIA driver: not available")
+    assert result.stderr == "gpudoctor: no GPU listed (NVIDIA driver: not available); `gpudoctor check` says why\n"
 
 
 def test_devices_of_pasted_facts_shows_no_gen_n_a():

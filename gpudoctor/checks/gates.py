@@ -23,15 +23,9 @@ from gpudoctor.checks.base import Check, Facts, RunView, finding
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, names, options_of, recorded, required_gpus
 from gpudoctor.findings import PASS, SKIP, TIMEOUT, CheckResult, Finding
 from gpudoctor.snapshot import stopped_by
-from gpudoctor.status import PROBE_TIMEOUT, STOPPED_DEADLINE
+from gpudoctor.status import NOTHING_MEASURED, PROBE_TIMEOUT, STOPPED_DEADLINE, area_status
 
 GATE_ID = "doctor.gates"
-#: Notes with which a check that ran says it measured nothing on a GPU; a check that reported only these
-#: counts, for INT005, as not run.
-NOTHING_MEASURED = {
-    "RUN017": "the framework workloads ran on the CPU only (no GPU is visible)",
-    "RUN035": "the all-reduce across the torchrun job was not measured",
-}
 #: How many reasons an INT005 title quotes; the detail lists every check with its reason.
 TITLE_REASONS = 3
 
@@ -68,7 +62,7 @@ def _not_run(result: CheckResult) -> bool:
     """Skipped, timed out, or ran and only noted that it measured nothing on a GPU."""
     if result.status in (SKIP, TIMEOUT):
         return True
-    return result.status == PASS and bool(result.findings) and all(f.code in NOTHING_MEASURED for f in result.findings)
+    return area_status(result.status, [f.code for f in result.findings]) == SKIP
 
 
 def _why(result: CheckResult) -> str:

@@ -22,7 +22,7 @@ def list_checks() -> None:
         click.echo(terminal(f"{'':<36} {c.title}"))
 
 
-@cli.command()
+@cli.command(short_help="Explain a finding code: what it means and how to fix it.")
 @click.argument("code")
 def explain(code: str) -> None:
     """Explain a finding code: what it means, why it matters, how to fix it, and where its entry is."""

@@ -29,7 +29,7 @@ class Seconds(click.FloatRange):
         return rv
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=EXIT_CODES_HELP, short_help="Check this machine's driver, GPUs, libraries and frameworks.")
 @report_options
 @click.option("--quick", is_flag=True, help="Run no work on the GPUs (skip the smoke kernel and the framework workloads). "
                                             "Wins over --deep: with both, no GPU work runs at all.")

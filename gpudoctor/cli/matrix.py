@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 OS_CHOICE = click.Choice(("linux", "windows", "wsl", "macos"), case_sensitive=False)
 
 
-@cli.group("matrix")
+@cli.group("matrix", short_help="Judge a stack against the bundled compatibility matrix.")
 def matrix_group() -> None:
     """Query the bundled compatibility matrix without the stack installed."""
 
 
-@matrix_group.command("check", epilog=EXIT_CODES_HELP)
+@matrix_group.command("check", epilog=EXIT_CODES_HELP, short_help="Judge a stack before installing it.")
 @click.option("--driver", metavar="VER", help="NVIDIA driver version, e.g. 535.104.05.")
 @click.option("--driver-cuda", metavar="X.Y", help="The CUDA version the driver supports, instead of --driver: what "
                                                    "nvidia-smi prints as 'CUDA Version' (12.2), or the number in PyTorch's "
@@ -64,7 +64,7 @@ def matrix_check(driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cud
     sys.exit(_matrix_call(lambda: _print_check(stack, as_json, notes)))
 
 
-@matrix_group.command("suggest")
+@matrix_group.command("suggest", short_help="The newest builds that will work here, with install commands.")
 @click.option("--driver", metavar="VER", required=True, help="NVIDIA driver version.")
 @click.option("--driver-cuda", metavar="X.Y", help="The CUDA version the driver supports, if it differs from the matrix's.")
 @click.option("--gpu", metavar="NAME", help="GPU model as NVML names it.")
@@ -93,7 +93,7 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
         click.echo(terminal(line))
 
 
-@matrix_group.command("show")
+@matrix_group.command("show", short_help="The matrix data as tables, with their sources.")
 @click.argument("topic", required=False)
 @MATRIX_OPTION
 def matrix_show(topic) -> None:

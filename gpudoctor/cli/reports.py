@@ -20,7 +20,7 @@ from gpudoctor.render.changes import describe_changes
 from gpudoctor.render.safe import terminal
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=EXIT_CODES_HELP, short_help="Re-judge a saved report, or judge what a user pasted.")
 @click.argument("inputs", metavar="REPORT.json|PASTE...", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
 @report_options
@@ -164,7 +164,9 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
 
 DEVICES_EXIT_HELP = """\b
 Exit codes:
-  0  the devices were listed (or NVML said there are none)
+  0  the devices were listed
+  1  no GPU is listed: no driver, or NVML lists none (`gpudoctor check`
+     fails on such a machine too, and says why)
   2  usage error or an unreadable --report
   3  NVML did not answer or its probe failed: nothing could be listed
      (`gpudoctor check` says why and what to do)
@@ -190,7 +192,7 @@ def missing_overlays(facts: dict, source: str) -> list[str]:
     return notes
 
 
-@cli.command(epilog=DEVICES_EXIT_HELP)
+@cli.command(epilog=DEVICES_EXIT_HELP, short_help="List the GPUs, their CUDA numbers and the topology matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the GPU and topology facts as JSON.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Show the devices of a saved report instead of this machine's.")
@@ -201,6 +203,7 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
     from gpudoctor import pipeline
     from gpudoctor.render.devices import render_devices
     from gpudoctor.render.facts_text import driver_line
+    from gpudoctor.snapshot import gpus
 
     if report_file:
         facts = load_report(report_file)["facts"]
@@ -220,6 +223,10 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
         click.echo(f"gpudoctor: no device listed: {terminal(unanswered)}; `gpudoctor check` says why", err=True)
         if not report_file:  # a saved report was read whole: only a live run failed to list
             sys.exit(rep.EXIT_INTERNAL)
+    elif not list(gpus(facts)):  # a listing of no GPU is no success for a script that gates on it
+        click.echo(f"gpudoctor: no GPU listed (NVIDIA driver: {driver_line(facts)}); `gpudoctor check` says why",
+                   err=True)
+        sys.exit(rep.EXIT_FINDINGS)
 
 
 def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
@@ -234,7 +241,7 @@ def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
     return f"NVML {verb} ({record.get('error') or record.get('status')})"
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=EXIT_CODES_HELP, short_help="Compare saved reports of many nodes: areas, drift, outliers.")
 @click.argument("report_files", metavar="REPORT.json|DIR|-...", nargs=-1, required=True,
                 type=click.Path(path_type=Path, allow_dash=True))
 @format_option("fleet", help="Output format.")

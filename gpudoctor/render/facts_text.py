@@ -148,9 +148,8 @@ def acceleration_line(facts: dict[str, Any]) -> str:
     work = [r for r in (facts.get("workload") or {}).get("runs") or [] if isinstance(r, dict) and r.get("device") != "cpu"] \
         if isinstance(facts.get("workload"), dict) else []
     if work:
-        correct = sum(1 for r in work if _run_correct(r))
         trained = [r.get("training") for r in work if isinstance(r.get("training"), dict)]
-        parts.append(f"framework results correct in {correct} of {len(work)} run(s)"
+        parts.append(_results_phrase(work)
                      + (f", training learned in {sum(1 for t in trained if t.get('ok') is True)} of {len(trained)}"
                         if trained else ""))
     return "; ".join([*parts, *placement_phrases(facts), *multigpu_phrases(facts), *cluster_phrases(facts)])
@@ -178,14 +177,16 @@ def placement_phrases(facts: dict[str, Any]) -> list[str]:
     return [", ".join(some) + " (once per GPU model)" + (f", {' and '.join(every)} on every GPU" if every else "")]
 
 
-def _run_correct(run: dict[str, Any]) -> bool:
-    """A framework run that completed and whose every comparison with the CPU reference held."""
+def _results_phrase(work: list[dict[str, Any]]) -> str:
+    """The proof table's "Results vs CPU" column summed in its own unit, the comparison ("results vs CPU
+    correct in 10 of 10" over rows of 6, 2 and 2), with the runs that made none counted apart."""
     from gpudoctor.render.proof import comparisons
 
-    if run.get("error") or run.get("skipped"):
-        return False
-    checks = comparisons(run)
-    return bool(checks) and all("error" not in c and c.get("ok") is True for _, c in checks)
+    made = [c for r in work if not (r.get("error") or r.get("skipped")) for _, c in comparisons(r)]
+    correct = sum(1 for c in made if "error" not in c and c.get("ok") is True)
+    silent = sum(1 for r in work if r.get("error") or r.get("skipped") or not comparisons(r))
+    phrase = f"results vs CPU correct in {correct} of {len(made)}" if made else "no results vs CPU"
+    return phrase + (f" ({silent} of {len(work)} framework run(s) gave none)" if silent else "")
 
 
 @_one_line
@@ -265,7 +266,28 @@ def python_line(facts: dict[str, Any]) -> str:
     for broken in py.get("environments") or []:
         if isinstance(broken, dict) and broken.get("problem"):  # the active environment named but not used
             line += f"; {'/'.join(broken.get('as') or ['?'])} {broken.get('prefix')} skipped: {broken['problem']}"
+    others = _other_active(py)
+    if others and diagnosed.get("own", True) and diagnosed.get("reason"):
+        line += f" ({diagnosed['reason']})"  # why not the active one: gpudoctor's own holds a framework
+    for other in others:
+        names = "/".join(a for a in other.get("as") or [] if a.startswith("$"))
+        line += f"; not the active environment {names}={other['prefix']} (--python {other['prefix']} diagnoses it)"
     return line
+
+
+def _other_active(py: dict[str, Any]) -> list[dict[str, Any]]:
+    """The activated environments ($VIRTUAL_ENV, or a conda env other than conda's base) that are not the
+    diagnosed Python's: a user who activated one expects it diagnosed, and only -v would show otherwise."""
+    diagnosed = py.get("prefix")
+    out = []
+    for env in py.get("environments") or []:
+        if not isinstance(env, dict) or env.get("problem") or not isinstance(env.get("prefix"), str):
+            continue
+        named = env.get("as") or []
+        active = "$VIRTUAL_ENV" in named or ("$CONDA_PREFIX" in named and "conda base" not in named)
+        if active and isinstance(diagnosed, str) and env["prefix"].rstrip("/") != diagnosed.rstrip("/"):
+            out.append(env)
+    return out
 
 
 def multigpu_phrases(facts: dict[str, Any]) -> list[str]:
@@ -324,11 +346,21 @@ def libraries_line(facts: dict[str, Any]) -> str:
             continue
         version = known(c.get("version"))
         if not isinstance(version, str):
-            version = (c.get("distribution") or {}).get("version") or c.get("version_from_name") or "?"
+            version = (c.get("distribution") or {}).get("version") or _soname(c.get("version_from_name")) or "?"
         origin = "pip" if "pip" in c.get("origins", []) else (c.get("origins") or ["?"])[0]
         seen.setdefault(c["family"], {}).setdefault(version, set()).add(origin)
-    return "; ".join(f"{fam} " + ", ".join(f"{v} ({'/'.join(sorted(o))})" for v, o in sorted(vs.items()))
+    return "; ".join(fam + ("" if next(iter(sorted(vs))).startswith(".") else " ")
+                     + ", ".join(f"{v} ({'/'.join(sorted(o))})" for v, o in sorted(vs.items()))
                      for fam, vs in sorted(seen.items()))
+
+
+def _soname(named: Any) -> Optional[str]:
+    """A version read from a file name, as it was read: "13.0.96" from libcudart.so.13.0.96, but ".so.13" from
+    a bare libcudart.so.13, whose 13 is the library's interface number (the 1 of libcuda.so.1), not its
+    version: shown as "13" it reads as, and differs from, the 13.0 the library itself reports."""
+    if not isinstance(named, str) or not named:
+        return None
+    return named if "." in named else f".so.{named}"
 
 
 def _metadata_build(info: dict[str, Any]) -> str:
@@ -371,11 +403,11 @@ def frameworks_line(facts: dict[str, Any]) -> str:
         parts.append(f"{name} {_version(info)} ({build}, sees {len(info.get('devices') or [])} GPU(s){given})")
     if parts:
         return "; ".join(parts)
-    why = _frameworks_unread(facts)
+    why = frameworks_unread(facts)
     return f"unknown: {why}" if why else "none of PyTorch, TensorFlow, JAX, CuPy installed"
 
 
-def _frameworks_unread(facts: dict[str, Any]) -> Optional[str]:
+def frameworks_unread(facts: dict[str, Any]) -> Optional[str]:
     """Why no framework was looked for, or None: "none installed" is a finding of the probe, so it is
     said only when the probe finished and could read the diagnosed Python's search path."""
     record = get(facts, "probes.frameworks") or {}

@@ -244,6 +244,7 @@ class Context:
     """What a special layout may need from elsewhere in the facts."""
 
     loaded_by: dict[str, list[str]] = field(default_factory=dict)  # real path -> frameworks that mapped it
+    frameworks_unread: Optional[str] = None  # why no framework was looked for: "not installed" is then unknown
 
 
 def _node(label: str, value: Any, path: str, ctx: Context) -> Node:
@@ -455,7 +456,9 @@ def _framework(label: str, value: Any, ctx: Context, path: str) -> Section:
     if not isinstance(value, dict):
         return Section(label, [Row("Value", _lines(value))])
     rows: list[Node] = []
-    if "installed" in value:
+    if value.get("installed") is False and ctx.frameworks_unread:  # not looked for: the probe's "no" says nothing
+        rows.append(Row("Installed", [f"unknown: {terminal(ctx.frameworks_unread)}"]))
+    elif "installed" in value:
         rows.append(Row("Installed", [_scalar(value["installed"])]))
     for key in ("status", "error"):
         if key in value:
@@ -577,7 +580,9 @@ PROBE_OF = {"host": "host", "driver": "driver_files", "gpus": "nvml", "topology"
 
 
 def _sections(facts: dict[str, Any]) -> list[Section]:
-    ctx = Context(loaded_by=_loaded_by(facts))
+    from gpudoctor.render.facts_text import frameworks_unread
+
+    ctx = Context(loaded_by=_loaded_by(facts), frameworks_unread=frameworks_unread(facts))
     out: list[Section] = []
     for key in (*ORDER, *(k for k in facts if k not in ORDER and k != "probes"), "probes"):
         try:
