@@ -125,12 +125,15 @@ EXPECTED = {
     "ci/gitlab-ci.yml": [["check", "--format", "junit", "--output", "gpudoctor.xml"]],
     "docker/entrypoint.sh": [["check", "--fail-on", "error", "--quiet"]],
     "kubernetes/daemonset.yaml": [["check", "--format", "json", "--output", "/reports/$(NODE_NAME).json"]],
+    "kubernetes/daemonset-prometheus.yaml": [["check", "--quick", "--timeout", "60", "--format", "prometheus",
+                                              "--output", "/textfile/gpudoctor.prom"]],
     "kubernetes/job.yaml": [["check", "--fail-on", "error"]],
     "kubernetes/pod-initcontainer.yaml": [["check", "--fail-on", "error", "--quiet"]],
     "slurm/gpudoctor-fleet.sbatch": [["check", "--format", "json", "--output", "$0/${SLURMD_NODENAME}.json"],
                                      ["merge", "$reports/*.json"]],
     "slurm/gpudoctor-torchrun.sbatch": [["check", "--deep", "--format", "json", "--output", "$report"],
                                         ["merge", "$report"]],
+    "slurm/gpudoctor-healthcheck.sh": [["check", "--quick", "--fail-on", "error", "--quiet", "--timeout", "20"]],
 }
 
 
@@ -310,10 +313,56 @@ def test_slurm_script_writes_one_report_per_node_and_merges_them(tmp_path):
 
 
 def test_deployment_guide_documents_every_example():
-    section = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    """The deployment guide, or the monitoring guide it links for the node-gate recipes, names every example."""
+    section = "".join((ROOT / "docs" / name).read_text(encoding="utf-8") for name in ("deployment.md", "monitoring.md"))
     for name in EXPECTED:
         assert f"examples/{name}" in section, name
     assert "examples/docker/Dockerfile" in section
     for block in re.findall(r"```sh\n(.*?)\n```", section, re.S):
         for argv in shell_invocations(block):
             validate(argv)
+
+
+def test_prometheus_daemonset_writes_where_node_exporter_reads():
+    ds = yaml.safe_load((EXAMPLES / "kubernetes" / "daemonset-prometheus.yaml").read_text())
+    assert (ds["apiVersion"], ds["kind"]) == ("apps/v1", "DaemonSet")
+    assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
+    spec = ds["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert "nvidia.com/gpu" not in json.dumps(container.get("resources", {}))  # it would take a GPU from the jobs
+    (argv,) = kubernetes_invocations(ds)
+    output = PurePath(argv[argv.index("--output") + 1])
+    assert output.suffix == ".prom" and "--quick" in argv and "--timeout" in argv
+    mount = next(m for m in container["volumeMounts"] if PurePath(m["mountPath"]) == output.parent)
+    volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+    assert volume["hostPath"]["type"] == "DirectoryOrCreate"
+    subprocess.run(["sh", "-n", "-c", container["args"][0]], check=True)
+
+
+HEALTHCHECK = EXAMPLES / "slurm" / "gpudoctor-healthcheck.sh"
+
+
+@pytest.mark.parametrize("prolog", [False, True], ids=["HealthCheckProgram", "Prolog"])
+@pytest.mark.parametrize("status", [0, 1, 3])
+def test_slurm_healthcheck_drains_only_on_an_error_found(tmp_path, status, prolog):
+    """Under a stand-in gpudoctor, scontrol and logger: exit 1 drains the node (itself as HealthCheckProgram,
+    through slurmd as Prolog), with gpudoctor's first error line as the reason; 0 and 3 leave it in service."""
+    env = _fake_gpudoctor(tmp_path / "bin", f'echo "$@" > "{tmp_path}/args"\n'
+                                           f'[ {status} = 1 ] && echo "gpudoctor: warning GPU120 [gpu0] slow" '
+                                           f'&& echo "gpudoctor: error GPU107 [gpu0] fell off the bus"\nexit {status}\n')
+    for tool in ("scontrol", "logger"):
+        (tmp_path / "bin" / tool).write_text(f'#!/usr/bin/env bash\nprintf "%s|" "$@" >> "{tmp_path}/{tool}"\n')
+        (tmp_path / "bin" / tool).chmod(0o755)
+    env.pop("SLURM_JOB_ID", None)
+    env.update(SLURMD_NODENAME="gpu-a", **({"SLURM_JOB_ID": "4242"} if prolog else {}))
+    result = subprocess.run(["bash", str(HEALTHCHECK)], capture_output=True, text=True, env=env)
+    assert (tmp_path / "args").read_text() == "check --quick --fail-on error --quiet --timeout 20\n"
+    drained = (tmp_path / "scontrol").read_text() if (tmp_path / "scontrol").exists() else ""
+    reason = "gpudoctor: error GPU107 [gpu0] fell off the bus"
+    if status == 1 and prolog:
+        assert (result.returncode, result.stderr, drained) == (1, reason + "\n", "")
+    elif status == 1:
+        assert result.returncode == 0 and drained == f"update|NodeName=gpu-a|State=DRAIN|Reason={reason}|"
+    else:
+        assert (result.returncode, drained) == (0, "")
+        assert (tmp_path / "logger").exists() == (status == 3)

@@ -65,6 +65,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     from gpudoctor.trace import mark
 
     mark("cli: check command starts")
+    started = time.monotonic()
     try:  # before the probes start: they read the interpreter chosen (a bad --python is said after a bad --only)
         interpreter.use(interpreter.choose(python))
         bad_python = None
@@ -107,7 +108,8 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     else:
         report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
     mark("cli: judged")
-    emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on)
+    emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
+         duration_s=time.monotonic() - started)
     mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 

@@ -17,7 +17,7 @@ from gpudoctor.render import formats
 
 
 def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool, redact: bool = True,
-         quiet: bool = False, fail_on: str = "error") -> None:
+         quiet: bool = False, fail_on: str = "error", duration_s: Optional[float] = None) -> None:
     """Redact (secrets always; host names, UUIDs, serials and home directories unless ``redact`` is
     false), then render and print or write. Every report leaves through here; every renderer but JSON
     shows the report's strings as untrusted text (render/safe.py), so nothing reaches the terminal raw."""
@@ -26,11 +26,11 @@ def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool
 
     report = rep.encodable(redact_report(report, identities=redact))
     kind = "quiet" if quiet and formats.BY_NAME[fmt].quiet else "report"
-    text = render(report, fmt, verbose, to_terminal=output is None, fail_on=fail_on, kind=kind)
+    text = render(report, fmt, verbose, to_terminal=output is None, fail_on=fail_on, kind=kind, duration_s=duration_s)
     if output is None:
         click.echo(text, nl=False)
         return
-    write(output, text)
+    write(output, text, atomic=formats.BY_NAME[fmt].atomic)
     if kind != "quiet":  # a quiet check says nothing when healthy, not even where it wrote
         click.echo(f"gpudoctor: report written to {terminal(output)}", err=True)
 
@@ -53,12 +53,13 @@ def prepare(fmt: str, quiet: bool = False) -> None:
 
 
 def render(report: dict[str, Any], fmt: str, verbose: bool, to_terminal: bool, fail_on: str = "error",
-           kind: str = "report") -> str:
+           kind: str = "report", duration_s: Optional[float] = None) -> str:
     """The report in ``fmt``. JSON is the data, exactly (``json`` escapes control characters); every other
     renderer cleans every string of the report first (``safe.printable``) and keeps data on its line or
     cell, so the report it prints may come from anywhere (``analyze``). Colour only on a terminal that
     wants it; glyphs only where standard output's encoding holds them."""
     colour = (to_terminal and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
               and os.environ.get("TERM") != "dumb")
-    options = formats.Options(verbose=verbose, colour=colour, unicode=can_encode("✓✗⏱"), fail_on=fail_on)
+    options = formats.Options(verbose=verbose, colour=colour, unicode=can_encode("✓✗⏱"), fail_on=fail_on,
+                              duration_s=duration_s)
     return formats.renderer(fmt, kind)(report, options)

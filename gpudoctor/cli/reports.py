@@ -273,7 +273,7 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     if output is None:
         click.echo(text, nl=False)
     else:
-        write(output, text)
+        write(output, text, atomic=formats.BY_NAME[fmt].atomic)
         click.echo(f"gpudoctor: merged report written to {terminal(output)}", err=True)
     if refused:  # the row says why; this line is for a gate's log, which may keep only standard error
         click.echo(f"gpudoctor: {len(refused)} file(s) refused, not readable reports: "

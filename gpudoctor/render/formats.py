@@ -20,6 +20,8 @@ class Options:
     colour: bool = False
     unicode: bool = True
     fail_on: str = "error"
+    #: The run's wall time, for a live check; None for a saved report, which does not hold it.
+    duration_s: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class Format:
     quiet: Optional[str] = None
     fleet: Optional[str] = None
     default: bool = False
+    #: Written to a temporary file in the same folder, then renamed over ``-o FILE``: a reader that polls
+    #: the file (node_exporter's textfile collector) never sees half of it.
+    atomic: bool = False
 
 
 FORMATS: tuple[Format, ...] = (
@@ -43,6 +48,8 @@ FORMATS: tuple[Format, ...] = (
     Format("markdown", (".md", ".markdown"), report="gpudoctor.render.markdown:render_report",
            fleet="gpudoctor.render.fleet:render_fleet_markdown"),
     Format("junit", (".xml",), report="gpudoctor.render.junit:render_report"),
+    Format("prometheus", (".prom",), report="gpudoctor.render.prometheus:render_report",
+           fleet="gpudoctor.render.prometheus:render_fleet", atomic=True),
 )
 BY_NAME = {f.name: f for f in FORMATS}
 DEFAULT = next(f.name for f in FORMATS if f.default)

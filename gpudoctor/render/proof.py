@@ -183,14 +183,25 @@ def _against(got: float, unit: str, entry: Optional[dict[str, Any]], measured_ke
     text = f"{got:.{digits}f} {unit}"
     if entry is None:
         return text + " (no reference for this model)"
+    ref = expected(entry, measured_key, peak_key)
+    if ref and ref[1] == "measured":
+        return text + f" ({got / ref[0]:.0%} of {ref[0]:g} expected)"
+    if ref:
+        return text + f" ({got / ref[0]:.0%} of the {ref[0]:g} datasheet peak)"
+    return text
+
+
+def expected(entry: Optional[dict[str, Any]], measured_key: str, peak_key: str) -> Optional[tuple[float, str]]:
+    """(figure, "measured" or "datasheet"): what this model should reach, measured on it where the matrix
+    has that, else its datasheet peak; None without either."""
+    if entry is None:
+        return None
     measured = entry.get("measured") if isinstance(entry.get("measured"), dict) else {}
     ref = _num(measured.get(measured_key))
     if ref:
-        return text + f" ({got / ref:.0%} of {ref:g} expected)"
+        return ref, "measured"
     peak = _num(entry.get(peak_key))
-    if peak:
-        return text + f" ({got / peak:.0%} of the {peak:g} datasheet peak)"
-    return text
+    return (peak, "datasheet") if peak else None
 
 
 def _throughput(facts: dict[str, Any], run: dict[str, Any], name: Optional[str]) -> dict[str, str]:
@@ -209,14 +220,14 @@ def _throughput(facts: dict[str, Any], run: dict[str, Any], name: Optional[str])
         out["host"] = NONE
     else:
         text = f"{h2d:.0f} / {d2h:.0f} GB/s" if d2h is not None else f"{h2d:.0f} GB/s in"
-        link = _link(facts, run)
+        link = host_link(facts, run)
         out["host"] = text + (f" ({h2d / link[0]:.0%} of {link[0]:.0f}, {link[1]})" if link else "")
     if shared:
         out = {k: v + " [GPU shared: not judged]" if v != NONE else v for k, v in out.items()}
     return out
 
 
-def _link(facts: dict[str, Any], run: dict[str, Any]) -> Optional[tuple[float, str]]:
+def host_link(facts: dict[str, Any], run: dict[str, Any]) -> Optional[tuple[float, str]]:
     """(GB/s one way, "PCIe Gen5 x16") of the run's GPU, found through the smoke count's UUID: pinned
     host<->device copies are judged against the PCIe link's rate (views/topology.py PCIE_GB_PER_LANE)."""
     smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else {}
