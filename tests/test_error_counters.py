@@ -292,3 +292,18 @@ def test_the_counters_are_compared_with_nvidia_smi_where_a_recording_has_both(no
     wrong = compare_smi_xml(with_fact(node, "gpus.1.fabric.state", "not_started"), xml)
     assert [m for m in wrong.mismatches if "fabric" in m] == [
         f"{node['gpus'][1]['pci']['bus_id']} fabric state: gpudoctor 'not_started' != nvidia-smi 'completed'"]
+
+
+@pytest.mark.parametrize("uptime,btime_ago,expected", [
+    ("60.00 10.0\n", 86400.0, 86400.0),   # /proc/uptime virtualised to the container's start: boot time wins
+    ("86400.00 10.0\n", 60.0, 86400.0),   # /proc/stat's boot time virtualised: uptime wins
+])
+def test_the_window_is_the_longer_of_uptime_and_boot_time(monkeypatch, uptime, btime_ago, expected):
+    import io
+    import time as clock
+
+    now = 1_800_000_000.0
+    files = {"/proc/uptime": uptime, "/proc/stat": f"cpu  1 2 3\nbtime {int(now - btime_ago)}\nprocesses 9\n"}
+    monkeypatch.setattr(counters, "open", lambda path, *a, **k: io.StringIO(files[path]), raising=False)
+    monkeypatch.setattr(clock, "time", lambda: now)
+    assert counters._uptime_s() == expected

@@ -11,6 +11,7 @@ could not be read is never a 0.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 from gpudoctor.probes.nvml import _binding as nv
@@ -52,11 +53,23 @@ def read_counters(handle: Any, nvlink: Any) -> dict[str, Any]:
 
 
 def _uptime_s() -> Any:
+    """The longer of /proc/uptime and the time since /proc/stat's boot time: a container whose /proc is
+    virtualised (lxcfs) may show its own start in one of them, and a window too short would overstate
+    every rate computed over it."""
+    seen = []
     try:
         with open("/proc/uptime") as fh:
-            return round(float(fh.read().split()[0]), 1)
+            seen.append(float(fh.read().split()[0]))
     except (OSError, ValueError, IndexError):
-        return unavailable("not_found")
+        pass
+    try:
+        with open("/proc/stat") as fh:
+            boot = next((float(line.split()[1]) for line in fh if line.startswith("btime ")), None)
+        if boot:
+            seen.append(time.time() - boot)
+    except (OSError, ValueError, IndexError):
+        pass
+    return round(max(seen), 1) if seen else unavailable("not_found")
 
 
 def _nvlink_errors(handle: Any, nvlink: Any) -> Any:
