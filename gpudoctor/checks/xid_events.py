@@ -70,17 +70,17 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
 def not_read_reason(log: dict[str, Any], facts: Facts) -> str:
     """Why no kernel log was read, per source, and what would let gpudoctor read it."""
     tried = [t for t in log.get("tried") or [] if isinstance(t, dict)]
-    said = "; ".join(f"{t.get('source')}: {_READER_WORDS.get(str(t.get('reason')), str(t.get('reason')))}" for t in tried)
-    reasons = {t.get("reason") for t in tried}
+    restrict = ", kernel.dmesg_restrict=1" if log.get("dmesg_restrict") == 1 else ""
+    said = "; ".join(f"{t.get('source')}: {_READER_WORDS.get(str(t.get('reason')), str(t.get('reason')))}"
+                     f"{restrict if t.get('reason') == 'no_permission' else ''}" for t in tried)
     container = ((facts.get("host") or {}).get("container") or {}).get("detected") is True
-    if "no_permission" in reasons:
-        restrict = " (kernel.dmesg_restrict=1)" if log.get("dmesg_restrict") == 1 else ""
+    if any(t.get("reason") == "no_permission" for t in tried):
         fix = "run gpudoctor as root or with CAP_SYSLOG"
     elif container:
-        restrict, fix = "", "the host's log is outside this container: run gpudoctor on the host, or give the container /dev/kmsg and CAP_SYSLOG"
+        fix = "the host's log is outside this container: run gpudoctor on the host, or give the container /dev/kmsg and CAP_SYSLOG"
     else:
-        restrict, fix = "", "no kernel log source is readable here"
-    return f"Xid errors not checked: the kernel log could not be read{restrict} ({said}); {fix}"
+        fix = "no source of the kernel log is readable here"
+    return f"not checked: the kernel log could not be read ({said}): {fix}"
 
 
 def _groups(items: list[dict[str, Any]], key: Any) -> list[list[dict[str, Any]]]:

@@ -178,7 +178,7 @@ def _refused(exc: OSError) -> dict[str, Any]:
 
 def _uptime() -> Optional[float]:
     try:
-        with open("/proc/uptime", encoding="ascii") as fh:
+        with open("/proc/uptime", "rb") as fh:  # bytes: no codec to look up, so it also reads after a drop of privileges
             return round(float(fh.read().split()[0]), 3)
     except (OSError, ValueError, IndexError):
         return None
@@ -186,7 +186,7 @@ def _uptime() -> Optional[float]:
 
 def _dmesg_restrict() -> Optional[int]:
     try:
-        with open("/proc/sys/kernel/dmesg_restrict", encoding="ascii") as fh:
+        with open("/proc/sys/kernel/dmesg_restrict", "rb") as fh:
             return int(fh.read().strip())
     except (OSError, ValueError):
         return None
