@@ -69,7 +69,7 @@ def test_corpus_agreement() -> None:
     counts = Counter(outcome(row) for row in INDEX)
     print(dict(counts), "of", len(INDEX))
     assert counts["false_error"] == 0
-    assert counts["agree"] >= 137 and counts["unread"] <= 12
+    assert counts["agree"] >= 140 and counts["unread"] <= 12
 
 
 # --- each form, read from its real ticket -------------------------------------------------------------
