@@ -409,7 +409,7 @@ _CODES = (
     Code("FWK205", "framework-says-no-cuda-build", ERROR,
          "A pasted message says the framework is a build without CUDA: PyTorch's 'Torch not compiled with CUDA enabled' or JAX's 'CUDA-enabled jaxlib is not installed'.",
          "A build without CUDA never uses the GPU.",
-         "Install the CUDA build: PyTorch's command for your CUDA from pytorch.org, or jax[cuda12]."),
+         "Install the CUDA build: PyTorch's command for your CUDA from pytorch.org, or jax[cuda12]. On macOS, which has had no CUDA since 10.2, there is none to install: use the Apple GPU's MPS backend (the same holds for FWK203 there)."),
     Code("FWK206", "pastes-contradict", WARNING,
          "Two pastes in one ticket answer the same question differently (a collect_env saying CUDA is available, a Python session saying it is not; two PyTorch versions).",
          "They come from two interpreters or environments; judging them as one would blame the wrong one, so neither answer is merged into the other.",

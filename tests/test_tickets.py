@@ -247,6 +247,17 @@ def test_wsl_is_judged_by_wsls_rules(tmp_path: Path) -> None:
     assert "on Windows" in next(f for f in report["findings"] if f["code"] == "FWK202")["remediation"]["text"]
 
 
+def test_macos_is_never_told_to_install_cuda(tmp_path: Path) -> None:
+    """macOS has had no CUDA since 10.2: a framework asking for it there is an error whose fix is the Apple GPU's
+    backend or an NVIDIA machine, never a CUDA wheel."""
+    path = tmp_path / "mac.md"
+    path.write_text("On my MacBook Pro M2 (macOS 14):\n\n```\nAssertionError: Torch not compiled with CUDA enabled\n```\n",
+                    encoding="utf-8")
+    code, report, _ = analyze(str(path))
+    (found,) = [f for f in report["findings"] if f["code"] == "FWK205"]
+    assert code == 1 and "MPS" in found["remediation"]["text"] and "pytorch.org" not in json.dumps(found)
+
+
 # --- evidence outranks inference ------------------------------------------------------------------------
 
 COLLECT_ENV = """PyTorch version: 2.4.0+cu124

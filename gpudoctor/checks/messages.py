@@ -62,7 +62,10 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                            "Install a newer NVIDIA driver (one that supports the CUDA the framework was built with), "
                            "or install a framework build for an older CUDA.",
                       commands=["nvidia-smi"], links=["https://docs.nvidia.com/deploy/cuda-compatibility/"] + ([WSL_DOCS] if wsl else []))
-    for item in _evidence(facts, ("no_driver",)):
+    mac = (facts.get("host") or {}).get("os") == "Darwin"
+    for item in _evidence(facts, ("no_driver", "torch_cpu_build", "jaxlib_cpu")) if mac else ():
+        yield _on_macos(item)
+    for item in _evidence(facts, ("no_driver",)) if not mac else ():
         yield finding("FWK203", "the framework found no NVIDIA driver", detail=_quote(item),
                       text=(WSL_DRIVER + " Install or update it on Windows, then restart WSL (wsl --shutdown in Windows); "
                             "/usr/lib/wsl/lib/libcuda.so.1 must then exist.") if wsl else
@@ -74,7 +77,7 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
         yield _worked_finding(how, items)
     for item in _evidence(facts, ("library_not_loaded", "dlopen_failed", "cudnn_mismatch")):
         yield _library_finding(item)
-    for item in _evidence(facts, ("torch_cpu_build", "jaxlib_cpu")):
+    for item in _evidence(facts, ("torch_cpu_build", "jaxlib_cpu")) if not mac else ():
         torch = item["kind"] == "torch_cpu_build"
         yield finding("FWK205", f"{'PyTorch' if torch else 'jaxlib'} is a build without CUDA", detail=_quote(item),
                       text="Install the CUDA build: for PyTorch the command for your CUDA at " + TORCH_INSTALL if torch
@@ -111,6 +114,22 @@ _WORKED = {
     "device_used": ("the paste shows work on the GPU{where}: CUDA started there",
                     "Nothing in the driver or the build stops work on this GPU; look for the problem in the program."),
 }
+
+
+#: NVIDIA's CUDA 10.2 release notes: "the last release to support macOS for developing and running CUDA applications".
+CUDA_MACOS_END = "https://docs.nvidia.com/cuda/archive/10.2/cuda-toolkit-release-notes/index.html"
+
+
+def _on_macos(item: dict[str, Any]) -> Finding:
+    """A framework that asked for CUDA on macOS: there is no CUDA build to install there, so the fix is the Apple
+    GPU's own backend or a machine with an NVIDIA GPU, never a CUDA wheel."""
+    code = "FWK203" if item["kind"] == "no_driver" else "FWK205"
+    return finding(code, "the program asks for CUDA on macOS, which has none", detail=_quote(item),
+                   text="CUDA 10.2 was NVIDIA's last release for macOS, and no framework ships CUDA builds for it. On Apple "
+                        "silicon use PyTorch's MPS backend (torch.device('mps') instead of 'cuda'); for CUDA, run on Linux "
+                        "or Windows with an NVIDIA GPU.",
+                   commands=['python3 -c "import torch; print(torch.__version__, torch.backends.mps.is_available())"'],
+                   links=[CUDA_MACOS_END])
 
 
 def _by_how(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
