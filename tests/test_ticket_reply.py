@@ -48,6 +48,17 @@ def test_a_windows_reply_types_pip_as_windows_does(tmp_path: Path) -> None:
     assert 'py -c "import torch' in reply and "pipx" not in reply
 
 
+def test_a_windows_reply_leaves_out_linux_only_commands(tmp_path: Path) -> None:
+    """The framework's "no NVIDIA driver" on Windows: nvidia-smi is there, the kernel log read with sudo is not."""
+    path = tmp_path / "ticket.md"
+    path.write_text("Windows 11, RTX 3060\n\nRuntimeError: Found no NVIDIA driver on your system. Please check that you "
+                    "have an NVIDIA GPU and installed a driver\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["analyze", "--format", "markdown", str(path)])
+    assert result.exit_code == rep.EXIT_FINDINGS and "(system: Windows)" in result.stdout and "**FWK203**" in result.stdout
+    assert "```powershell\n  nvidia-smi\n  ```" in result.stdout
+    assert "sudo" not in result.stdout and "dmesg" not in result.stdout
+
+
 def test_a_macos_reply_asks_for_mps_not_cuda(tmp_path: Path) -> None:
     text = (COLLECT_ENV.replace("OS: Ubuntu 24.04.3 LTS (x86_64)", "OS: macOS 14.5 (arm64)")
             .replace("2.11.0+cu130", "2.5.1").replace("CUDA used to build PyTorch: 13.0", "CUDA used to build PyTorch: None")

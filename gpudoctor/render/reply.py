@@ -69,9 +69,19 @@ def _problem(group: list[dict[str, Any]], system: str) -> list[str]:
     return out if out[-1] == "" else out + [""]
 
 
+#: Commands that exist only on Linux (the kernel log, the loader cache, /proc and /sys, sudo): a reporter on native
+#: Windows cannot run them, so their reply leaves them out.
+_LINUX_ONLY = re.compile(r"^\s*(?:sudo|dmesg|journalctl|ldconfig|lspci|ls|cat|systemctl|modprobe|nvidia-modprobe|dkms|mokutil|"
+                         r"uname|echo \$|grep)\b")
+
+
 def _commands(commands: Sequence[str], system: str) -> list[str]:
-    """A fenced block of commands, `python3 -m pip` written `py -m pip` on Windows (PowerShell's fence)."""
-    lines = [terminal(_for_system(c, system)) for c in commands]
+    """A fenced block of commands, `python3 -m pip` written `py -m pip` on Windows (PowerShell's fence), where
+    Linux's own commands are left out; no block when none is left."""
+    lines = [terminal(_for_system(c, system)) for c in commands
+             if not (system == "Windows" and _LINUX_ONLY.match(c))]
+    if not lines:
+        return []
     opening, closing = fence("\n".join(lines), "powershell" if system == "Windows" else "sh")
     return [opening, *lines, closing, ""]
 
