@@ -662,6 +662,11 @@ EXAMPLES: dict[str, Facts] = {
     "DRV022": {"evidence": [_said("system_not_ready", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed "
                                   "call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_SYSTEM_NOT_READY: "
                                   "system not yet initialized")]},
+    "DRV023": {"evidence": [_said("compat_not_supported", "UserWarning: CUDA initialization: Unexpected error from "
+                                  "cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that "
+                                  "might have already set an error? Error 804: forward compatibility was attempted on non "
+                                  "supported HW")]},
+    "FWK209": {"evidence": [_said("no_gpu_visible", "RuntimeError: No CUDA GPUs are available")]},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

@@ -44,7 +44,7 @@ def _quote(item: dict[str, Any]) -> str:
 
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
-                   "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked")
+                   "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked", "no_gpu_visible")
 JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
@@ -73,6 +73,12 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                            "run it with the GPU runtime (docker run --gpus all).",
                       commands=["ls -l /usr/lib/wsl/lib/", "nvidia-smi"] if wsl else ["nvidia-smi", DRIVER_LOG_COMMAND],
                       links=[WSL_DOCS] if wsl else [])
+    for item in _evidence(facts, ("no_gpu_visible",))[:1]:
+        yield finding("FWK209", "CUDA started but the framework sees no GPU ('No CUDA GPUs are available')", detail=_quote(item),
+                      text="CUDA_VISIBLE_DEVICES hides every GPU (empty, -1, or a number this machine does not have: "
+                           "nvidia-smi -L lists the valid ones), or the container was started without GPUs "
+                           "(docker run --gpus all); set it before the program starts CUDA.",
+                      commands=["echo $CUDA_VISIBLE_DEVICES", "nvidia-smi -L"])
     for how, items in _by_how(_evidence(facts, ("gpu_worked",))).items():
         yield _worked_finding(how, items)
     for item in _evidence(facts, ("library_not_loaded", "dlopen_failed", "cudnn_mismatch")):
@@ -235,7 +241,13 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
 
 def check_driver_messages(facts: Facts) -> Iterator[Finding]:
 
-    _any(facts, ("driver_library_mismatch", "xid", "system_not_ready"))
+    _any(facts, ("driver_library_mismatch", "xid", "system_not_ready", *_CUDA_INIT))
+    wsl = (facts.get("host") or {}).get("wsl") is True
+    for kind, (title, text, commands, link) in _CUDA_INIT.items():
+        for item in _evidence(facts, (kind,))[:1]:
+            yield finding("DRV023", title, detail=_quote(item), commands=[] if wsl else commands, links=[link],
+                          text="Under WSL 2, update the Windows NVIDIA driver and restart WSL (wsl --shutdown in Windows)."
+                          if wsl and kind == "cuda_unknown_error" else text)
     for item in _evidence(facts, ("system_not_ready",))[:1]:
         yield finding("DRV022", "CUDA says the system is not ready (CUDA_ERROR_SYSTEM_NOT_READY, error 802)", detail=_quote(item),
                       text="A daemon the driver needs is not running. On NVSwitch systems (HGX and DGX A100, H100, H200, "
@@ -264,6 +276,31 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
                       commands=[DRIVER_LOG_COMMAND], links=[xid_catalogue.XID_DOCS])
 
 
+#: cuInit's failures other than 802, each with what it means and its fix (the CUDA driver API's error list; NVIDIA's
+#: compatibility guide for 804: forward compatibility runs on data-center GPUs only).
+_CUDA_INIT = {
+    "system_driver_mismatch": (
+        "CUDA cannot start: its driver library (libcuda) and the kernel module are different versions (error 803)",
+        "Make libcuda match the loaded kernel module: reboot after a driver upgrade, and take a CUDA forward-compatibility "
+        "package (cuda-compat, /usr/local/cuda/compat on LD_LIBRARY_PATH) that does not match it off the loader path.",
+        ["cat /proc/driver/nvidia/version", "ldconfig -p | grep libcuda.so", "echo $LD_LIBRARY_PATH"],
+        "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"),
+    "compat_not_supported": (
+        "CUDA cannot start: the forward-compatibility package is in use on a GPU that does not support it (error 804)",
+        "Forward compatibility runs only on data-center GPUs: take the cuda-compat libraries off the loader path (a "
+        "container image's /usr/local/cuda/compat), and use a CUDA no newer than the host driver supports, or upgrade "
+        "the host driver.",
+        ["nvidia-smi", "echo $LD_LIBRARY_PATH", "ldconfig -p | grep libcuda.so"],
+        "https://docs.nvidia.com/deploy/cuda-compatibility/"),
+    "cuda_unknown_error": (
+        "CUDA failed to start with an unknown error (999), so the framework sees no GPU",
+        "Most often after suspend and resume: reload the nvidia_uvm module with no GPU program running, or reboot; if it "
+        "persists, look for Xid errors in the kernel log.",
+        ["sudo modprobe -r nvidia_uvm && sudo modprobe nvidia_uvm", DRIVER_LOG_COMMAND],
+        "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"),
+}
+
+
 def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
     _any(facts, ("smi_err", "smi_handle"))
     for item in _evidence(facts, ("smi_handle",)):
@@ -285,12 +322,12 @@ def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
 
 
 CHECKS = (
-    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022"), check_driver_messages,
+    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023"), check_driver_messages,
           ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208"), check_framework_messages, ()),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209"), check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
 )
 #: The checks that judge only what a ticket shows: a live check has nothing for them, and skips them.

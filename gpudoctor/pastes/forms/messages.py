@@ -104,6 +104,15 @@ FIXED = (
     # CUDA_ERROR_SYSTEM_NOT_READY (802): a daemon the driver needs is not running (Fabric Manager on NVSwitch systems)
     ("system_not_ready", "system_not_ready"),
     ("system not yet initialized", "system_not_ready"),
+    # cuInit's other failures: 803 (libcuda and the kernel module differ), 804 (the forward-compatibility package on a
+    # GPU that does not support it), and PyTorch's report of 999 (most often after suspend and resume)
+    ("system has unsupported display driver / cuda driver combination", "system_driver_mismatch"),
+    ("cuda_error_system_driver_mismatch", "system_driver_mismatch"),
+    ("forward compatibility was attempted on non supported hw", "compat_not_supported"),
+    ("cuda_error_compat_not_supported_on_device", "compat_not_supported"),
+    ("cuda initialization: cuda unknown error", "cuda_unknown_error"),
+    # PyTorch when CUDA started and counts no GPU (CUDA_VISIBLE_DEVICES, a container without GPUs)
+    ("no cuda gpus are available", "no_gpu_visible"),
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
