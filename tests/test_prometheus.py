@@ -242,3 +242,18 @@ def test_merge_labels_each_node(tmp_path: Path) -> None:
     verdicts = {labels["node"] for labels, v in values(families, "gpudoctor_node_verdict") if v == 1}
     assert len(verdicts) == 2
     assert values(families, "gpudoctor_merge_exit_code") == [({}, float(result.exit_code))]
+
+
+def test_counters_read_through_the_nvml_worker_reach_the_textfile(tmp_path: Path, monkeypatch: Any) -> None:
+    """The real NVML worker over the fake nvidia-ml-py (2 x H100 on NVSwitches, tests/helpers_faults.py), judged
+    and rendered: every active link's counters and the fabric of each GPU are series of their own."""
+    from helpers_faults import full_facts, install_fake_pynvml
+
+    from gpudoctor import pipeline
+
+    install_fake_pynvml(tmp_path, monkeypatch)
+    families = parse(prometheus(pipeline.judge(full_facts())))
+    replays = {labels["gpu"] for labels, _ in values(families, "gpudoctor_gpu_pcie_replays")}
+    links = {(labels["gpu"], labels["link"]) for labels, _ in values(families, "gpudoctor_gpu_nvlink_errors")}
+    assert replays == {"0", "1"} and len(links) == 2 * 18
+    assert {labels["state"] for labels, _ in values(families, "gpudoctor_gpu_fabric_info")} == {"completed"}

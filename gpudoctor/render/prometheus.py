@@ -65,7 +65,7 @@ HELP = {
     "gpu_p2p_copy_bytes_per_second": "Peer-to-peer copy bandwidth between two GPUs (check --deep).",
     "gpu_pcie_replays_total": "PCIe replays since the driver loaded (NVML replay counter).",
     "gpu_nvlink_errors_total": "NVLink errors since the driver loaded, per link and kind (NVML error counters).",
-    "gpu_clock_held_down_seconds_total": "Time the GPU's clocks were held down, per cause (NVML violation status).",
+    "gpu_clock_held_down_seconds_total": "Time the GPU's clocks were held down since the driver loaded, per cause.",
     "gpu_fabric_info": "The GPU's NVSwitch fabric registration (state, status, health); always 1.",
     "kernel_log_read": "Whether the kernel log could be read (1); 0: Xid events are not checked, not absent.",
     "gpu_xid_events": "Xid events of the GPU in the kernel log since boot (among the newest kept), by Xid number.",
