@@ -8,13 +8,13 @@ Renderers are named as ``"module:function"`` and imported only when their format
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 
-@dataclass(frozen=True)
-class Options:
-    """What a renderer may take into account beyond the report: how the reader will see it."""
+class Options(NamedTuple):
+    """What a renderer may take into account beyond the report: how the reader will see it. Named tuples
+    rather than dataclasses: the CLI imports this table on every run, ``check --quick`` included, and a
+    dataclass costs several times as much to define."""
 
     verbose: bool = False
     colour: bool = False
@@ -24,8 +24,7 @@ class Options:
     duration_s: Optional[float] = None
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(NamedTuple):
     """One output format. ``report`` renders a judged report (``check``, ``analyze``) as
     ``function(report, Options) -> str``; ``quiet`` does so under ``check --quiet``; ``fleet`` renders
     ``merge``'s result as ``function(merged) -> str``. A command offers the formats that have its renderer."""
