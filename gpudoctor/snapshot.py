@@ -13,7 +13,6 @@ a sentence to search; the sentence older reports carried instead is read in that
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any, Iterator, Mapping, Optional
 
@@ -80,20 +79,6 @@ def get(facts: Mapping[str, Any], path: str, default: Any = None) -> Any:
             return default
     return node
 
-
-def with_fact(facts: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A deep copy of ``facts`` with one fact replaced: how tests derive a fault from a real recording."""
-    out = copy.deepcopy(dict(facts))
-    parts = path.split(".")
-    node: Any = out
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-    last = parts[-1]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return out
 
 
 def gpus(facts: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

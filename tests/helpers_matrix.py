@@ -9,7 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from gpudoctor.cli import cli
-from gpudoctor.compat.data import clear_overlays
+from gpudoctor.compat import data
+
+
+def clear_overlays() -> None:
+    """Forget every --matrix overlay loaded in this process: the CLI adds them for its one run, and a test
+    process runs many."""
+    data._overlays.clear()
+    data._overlay_files.clear()
+    data.load_topic.cache_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ import pytest
 
 from gpudoctor import pipeline
 from gpudoctor.probes.workload import sharing
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_deep import CLUSTER, CLUSTER4, REAL, deep, h200x4, recorded
 

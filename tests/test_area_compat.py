@@ -11,7 +11,7 @@ test_matrix_cli.py (the one-judge property) and test_review_rules.py.
 from __future__ import annotations
 
 from gpudoctor.checks import registry
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_judge import codes, findings, statuses
 

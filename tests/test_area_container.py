@@ -143,7 +143,7 @@ def test_require_cuda_is_judged_with_minor_version_compatibility():
     from pathlib import Path
 
     from gpudoctor import pipeline
-    from gpudoctor.snapshot import with_fact
+    from helpers_facts import with_fact
 
     facts = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json").read_text())["facts"]
 
@@ -164,7 +164,7 @@ def test_dev_shm_too_small_in_a_container():
     from pathlib import Path
 
     from gpudoctor import pipeline
-    from gpudoctor.snapshot import with_fact
+    from helpers_facts import with_fact
 
     facts = json.loads((Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json").read_text())["facts"]
 

@@ -24,7 +24,7 @@ from conftest import REAL_DIRS
 from gpudoctor.checks.registry import CHECKS
 from gpudoctor.cli import cli
 from gpudoctor.probes.system import probe_driver_files
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 from helpers_children import children_left
 
 _driver = probe_driver_files()

@@ -26,7 +26,7 @@ from gpudoctor.checks import environment, registry
 from gpudoctor.checks.messages import PASTE_ONLY
 from gpudoctor.probes.system import ENV_NAMES, FRAMEWORK_ENV_MAX_CHARS, FRAMEWORK_ENV_NAMES, probe_host
 from gpudoctor.redact import MARK, redact_report
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 from gpudoctor.views.framework_env import Cause, alloc_conf_problems, parse_alloc_conf, steering_cause
 
 from conftest import REAL, REAL_DIRS

@@ -13,7 +13,7 @@ import pytest
 
 from gpudoctor.checks import registry
 from gpudoctor.checks.messages import PASTE_ONLY
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_judge import codes, only, statuses
 

@@ -18,7 +18,7 @@ import pytest
 
 from gpudoctor import pipeline
 from gpudoctor.checks import registry
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from conftest import REAL
 from helpers_judge import after_commands, codes, findings, lib_index, load_fault, only, statuses

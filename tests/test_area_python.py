@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.checks import registry
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_judge import codes, only, statuses
 

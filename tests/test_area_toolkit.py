@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from gpudoctor.checks import registry
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_judge import after_commands, codes, only, statuses
 

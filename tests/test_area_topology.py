@@ -8,7 +8,7 @@ between the GPUs really run, and how fast, is the acceleration area's (check --d
 
 from __future__ import annotations
 
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_judge import codes, only, statuses
 

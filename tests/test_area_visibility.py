@@ -15,7 +15,7 @@ from gpudoctor import pipeline
 from gpudoctor.checks import visibility
 from gpudoctor.checks.registry import run_check
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, WARN, WARNING
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 from gpudoctor.views.visibility import Visibility, resolve
 
 from conftest import REAL

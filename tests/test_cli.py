@@ -17,7 +17,7 @@ from gpudoctor.checks.registry import CHECKS
 from gpudoctor.cli import cli
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.report import TOP_LEVEL_KEYS
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 from helpers_children import children_left
 from helpers_faults import HOST_ENV
 

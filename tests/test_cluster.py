@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from gpudoctor import distributed, fleet, pipeline
 from gpudoctor.cli import cli
 from gpudoctor.redact import redact_report
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_deep import CLUSTER, CLUSTER4, recorded
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import clear_overlays
+from helpers_matrix import clear_overlays
 
 
 @pytest.fixture(autouse=True)

@@ -19,10 +19,11 @@ from click.testing import CliRunner
 from gpudoctor.checks.branches import check_driver_branch
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import clear_overlays, load_topic
+from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.stack import judge_stack
 from gpudoctor.probes import kernel_log
+from helpers_matrix import clear_overlays
 
 TALOS = """NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
  NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please

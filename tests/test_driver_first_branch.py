@@ -14,10 +14,11 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import clear_overlays, load_topic
+from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.queries import stack_from_args, suggest
 from gpudoctor.compat.stack import judge_stack
+from helpers_matrix import clear_overlays
 
 
 @pytest.fixture(autouse=True)

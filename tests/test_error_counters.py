@@ -19,7 +19,7 @@ from gpudoctor.checks.registry import run_checks
 from gpudoctor.pipeline import judge
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.probes.nvml import counters
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from helpers_faults import FAKE_PYNVML, full_facts, install_fake_pynvml
 from helpers_judge import codes, only, statuses

@@ -15,7 +15,8 @@ from typing import Any, Iterator, Optional
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.snapshot import get, with_fact
+from gpudoctor.snapshot import get
+from helpers_facts import with_fact
 
 from docexamples import EXAMPLES
 from helpers_stdlib import stdlib_module_names

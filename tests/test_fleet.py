@@ -1,5 +1,5 @@
 """`gpudoctor merge` on the reports recorded on real machines (1 x H100, 2 x H200, 4 x H200) and on
-nodes derived from them one fact at a time with snapshot.with_fact.
+nodes derived from them one fact at a time with helpers_facts.with_fact.
 
 The recorded machines all call themselves ``vm`` (the 4 x H200 workload recording is redacted), so
 the nodes are named after their files, as in a fleet whose reports are saved as ``reports/NODE.json``.
@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from conftest import REAL_DIRS
 from gpudoctor import fleet
 from gpudoctor.cli import cli
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 #: Each machine kind's first recording (2026-11-21): the inputs the golden outputs below were checked against,
 #: whatever later recording of the same kind joins tests/fixtures/real.

@@ -16,7 +16,7 @@ import pytest
 from conftest import REAL_DIRS
 from gpudoctor import fleet
 from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 
 from test_error_counters import healthy
 

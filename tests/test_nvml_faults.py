@@ -224,7 +224,7 @@ def test_a_short_timeout_is_not_a_wedged_driver(h200x2):
     """NVML stopped at a 1 s --timeout while reading GPU 1 is a warning; after 8 s it is the driver (error);
     with every answer already in (only the thread was late) there is nothing to say."""
     from gpudoctor import pipeline
-    from gpudoctor.snapshot import with_fact
+    from helpers_facts import with_fact
 
     def at_deadline(seconds, incomplete=True):
         facts = with_fact(h200x2, "probes.nvml", {"status": "timeout", "duration_s": seconds, "title": "NVML",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpudoctor import pipeline
 from gpudoctor.probes.frameworks import probe_frameworks_metadata
-from gpudoctor.snapshot import with_fact
+from helpers_facts import with_fact
 from helpers_builds import tensorflow_build, torch_build
 
 H200X2 = Path(__file__).parent / "fixtures/real/h200x2-20261121/report.json"

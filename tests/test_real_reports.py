@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.snapshot import unavailable, with_fact
+from gpudoctor.snapshot import unavailable
+from helpers_facts import with_fact
 from gpudoctor.views.visibility import resolve
 from nvidia_smi import compare_smi_xml, compare_topology
 

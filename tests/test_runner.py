@@ -193,7 +193,7 @@ def test_a_probe_stopped_at_the_deadline_says_so_as_data(release):
 
 
 def _nvml_stopped(h200x2: dict, record: dict) -> list:
-    from gpudoctor.snapshot import with_fact
+    from helpers_facts import with_fact
 
     facts = with_fact(h200x2, "probes.nvml", {"status": "timeout", "duration_s": 8.0, "title": "NVML", **record})
     facts = with_fact(facts, "nvml.incomplete", {"while": "GPU 1", "reason": "timeout"})

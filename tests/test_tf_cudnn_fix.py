@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.compat.data import clear_overlays, load_topic
+from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.queries import stack_from_args
 from gpudoctor.compat.stack import judge_stack
+from helpers_matrix import clear_overlays
 
 
 @pytest.fixture(autouse=True)

@@ -13,9 +13,10 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import clear_overlays, load_topic
+from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.queries import suggest
 from gpudoctor.compat.torch_pip import pip_args
+from helpers_matrix import clear_overlays
 
 
 @pytest.fixture(autouse=True)

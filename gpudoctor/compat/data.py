@@ -73,11 +73,6 @@ def overlay_files() -> list[dict[str, Any]]:
     return [dict(f) for f in _overlay_files]
 
 
-def clear_overlays() -> None:
-    _overlays.clear()
-    _overlay_files.clear()
-    load_topic.cache_clear()
-
 
 @lru_cache(maxsize=None)
 def load_topic(topic: str) -> dict[str, Any]:

@@ -224,11 +224,6 @@ def _signal(proc: psutil.Process, sig: int) -> None:
         pass
 
 
-def kill_tree(pid: int, token: str = "") -> int:
-    """Kill ``pid``, its group and all its descendants (and, with ``token``, every process marked with it)."""
-    return Family(pid, token).kill()
-
-
 def _pdeathsig() -> Optional[Callable[[], None]]:
     """The preexec function that makes a program die when the thread that started it ends (see the
     module's docstring), or None where prctl is not there. Kept trivial: it runs between fork and exec."""

@@ -46,7 +46,6 @@ def driver_sees(mask: str | None) -> dict:
 def main() -> None:
     from gpudoctor.views.visibility import resolve
     from gpudoctor.probes.nvml import probe_nvml
-    from gpudoctor.snapshot import with_fact
 
     facts = probe_nvml()
     facts["host"] = {"env": {}}
@@ -64,7 +63,7 @@ def main() -> None:
     agree = 0
     for mask in masks:
         seen = driver_sees(mask)
-        predicted = [d.uuid for d in resolve(with_fact(facts, "host.env.CUDA_VISIBLE_DEVICES", mask)).devices]
+        predicted = [d.uuid for d in resolve({**facts, "host": {"env": {"CUDA_VISIBLE_DEVICES": mask}}}).devices]
         same = seen.get("uuids") == predicted
         agree += same
         print(json.dumps({"mask": mask, "driver": seen, "gpudoctor": predicted, "agree": same}))
