@@ -257,3 +257,15 @@ def test_counters_read_through_the_nvml_worker_reach_the_textfile(tmp_path: Path
     links = {(labels["gpu"], labels["link"]) for labels, _ in values(families, "gpudoctor_gpu_nvlink_errors")}
     assert replays == {"0", "1"} and len(links) == 2 * 18
     assert {labels["state"] for labels, _ in values(families, "gpudoctor_gpu_fabric_info")} == {"completed"}
+
+
+def test_merge_keeps_a_hostile_node_name_inside_its_label(tmp_path: Path) -> None:
+    """A node is named by its file where the host name is redacted, and a file name may hold anything but "/"."""
+    node = tmp_path / 'no"de\\x\nforged_metric{x="1"} 1.json'
+    node.write_text(HEALTHY.read_text(encoding="utf-8"))
+    result = CliRunner().invoke(cli, ["merge", str(node), str(REAL / "h200x1-20261127" / "report.json"),
+                                      "-f", "prometheus"])
+    families = parse(result.stdout)
+    names = {labels["node"] for labels, _ in values(families, "gpudoctor_node_verdict")}
+    assert 'no"de\\x\\nforged_metric{x="1"} 1' in names, names
+    assert not any(line.startswith("forged_metric") for line in result.stdout.splitlines())
