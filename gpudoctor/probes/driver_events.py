@@ -113,7 +113,7 @@ def _from_journal(argv: tuple[str, ...], left: float) -> dict[str, Any]:
         said = ran.stderr.strip().splitlines()
         reason = "timeout" if ran.timed_out else "no_permission" if "permission" in ran.stderr.lower() else "empty"
         return {"reason": reason, "detail": said[0][:200] if said else f"exit status {ran.rc}, no kernel messages"}
-    lines.reverse()  # read newest first, so a bound drops the oldest
+    lines.reverse()  # journalctl printed the newest first (--reverse: a bound drops the oldest); oldest first again
     complete = not ran.timed_out and len(ran.stdout) < MAX_TEXT_BYTES
     return {"read": True, "records": len(lines), "first_s": lines[0][0], "last_s": lines[-1][0], "complete": complete,
             **events_of(lines)}
