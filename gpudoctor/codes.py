@@ -365,7 +365,7 @@ _CODES = (
          "gpudoctor's process that reads a framework ended before it said anything, so before it imported the framework: under the diagnosed Python, gpudoctor's own start failed (or the process could not be started).",
          "The framework itself was not judged; whether it imports and computes is unknown. The error quoted is gpudoctor's or the interpreter's, never the framework's.",
          "Run the quoted command to see whether the framework imports; report the error to gpudoctor with the JSON report attached."),
-    # frameworks, FWK1xx: environment variables that steer a framework on the GPU (checks/environment.py)
+    # frameworks, FWK1xx: environment variables that steer a framework on the GPU (checks/framework_env.py)
     Code("FWK101", "jax-platforms-exclude-gpu", ERROR,
          "JAX_PLATFORMS is set to a list without 'cuda' (or 'gpu'), such as 'cpu', or to a name JAX cannot start ('CUDA' in capitals, 'rocm' without ROCm), on a machine with a GPU.",
          "JAX starts only the platforms listed: it computes on the CPU, or fails altogether, and its own message ('Unknown backend: gpu requested') reads like an install problem. Reinstalling does not help.",

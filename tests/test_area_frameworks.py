@@ -1,6 +1,6 @@
 """The frameworks area: frameworks.import, frameworks.gpu and frameworks.cudnn (checks/frameworks.py: FWK001-FWK008)
 and the environment variables that steer a framework on the GPU, frameworks.env_* (``host.framework_env``,
-checks/environment.py: FWK101-FWK107). FWK001's install command is held to the matrix in test_fwk001_command.py;
+checks/framework_env.py: FWK101-FWK107). FWK001's install command is held to the matrix in test_fwk001_command.py;
 imports that fail (FWK004, FWK005) are made for real in test_framework_faults.py and test_framework_failures.py.
 
 Environment faults are derived from the real 2 x H200 recording one variable at a time, with the framework facts the
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.checks import environment, registry
+from gpudoctor.checks import framework_env, registry
 from gpudoctor.checks.messages import PASTE_ONLY
 from gpudoctor.probes.system import ENV_NAMES, FRAMEWORK_ENV_MAX_CHARS, FRAMEWORK_ENV_NAMES, probe_host
 from gpudoctor.redact import MARK, redact_report
@@ -32,7 +32,7 @@ from gpudoctor.views.framework_env import Cause, alloc_conf_problems, parse_allo
 from conftest import REAL, REAL_DIRS
 from helpers_judge import codes as code_set, findings, lib_index, only, statuses
 
-ENV_CHECKS = environment.CHECKS
+ENV_CHECKS = framework_env.CHECKS
 ENV_IDS = {c.id for c in ENV_CHECKS}
 ENV_CODES = {code for c in ENV_CHECKS for code in c.codes}
 ENV_FAULTS = REAL / "h100x1-20261123" / "env-faults"

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Iterable, Optional, Sequence
 
-from gpudoctor.checks import branches, cluster, compat, container, driver, environment, error_counters, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload, xid_events
+from gpudoctor.checks import branches, cluster, compat, container, driver, error_counters, framework_env, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload, xid_events
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
 from gpudoctor.checks.selection import recorded, select
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
@@ -32,7 +32,7 @@ CHECKS: tuple[Check, ...] = (
     *libraries.CHECKS,
     *pyenv.CHECKS,
     *frameworks.CHECKS,
-    *environment.CHECKS,  # the variables that steer a framework, named as the cause
+    *framework_env.CHECKS,  # the variables that steer a framework, named as the cause
     *messages.CHECKS,  # what a pasted ticket shows happened (analyze only)
     *compat.CHECKS,
     *smoke.CHECKS,

@@ -36,7 +36,7 @@ ENV_NAMES = (
 #: Environment variables that change what a framework does on the GPU: hide it (JAX_PLATFORMS), configure
 #: the framework's memory allocator (a value it refuses makes its first CUDA call fail), slow work down for
 #: debugging (CUDA_LAUNCH_BLOCKING), or steer NCCL. ``host.framework_env`` records the ones that are set;
-#: checks/environment.py judges them. None of them is in ENV_NAMES: nothing is recorded twice.
+#: checks/framework_env.py judges them. None of them is in ENV_NAMES: nothing is recorded twice.
 FRAMEWORK_ENV_NAMES = (
     "PYTORCH_CUDA_ALLOC_CONF",
     "PYTORCH_ALLOC_CONF",

@@ -1,6 +1,6 @@
 """Environment variables that steer a framework on the GPU (``host.framework_env``), read by the
 frameworks' own rules: which settings a framework refuses, and the one that keeps it off the GPU
-(``steering_cause``). The environment checks (checks/environment.py) report the variables
+(``steering_cause``). The environment checks (checks/framework_env.py) report the variables
 themselves; the framework checks (checks/frameworks.py) name one as the cause of a failure they
 found. Both read this one model, so they agree.
 
@@ -368,7 +368,7 @@ def steering_cause(facts: Facts, framework: str) -> Optional[Cause]:
     is a ``Cause``, a tuple ``(variable, value, fix)``: the variable's name, its value as recorded in
     ``host.framework_env``, and one shell command that fixes it (``unset JAX_PLATFORMS``,
     ``export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``). It is judged by the same rules as the environment
-    checks (checks/environment.py) judge it, so a framework check that names it agrees with the FWK1xx finding the same report carries:
+    checks (checks/framework_env.py) judge it, so a framework check that names it agrees with the FWK1xx finding the same report carries:
 
     - jax: JAX_PLATFORMS without a GPU platform (FWK101), an XLA client setting jaxlib refuses (FWK104 errors);
     - torch: a PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF PyTorch refuses (FWK103);
@@ -384,7 +384,7 @@ def steering_cause(facts: Facts, framework: str) -> Optional[Cause]:
     (written before gpudoctor recorded it), when the framework is not installed, or when no such variable is set.
     Meant for a check that has found the symptom (a framework that sees no GPU, fails to import, or fails its
     smoke product): name the variable as the cause and give ``fix`` instead of advising a reinstall; the FWK1xx
-    finding of checks/environment.py reports the variable itself in any case.
+    finding of checks/framework_env.py reports the variable itself in any case.
     """
     env = framework_env(facts)
     if not env or not_installed(facts, framework):
