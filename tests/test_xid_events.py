@@ -302,3 +302,21 @@ def test_a_machine_without_the_nvidia_module_has_no_driver_log_to_judge():
     facts = {**_facts(_log(100.0, [])), "driver": {"kernel_module": {"loaded": False}}}
     with pytest.raises(NotApplicable, match="not loaded"):
         list(check_xid_events(facts))
+
+
+def test_a_saved_redacted_report_reads_back_and_judges_its_xids_the_same(tmp_path):
+    from click.testing import CliRunner
+
+    from gpudoctor.cli import cli
+    from gpudoctor.redact import redact_report
+    from gpudoctor.report import to_json
+
+    report = json.loads((REAL / "quick.json").read_text())
+    lines = [(89000.0, "NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.")]
+    facts = {**report["facts"], "kernel_log": _log(90000.0, lines)}
+    saved = tmp_path / "report.json"
+    saved.write_text(to_json(redact_report(pipeline.judge(facts))))
+    result = CliRunner().invoke(cli, ["analyze", str(saved), "--format", "json"])
+    again = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert [(f["code"], f["subject"].get("gpu_index")) for f in again["findings"]] == [("GPU105", 0)]
