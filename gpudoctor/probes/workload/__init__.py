@@ -3,12 +3,11 @@
 Where each framework runs (placement): PyTorch on every GPU, from one child with a thread per GPU, so
 every GPU's throughput is measured; JAX, CuPy and TensorFlow once per GPU model, each on a GPU of its
 own where there are enough, its child pinned to that GPU before CUDA starts. The driver starts CUDA
-contexts one at a time, within a process and across processes: JAX's first array on 4 x H100 took
-4.5-5.7 s against 1.7-2.3 s on one GPU, PyTorch's 1.44 s against 0.46 s, so a framework that starts
-every GPU makes the check grow with their number. A GPU that computes wrong or is slow is still
-found on every GPU, by the smoke kernel (probes/smoke) and PyTorch; what a framework's build can run
-depends on the GPU model, which is why once per model proves it. The run records the placement and
-why (``workload.placement``). Children take a per-GPU lock around GPU work so timings never overlap
+contexts one at a time, within a process and across processes, and each context holds host and GPU
+memory: a framework that starts every GPU adds to every other child's start and to the memory the
+check takes. A GPU that computes wrong or is slow is still found on every GPU, by the smoke kernel
+(probes/smoke) and PyTorch; what a framework's build can run depends on the GPU model, which is why
+once per model proves it. The run records the placement and why (``workload.placement``). Children take a per-GPU lock around GPU work so timings never overlap
 (see locks._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
 code path is proven even where acceleration cannot be shown.
 """
