@@ -98,7 +98,7 @@ def test_a_bus_id_is_one_gpu_whatever_its_case_and_domain_width(a, b):
 
 # --- the catalogue ---------------------------------------------------------------------------------
 
-def test_the_catalogue_covers_the_xids_the_issue_names_and_cites_nvidia():
+def test_the_catalogue_covers_the_xids_a_node_gate_needs_and_cites_nvidia():
     data = load_topic("xid")
     codes = {e["xid"] for e in data["entries"]}
     assert {13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120} <= codes
@@ -278,10 +278,8 @@ def test_a_report_from_before_the_kernel_log_was_read_skips_the_check():
     ("modal-gpu-health-xid79.txt", ERROR),
     ("azurehpc-nhc-xid119-h100.txt", ERROR),
     ("gpud-46-xid13-109.txt", None),  # 13 (a warning in a ticket) and 109 (RESET_GPU: an error)
-    # a successful row remap: the catalogue's IGNORE (a ticket called it an error before the catalogue was read)
-    ("ml-engineering-xid63.txt", WARNING),
-    # an old driver printed no 'PCI:' (a ticket's line was not read at all before)
-    ("pastebin-xJaypMZt-old-format.txt", WARNING),
+    ("ml-engineering-xid63.txt", WARNING),  # a successful row remap: the catalogue's IGNORE, not an error
+    ("pastebin-xJaypMZt-old-format.txt", WARNING),  # an old driver's line, without "PCI:"
 ])
 def test_a_tickets_xid_is_judged_by_the_catalogue(name, severity):
     from gpudoctor.checks.messages import check_driver_messages
