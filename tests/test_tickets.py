@@ -194,6 +194,19 @@ def test_work_on_the_gpu_counts_as_pytorchs_cuda_started(tmp_path: Path) -> None
     assert code == 0 and "CMP001" not in {f["code"] for f in report["findings"]}
 
 
+def test_work_on_the_gpu_keeps_a_prose_cuda_from_being_judged_as_a_toolkit(tmp_path: Path) -> None:
+    """"driver 470, CUDA 12.1" beside an out-of-memory: the CUDA that ran is the framework's, so no CMP006."""
+    path = tmp_path / "body.md"
+    oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity)"
+    path.write_text(f"My setup: RTX 3090, driver 470.82, CUDA 12.1, torch 2.1.0\n\n```\n{oom}\n```\n", encoding="utf-8")
+    code, report, stderr = analyze(str(path))
+    assert code == 0 and report["summary"]["verdict"] != "error" and "toolkit" not in report["facts"]
+    assert "not judged as a toolkit" in stderr
+    path.write_text("My setup: RTX 3090, driver 470.82, CUDA 12.1, torch 2.1.0\n", encoding="utf-8")
+    _, report, _ = analyze(str(path))
+    assert report["facts"]["toolkit"]["nvcc"]["release"] == "12.1"  # without the work, prose still names a toolkit
+
+
 def test_nvidia_smi_failures_quoted_in_prose_are_read() -> None:
     code, report, _ = analyze(str(TICKETS / "nvidia-docker-1678.md"))
     assert code == 1 and report["facts"]["nvml"]["init"] == {"ok": False, "reason": "unknown", "code": None,

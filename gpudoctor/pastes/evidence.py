@@ -43,6 +43,7 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
         _prose(facts, forms["prose"])
     _runtime_wheel(facts, forms.get("tools"))
     _started(facts, evidence)
+    _prose_toolkit_after_work(facts, evidence, notes)
     if evidence:
         facts["evidence"] = evidence
 
@@ -64,6 +65,16 @@ def _started(facts: dict[str, Any], evidence: list[dict[str, Any]]) -> None:
     if item:
         torch["cuda_available"] = True
         torch.setdefault("evidence", []).append(f"{item['where']} shows PyTorch's work on the GPU")
+
+
+def _prose_toolkit_after_work(facts: dict[str, Any], evidence: list[dict[str, Any]], notes: list[str]) -> None:
+    """A "CUDA 12.1" in prose is read as the toolkit only for want of better; where the paste shows work on the GPU,
+    that CUDA is most likely the framework's, which the work proves runs, so it is not judged as a toolkit."""
+    nvcc = (facts.get("toolkit") or {}).get("nvcc") or {}
+    if str(nvcc.get("source") or "").startswith(PROSE) and any(e.get("kind") == "gpu_worked" for e in evidence):
+        del facts["toolkit"]
+        notes.append(f"the prose's CUDA {nvcc.get('release')} is not judged as a toolkit: the paste shows CUDA work on "
+                     "the GPU, so it is most likely the framework's")
 
 
 def _runtime_wheel(facts: dict[str, Any], tools: Optional[Paste]) -> None:
