@@ -144,3 +144,11 @@ def test_the_active_venv_that_is_diagnosed_gets_no_note():
     conda_base = _python()
     conda_base["environments"][1]["as"] = ["$CONDA_PREFIX", "conda base"]
     assert python_line({"python": conda_base}) == "3.11.7 (virtualenv) at /tools/venv/bin/python3"
+
+
+@pytest.mark.parametrize("command", ["check", "analyze", "merge"])
+def test_the_format_option_states_its_default_once(command):
+    result = CliRunner().invoke(cli, [command, "--help"], terminal_width=200, max_content_width=200)
+    assert result.exit_code == 0
+    option = result.stdout.split("-f, --format", 1)[1].split("\n  -", 1)[0]  # up to the next option
+    assert option.count("default") == 1, option

@@ -32,6 +32,6 @@ def format_option(kind: str = "report", help: str = "Report format (default: fro
             return fn(*args, **kwargs)
 
         return click.option("-f", "--format", "fmt", type=click.Choice(formats.names(kind)), default=formats.DEFAULT,
-                            show_default=True, help=help)(wrapper)
+                            show_default="default" not in help, help=help)(wrapper)  # a help that says it: once
 
     return decorate
