@@ -72,6 +72,56 @@ METRICS: tuple[Metric, ...] = (
     Metric("multigpu.allreduce.busbw_gbs", "higher", "GB/s"),
 )
 
+#: The facts a node's row, the drift and the outliers read besides its verdict: the rest of a report is
+#: judged, never shown (``shown_facts``). Each metric's figures, and what names their GPU, come too.
+SHOWN_PATHS = ("host.hostname", "nvml.driver_version", "nvml.cuda_driver_version", "smoke.count.devices",
+               "multigpu.devices", "topology.pairs")
+
+
+def shown_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``facts`` that ``merge`` reads once the node is judged, in the same shape, so that a
+    fleet's output can be redacted without redacting every node's whole report: GPUs by index, name and
+    UUID, frameworks by version, nvcc, the paths of SHOWN_PATHS, and each metric's list (or the dict
+    holding a single figure)."""
+    out: dict[str, Any] = {}
+    paths = list(SHOWN_PATHS) + [m.path.split("[*]")[0] if "[*]" in m.path else m.path.rpartition(".")[0]
+                                 for m in METRICS]
+    for path in paths:
+        _copy_path(facts, out, path.split("."))
+    if "gpus" in facts:
+        out["gpus"] = [{k: g[k] for k in ("index", "name", "uuid") if k in g} if isinstance(g, dict) else g
+                       for g in facts["gpus"]] if isinstance(facts["gpus"], list) else facts["gpus"]
+    if "frameworks" in facts:
+        out["frameworks"] = {name: _framework_shown(fw) for name, fw in facts["frameworks"].items()} \
+            if isinstance(facts["frameworks"], dict) else facts["frameworks"]
+    nvcc = get(facts, "toolkit.nvcc", _MISSING)
+    if nvcc is not _MISSING:
+        out.setdefault("toolkit", {})["nvcc"] = {k: nvcc[k] for k in ("found", "version") if k in nvcc} \
+            if isinstance(nvcc, dict) else nvcc
+    return out
+
+
+def _framework_shown(fw: Any) -> Any:
+    if not isinstance(fw, dict):
+        return fw
+    shown = {k: fw[k] for k in ("installed", "status") if k in fw}
+    if "info" in fw:
+        shown["info"] = {"version": fw["info"]["version"]} if isinstance(fw["info"], dict) and "version" in fw["info"] \
+            else {} if isinstance(fw["info"], dict) else fw["info"]
+    return shown
+
+
+def _copy_path(source: dict[str, Any], target: dict[str, Any], parts: Sequence[str]) -> None:
+    """``target`` given ``source``'s value at the dotted ``parts``, through dicts only (as ``get`` reads)."""
+    node: Any = source
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            return
+        node = node[part]
+    for part in parts[:-1]:
+        target = target.setdefault(part, {})
+    target[parts[-1]] = node
+
 
 # Node names -------------------------------------------------------------------------------------
 
@@ -127,6 +177,33 @@ def judge_node(facts: dict[str, Any], created: Optional[str]) -> dict[str, Any]:
 
 
 _judge = judge_node
+
+
+def judged_view(report: dict[str, Any], identities: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what ``merge`` shows of ``report``, its verdict), redacted as ``redact_report`` would redact them.
+
+    The node is judged on its report as saved, as ``analyze`` judges one, and only then are the shown
+    facts and the findings' titles redacted: a node's row is a few dozen strings, and redacting every
+    node's whole report was most of a fleet's time. A torchrun job's report is redacted whole and then
+    judged, since its other nodes' reports become rows of their own (``expand_jobs``)."""
+    from gpudoctor.redact import part_redactor, redact_report
+
+    if job_nodes(report.get("facts") or {}):
+        redacted = redact_report(report, identities=identities)
+        return redacted, judge_node(redacted["facts"], redacted.get("created"))
+    judged = judge_node(report["facts"], report.get("created"))
+    redact = part_redactor(report, identities=identities)
+    summary = judged.get("summary") or {}
+    verdict = {
+        "summary": {k: summary[k] for k in ("verdict", "counts", "areas") if k in summary},
+        "checks": [{"area": c.get("area"), "status": c.get("status")} for c in judged.get("checks") or []],
+        "findings": [{"code": f.get("code"), "severity": f.get("severity"), "title": redact(f.get("title"), "title"),
+                      "subject": {k: v for k, v in (f.get("subject") or {}).items() if k in ("kind", "gpu_index", "peer_index")}}
+                     for f in judged.get("findings") or []],
+    }
+    shown = redact({"created": report.get("created"), "facts": shown_facts(report["facts"])})
+    shown["redacted"] = bool(identities or report.get("redacted") is True)
+    return shown, verdict
 
 #: A node's verdict when no check could judge anything in its report (report.judged_anything).
 NOTHING_JUDGED = "nothing judged"

@@ -384,28 +384,7 @@ class _Identities:
                 self.uuids[uuid.lower()] = ("gpu", gpu["index"])
                 taken.add(("gpu", gpu["index"]))
         ids: list[str] = []  # the texts that may name a GPU or MIG UUID, in document order
-        for key, value, parent in _walk_nodes(report):  # one pass: a report has thousands of nodes
-            named = isinstance(key, str)
-            if named:
-                self.word_texts.append(key)
-            if not isinstance(value, str):
-                if named and _may_name_id(key):
-                    ids.append(key)
-                continue
-            if key in _REFERENCE_KEYS:
-                self.word_texts.append(value)
-            if _may_name_id(value):
-                ids.append(value)
-            if named and _may_name_id(key):
-                ids.append(key)
-            if key == "uuid" and value.upper().startswith("MIG-"):  # MIG devices and serials in order of appearance
-                self._number(value, "mig")
-            elif key == "serial" and value.strip() and value not in self.serials:
-                owner = self.uuids.get(str(parent.get("uuid", "")).lower())
-                number = owner[1] if owner and owner[0] == "gpu" and owner[1] not in self.serials.values() else None
-                self.serials[value] = number if number is not None else self._next(self.serials.values())
-            elif key == "hostname" and value.strip():
-                self.hosts.setdefault(value, None)
+        self._walk(report, None, ids)  # one pass: a report has thousands of nodes
         self._masks(facts)
         # the other nodes of a torchrun job: their GPUs, then the masks that name them by UUID prefix
         inner = [n["report"]["facts"] for n in job_nodes(facts)]
@@ -419,6 +398,43 @@ class _Identities:
             for token in _ID_TOKEN.findall(text):
                 if token.lower() not in self.uuids and token.lower() not in self.prefixes and _hex_digits(token) >= 8:
                     self._number(token, "mig" if token.upper().startswith("MIG-") else "gpu")
+
+    def _walk(self, node: Any, parent: Any, ids: list[str]) -> None:
+        """Every (key, value) under ``node`` in document order (list items have key None, and the dict that
+        holds the list as parent): the words, the texts that may name an identity, MIG UUIDs, serials and
+        host names. One recursive loop with the common tests inline: it visits every node of every report."""
+        if isinstance(node, dict):
+            pairs: Iterable[tuple[Any, Any]] = node.items()
+            parent = node
+        elif isinstance(node, list):
+            pairs = ((None, item) for item in node)
+        else:
+            return
+        words, hints = self.word_texts, _ID_HINTS
+        for key, value in pairs:
+            named = isinstance(key, str)
+            if named:
+                words.append(key)
+            if not isinstance(value, str):
+                if named and (hints[key] if key in hints else _may_name_id(key)):
+                    ids.append(key)
+                if isinstance(value, (dict, list)):
+                    self._walk(value, parent, ids)
+                continue
+            if key in _REFERENCE_KEYS:
+                words.append(value)
+            if hints[value] if value in hints else _may_name_id(value):
+                ids.append(value)
+            if named and (hints[key] if key in hints else _may_name_id(key)):
+                ids.append(key)
+            if key == "uuid" and value.upper().startswith("MIG-"):  # MIG devices and serials in order of appearance
+                self._number(value, "mig")
+            elif key == "serial" and value.strip() and value not in self.serials:
+                owner = self.uuids.get(str(parent.get("uuid", "")).lower())
+                number = owner[1] if owner and owner[0] == "gpu" and owner[1] not in self.serials.values() else None
+                self.serials[value] = number if number is not None else self._next(self.serials.values())
+            elif key == "hostname" and value.strip():
+                self.hosts.setdefault(value, None)
 
     def _masks(self, facts: Any) -> None:
         host = facts.get("host") if isinstance(facts, dict) else None
@@ -536,28 +552,6 @@ class _Identities:
         return text
 
 
-def _walk_nodes(node: Any) -> list[tuple[Any, Any, Any]]:
-    """Every (key, value, containing dict) in document order; list items have key None. A loop over a
-    stack, not nested generators: a report has thousands of nodes, and each level of ``yield from``
-    hands every node below it up once more."""
-    out: list[tuple[Any, Any, Any]] = []
-    stack = _below(node, None)[::-1]
-    while stack:
-        item = stack.pop()
-        out.append(item)
-        if isinstance(item[1], (dict, list)):
-            stack.extend(reversed(_below(item[1], item[2])))
-    return out
-
-
-def _below(node: Any, parent: Any) -> list[tuple[Any, Any, Any]]:
-    if isinstance(node, dict):
-        return [(k, v, node) for k, v in node.items()]
-    if isinstance(node, list):
-        return [(None, item, parent) for item in node]
-    return []
-
-
 #: Lists that are one environment variable split at ":", so a URL in it is cut into pieces: they are
 #: scrubbed joined again (probes/libraries.py splits LD_LIBRARY_PATH this way).
 _SPLIT_VARIABLES = ("ld_library_path",)
@@ -660,3 +654,19 @@ def redact_report(report: dict[str, Any], identities: bool = True, home: Optiona
     out.pop("redacted", None)
     out["redacted"] = bool(identities or report.get("redacted") is True)
     return out
+
+
+def part_redactor(whole: dict[str, Any], identities: bool = True,
+                  home: Optional[str] = None) -> Callable[..., Any]:
+    """A function that redacts a part of the report ``whole`` (a subtree, a title written from its facts) as
+    ``redact_report(whole)`` redacts it: the same secrets removed and the same pseudonyms, numbered over the
+    whole report. ``merge`` shows a few dozen strings of each node's report: walking all of it for each one
+    once (to find its identities) costs a fraction of rewriting it all. The identities are gathered from
+    the report before its secrets are removed; every string the function returns has them removed."""
+    ids = _Identities(_allowed_env(whole), os.environ.get("HOME") if home is None else home) if identities else None
+
+    def redact(part: Any, key: Any = None) -> Any:
+        scrubbed = _scrub(part, key)
+        return _map(scrubbed, ids.apply, key) if ids is not None else scrubbed
+
+    return redact

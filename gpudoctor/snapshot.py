@@ -71,7 +71,7 @@ def get(facts: Mapping[str, Any], path: str, default: Any = None) -> Any:
     """Read ``facts`` at a dotted path ("nvml.driver_version", "gpus.0.name"); absent parts give ``default``."""
     node: Any = facts
     for part in path.split("."):
-        if isinstance(node, Mapping) and part in node:
+        if (type(node) is dict or isinstance(node, Mapping)) and part in node:  # a dict first: the ABC test is slow
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]

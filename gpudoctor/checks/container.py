@@ -62,8 +62,7 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
     host = _host_versions(facts)
     if host["cuda"] is None:
         raise NotApplicable("the driver's CUDA version is unknown")
-    verdicts = [_alternative(alt, host) for alt in require.split()]
-    if any(v is True for v in verdicts) or any(v is None for v in verdicts):
+    if any(_alternative(alt, host) is not False for alt in require.split()):
         return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
     driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
     wanted = _required_cuda(require)

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
+from gpudoctor.frameworks_table import NAMES
 from gpudoctor.snapshot import get, known
-from gpudoctor.views.frameworks import NAMES
 
 SHADOWABLE = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libcudnn_sub", "libnccl", "libnvrtc", "libnvJitLink",
               "libcusparse")
@@ -37,11 +37,12 @@ def _loaded(facts: Facts) -> Iterator[tuple[str, dict[str, Any]]]:
 def check_shadowing(facts: Facts) -> Iterator[Finding]:
     copies = _copies(facts)
     ld_path = [os.path.normpath(d) for d in get(facts, "libraries.ld_library_path") or []]
+    by_path = _by_path(copies)
     for name, lib in _loaded(facts):
         if lib.get("family") not in SHADOWABLE:
             continue
         soname = _soname(lib["path"])
-        mine = _copy(copies, lib["path"])
+        mine = by_path.get(lib["path"])
         if mine and "pip" in mine.get("origins", []):
             continue  # loaded from a wheel: the intended copy
         wheel = next((c for c in copies if "pip" in c.get("origins", []) and _soname(c["path"]) == soname), None)
@@ -67,10 +68,16 @@ def _soname(path: str) -> str:
     return match.group(1) if match else name
 
 
-def _copy(copies: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
-    """The copy a process mapped. Judged from the facts alone (a saved report is judged on another machine,
-    so nothing here resolves a path on this one): a process's maps name the file's real path."""
-    return next((c for c in copies if path in (c.get("path"), c.get("real_path"))), None)
+def _by_path(copies: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """The copy a process mapped, by the path it names, the first copy with that path or real path. Judged
+    from the facts alone (a saved report is judged on another machine, so nothing here resolves a path on
+    this one): a process's maps name the file's real path. One index, not a scan per loaded library."""
+    index: dict[Any, dict[str, Any]] = {}
+    for copy in copies:
+        for key in (copy.get("path"), copy.get("real_path")):
+            if isinstance(key, str):
+                index.setdefault(key, copy)
+    return index
 
 
 def _ver(lib: dict[str, Any]) -> str:

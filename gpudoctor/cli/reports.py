@@ -308,9 +308,9 @@ def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
 
 def _load_fleet(paths: tuple[Path, ...], identities: bool
                 ) -> tuple[list[tuple[str, dict]], dict[int, dict], list[tuple[str, str]]]:
-    """(source, redacted report) per readable file in order, the verdicts already reached, by ``id`` of each
-    report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs, are judged there), and
-    (source, why) per file that is not a readable report."""
+    """(source, what merge shows of its report, redacted) per readable file in order, the verdicts already
+    reached, by ``id`` of each report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs,
+    are judged there), and (source, why) per file that is not a readable report."""
     import os
 
     import threading
@@ -319,7 +319,7 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
     # fork: spawn would re-run the user's __main__ (a pipx shim, pytest, a zipapp); forking is safe only
     # while this process runs no other thread (nothing gpudoctor starts for merge does)
     if len(paths) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
-        done = [_prepare_node(p, identities, judge=False) for p in paths]
+        done = [_prepare_node(p, identities) for p in paths]
     else:
         import concurrent.futures
         import multiprocessing
@@ -341,14 +341,14 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
     return reports, judged, refused
 
 
-def _prepare_node(path: Path, identities: bool, judge: bool = True) -> tuple[Any, Any]:
-    """One node's report, loaded, redacted and (in a worker) judged; a file that is not a readable report
-    gives (None, why) instead, so one bad file among a thousand does not stop the merge."""
+def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
+    """One node's report loaded and judged, and what merge shows of it redacted (fleet.judged_view); a file
+    that is not a readable report gives (None, why) instead, so one bad file among a thousand does not stop
+    the merge."""
     from gpudoctor import fleet
-    from gpudoctor.redact import redact_report
 
     try:
-        report = redact_report(load_report(path), identities=identities)
+        report = load_report(path)
     except BadInput as exc:
         return None, str(exc)
-    return report, fleet.judge_node(report["facts"], report.get("created")) if judge else None
+    return fleet.judged_view(report, identities)

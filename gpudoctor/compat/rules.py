@@ -54,7 +54,13 @@ def _parsed(text: str) -> Optional[Version]:
 
 
 def major_minor(text: Any) -> Optional[Version]:
-    v = version(text)
+    return _major_minor(str(text).strip()) if text not in (None, "") else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _major_minor(text: str) -> Optional[Version]:
+    """Remembered as _parsed is: a fleet's every node asks for the same matrix rows' versions."""
+    v = _parsed(text)
     return Version(f"{v.major}.{v.minor}") if v else None
 
 

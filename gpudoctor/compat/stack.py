@@ -20,14 +20,16 @@ code catalogue, as checks/base.py's finding() makes them.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Optional
 
+from gpudoctor import frameworks_table
 from gpudoctor.compat import branches, rules
 from gpudoctor.compat.data import load_topic
 from gpudoctor.compat.jax_wheels import cudnn_floors, jaxlib_lines_of, refusing_floor, tagged_wheel
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
-from gpudoctor.compat.model import COMPAT_DOCS, NAMES, Build, Stack, _os_label, finding
+from gpudoctor.compat.model import COMPAT_DOCS, Build, Stack, _os_label, finding
 from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, WARNING, Finding
 
@@ -178,14 +180,18 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
                  installed=installed, release=release)
 
 
+@functools.lru_cache(maxsize=64)
+def _cupy_packages(loaded: int, want: Any) -> tuple[dict[str, Any], ...]:
+    """The CuPy packages that shipped release ``want`` (major.minor), remembered per loaded table (an overlay
+    reloads it): every node of a fleet asks for the same one."""
+    return tuple(row for row in load_topic("cupy")["entries"]
+                 if any(isinstance(r, dict) and rules.major_minor(r.get("cupy")) == want for r in row.get("cupy_releases") or []))
+
+
 def _cupy(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     base, _, extra = text.partition("+")
     want = rules.major_minor(base)
-    packages = []
-    for row in load_topic("cupy")["entries"]:
-        releases = [r for r in row.get("cupy_releases") or [] if isinstance(r, dict)]
-        if any(rules.major_minor(r.get("cupy")) == want for r in releases):
-            packages.append(row)
+    packages = list(_cupy_packages(id(load_topic("cupy")), want))
     m = re.match(r"^cuda(\d+)x?$", extra.lower()) if extra else None
     if extra and not m:
         stack.unknown.append(f"CuPy {text} (package {extra!r}: expected cuda12x, cuda13x or one CUDA's, as cuda101)")
@@ -269,7 +275,7 @@ WSL_DRIVER = " Under WSL 2 that is the Windows NVIDIA driver, installed on Windo
 def _driver_fix(verdict: rules.Verdict, build: Build, commands: list[str]) -> str:
     parts = [f"Install NVIDIA driver {verdict.needs} or newer" if verdict.needs else "Install a newer NVIDIA driver"]
     if commands:
-        parts.append(f"or a {NAMES.get(build.framework, build.framework)} build for a CUDA this driver supports (the command below)")
+        parts.append(f"or a {frameworks_table.label(build.framework)} build for a CUDA this driver supports (the command below)")
     return ", ".join(parts) + "."
 
 
