@@ -30,16 +30,16 @@ def reference(device: torch.device, n: int, copy_bytes: int) -> dict[str, float]
     for label, dtype, tf32 in (("bf16", torch.bfloat16, False), ("tf32", torch.float32, True)):
         a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        ms = do_bench(lambda: a @ b, return_mode="median") if do_bench else _graph_ms(lambda: a @ b)
+        ms = do_bench(lambda: a @ b, return_mode="median") if do_bench else _graph_ms(lambda: a @ b)  # noqa: F821 - the lambda runs before the del below
         out[f"matmul_{label}_tflops"] = 2 * n**3 / (ms / 1e3) / 1e12
         if do_bench:
-            ms = do_bench(lambda: a @ b, warmup=100, rep=500, return_mode="median")
+            ms = do_bench(lambda: a @ b, warmup=100, rep=500, return_mode="median")  # noqa: F821 - the lambda runs before the del below
             out[f"sustained_{label}_tflops"] = 2 * n**3 / (ms / 1e3) / 1e12
         del a, b
     torch.backends.cuda.matmul.allow_tf32 = False
     src = torch.empty(copy_bytes, dtype=torch.uint8, device=device).random_()
     dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), return_mode="median") if do_bench else _graph_ms(lambda: dst.copy_(src))
+    ms = do_bench(lambda: dst.copy_(src), return_mode="median") if do_bench else _graph_ms(lambda: dst.copy_(src))  # noqa: F821 - the lambda runs before the del below
     out["device_copy_gbs"] = 2 * copy_bytes / (ms / 1e3) / 1e9
     del src, dst
     host, devbuf = torch.empty(PINNED_REFERENCE_BYTES, dtype=torch.uint8).pin_memory(), torch.empty(

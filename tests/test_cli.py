@@ -320,8 +320,6 @@ def test_unknown_area_is_bad_input(runner):
 
 
 def test_timeout_reports_unfinished_work_and_still_exits_properly(runner):
-    import psutil
-
     result = runner.invoke(cli, ["check", "--timeout", "0.1", "--format", "json", "--fail-on", "never"])
     assert result.exit_code == 0
     report = json.loads(result.stdout)

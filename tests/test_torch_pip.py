@@ -80,10 +80,10 @@ def test_a_tesla_k40m_is_judged_by_the_patch_release(torch, exit_code):
 
 
 def test_suggest_for_a_k40_pins_the_release_with_sm_35():
-    line = next(l for l in suggest("418.87.01", "3.5", "3.7") if l.startswith("PyTorch "))
+    line = next(ln for ln in suggest("418.87.01", "3.5", "3.7") if ln.startswith("PyTorch "))
     assert line.endswith("pip install torch==1.3.0")
 
 
 def test_fix_command_for_a_pascal_gpu_on_an_r418_driver_names_an_existing_wheel():
-    line = next(l for l in suggest("418.87.01", "6.1", "3.7") if l.startswith("PyTorch "))
+    line = next(ln for ln in suggest("418.87.01", "6.1", "3.7") if ln.startswith("PyTorch "))
     assert line.endswith("pip install torch==1.8.1+cu101 -f https://download.pytorch.org/whl/torch_stable.html")

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from gpudoctor import pipeline
-from gpudoctor.probes import workload
 from gpudoctor.probes.frameworks import worker as facts_worker
 from gpudoctor.probes.workload import placement, placement_fact, plan, worker
 from gpudoctor.render import facts_text

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 
 from gpudoctor.checks.base import Check, Facts, RunView, finding
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, names, options_of, recorded, required_gpus
-from gpudoctor.findings import PASS, SKIP, TIMEOUT, CheckResult, Finding
+from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
 from gpudoctor.snapshot import stopped_by
 from gpudoctor.status import NOTHING_MEASURED, PROBE_TIMEOUT, STOPPED_DEADLINE, area_status
 

@@ -86,13 +86,13 @@ def _slow_links(facts: Facts, index: dict[Any, int], pairs: list[tuple[dict[str,
     from gpudoctor.compat import data as matrix
 
     share = matrix.load_topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
-    nvlinked = [(p, l) for p, l in pairs if l.get("nvlink_count") and isinstance(p.get("gbs"), (int, float))]
+    nvlinked = [(p, lk) for p, lk in pairs if lk.get("nvlink_count") and isinstance(p.get("gbs"), (int, float))]
     by_link: dict[frozenset, list[dict[str, Any]]] = {}
     for pair, link in nvlinked:
         by_link.setdefault(frozenset(link["gpus"]), []).append(pair)
     for ends, directions in by_link.items():
-        link = next(l for p, l in nvlinked if frozenset(l["gpus"]) == ends)
-        peers = [p["gbs"] for p, l in nvlinked if frozenset(l["gpus"]) != ends and l["nvlink_count"] == link["nvlink_count"]]
+        link = next(lk for p, lk in nvlinked if frozenset(lk["gpus"]) == ends)
+        peers = [p["gbs"] for p, lk in nvlinked if frozenset(lk["gpus"]) != ends and lk["nvlink_count"] == link["nvlink_count"]]
         if len(peers) < 2:
             continue
         median = statistics.median(peers)

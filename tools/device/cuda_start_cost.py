@@ -7,7 +7,6 @@ Reads only; creates contexts and releases them.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import statistics
 import subprocess

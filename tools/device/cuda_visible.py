@@ -7,7 +7,6 @@ Prints one JSON line per mask and a summary line. Never changes any GPU setting.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess

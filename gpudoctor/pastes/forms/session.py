@@ -72,7 +72,7 @@ def _unprint(expr: str) -> str:
 def _answer_lines(lines: list[str], number: int, count: int) -> list[str]:
     """What came out of the command on line ``number``: the next line, or ``count`` lines when one value
     per line was printed; nothing when the next line is another prompt."""
-    after = [l.strip() for l in lines[number:number + max(count, 1)]]
+    after = [ln.strip() for ln in lines[number:number + max(count, 1)]]
     if not after or not after[0] or _PROMPT.match(after[0]) or after[0].startswith(("$", "#", "(")) and "Device" not in after[0]:
         return []
     return after

@@ -100,7 +100,7 @@ def training_verdict(losses: list[float], times: list[float], moved: bool, devic
     """One rule for every framework's training step: the loss falls below 0.7 of its start, the weights
     move, nothing is NaN or infinite; the step time is the median of the warm steps (the first five
     include compilation and allocation)."""
-    finite = all(math.isfinite(l) for l in losses)
+    finite = all(math.isfinite(x) for x in losses)
     return {"ok": finite and moved and losses[-1] < 0.7 * losses[0], "loss_first": losses[0], "loss_last": losses[-1],
             "steps": len(losses), "params_updated": moved, "finite": finite, "device": device,
             "warm_step_s": statistics.median(times[5:]), "first_step_s": times[0], "steps_s": sum(times), **extra}

@@ -217,13 +217,13 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
         a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         if dtype == torch.bfloat16:
-            t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
+            t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)  # noqa: F821 - the lambda runs before the del below
         else:
             with _GLOBAL_STATE:  # tf32 on for this timing only; another GPU's thread may be checking float32
                 old = torch.backends.cuda.matmul.allow_tf32
                 torch.backends.cuda.matmul.allow_tf32 = True
                 try:
-                    t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)
+                    t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)  # noqa: F821 - the lambda runs before the del below
                 finally:
                     torch.backends.cuda.matmul.allow_tf32 = old
         out[f"matmul_{label}_tflops"] = 2 * n**3 / t / 1e12
@@ -232,7 +232,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     size = min(1 << 30, budget // 2)
     src = torch.empty(size, dtype=torch.uint8, device=dev).random_(generator=g)
     dst = torch.empty_like(src)
-    t = _events_median(torch, lambda: dst.copy_(src), 3, repeats)
+    t = _events_median(torch, lambda: dst.copy_(src), 3, repeats)  # noqa: F821 - the lambda runs before the del below
     out["device_copy_gbs"] = 2 * size / t / 1e9  # bytes read + bytes written
     out["device_copy_bytes"] = size
     del src, dst
