@@ -14,10 +14,10 @@ from typing import Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import WARNING, Finding
+from gpudoctor.frameworks_table import NAMES
 from gpudoctor.views.framework_env import (FALLS_BACK, TF_ALLOCATORS, TORCH_ALLOC_VARS, alloc_conf_causes, framework_env,
                                            framework_facts, framework_info, jax_platforms, not_installed, quoted,
                                            xla_client_causes, xla_flags_causes)
-from gpudoctor.views.frameworks import NAMES
 from gpudoctor.views.visibility import CUDA_ENV_DOCS, resolve
 
 TORCH_ALLOC_DOCS = "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"

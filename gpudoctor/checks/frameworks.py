@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from gpudoctor import versions
+from gpudoctor import frameworks_table, versions
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.findings import Finding
+from gpudoctor.frameworks_table import NAMES
 from gpudoctor.snapshot import get, known
 from gpudoctor.views.framework_env import steering_cause
-from gpudoctor.views.frameworks import NAMES
 from gpudoctor.views.visibility import resolve
 
 if TYPE_CHECKING:
@@ -146,13 +146,9 @@ def _not_started(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Find
 
 def _own_step(facts: Facts, name: str, stage: Optional[str]) -> str:
     """A one-line program that does what the framework child did up to ``stage``."""
-    py = _python(facts)
-    if stage in (None, "import"):
-        return f"{py} -c 'import {name}'"
-    return {"torch": f"{py} -c 'import torch; torch.ones(1, device=\"cuda\")'",
-            "tensorflow": f"{py} -c 'import tensorflow as tf; print(tf.config.list_physical_devices(\"GPU\"))'",
-            "jax": f"{py} -c 'import jax; print(jax.devices(\"gpu\"))'",
-            "cupy": f"{py} -c 'import cupy; print(cupy.ones(1))'"}.get(name, f"{py} -c 'import {name}'")
+    fw = frameworks_table.get(name)
+    step = fw.own_step if fw and stage not in (None, "import") else f"import {name}"
+    return f"{_python(facts)} -c '{step}'"
 
 
 def _steering(facts: Facts, name: str) -> Optional[tuple[str, str, str]]:
@@ -172,15 +168,13 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         label = NAMES.get(name, name)
         vendor = _other_vendor(info)
         if vendor:  # a ROCm or XPU build on NVIDIA GPUs uses them no more than a CPU-only build does
-            text, commands = (_torch_install(str(info.get("version") or ""), facts) if name == "torch" else
-                              (f"Install a CUDA build of {label} for this driver.", _gpu_build_commands(name, facts)))
+            text, commands = _cuda_install(name, info, facts)
             yield finding("FWK001", f"{_named(label, info)} is a {vendor} build, not a CUDA build, on a machine "
                                     f"with {expected} NVIDIA GPU(s)", detail=_why_not_cuda(fw, vendor), text=text,
                           commands=commands)
             continue
         if info.get("cpu_only_build") is True:  # proven; null (the package metadata cannot tell) is no verdict
-            text, commands = (_torch_install(str(info.get("version") or ""), facts) if name == "torch" else
-                              (f"Install a CUDA build of {label} for this driver.", _gpu_build_commands(name, facts)))
+            text, commands = _cuda_install(name, info, facts)
             yield finding("FWK001", f"{_named(label, info)} is a CPU-only build, on a machine with {expected} GPU(s)",
                           detail=_why_cpu(name, fw), text=text, commands=commands)
             continue
@@ -251,26 +245,30 @@ def _why_cpu(name: str, fw: dict[str, Any]) -> str:
     if fw.get("status") == "metadata":
         evidence = [str(e) for e in info.get("evidence") or []]
         return "Read from package metadata (nothing was imported): " + ("; ".join(evidence) or "no detail") + "."
-    if name == "torch":
-        return f"torch.version.cuda is None ({error})." if error else "torch.version.cuda is None."
-    if name == "tensorflow":
-        return "tf.sysconfig.get_build_info() does not say is_cuda_build=True or is_rocm_build=True."
-    if name == "jax":
-        return (f"No jax-cuda plugin is installed, and jax.devices('gpu') raised {error}." if error
-                else "No jax-cuda plugin is installed.")
-    return ""
+    fw = frameworks_table.get(name)
+    if fw is None:
+        return ""
+    return fw.cpu_only_says_error.format(error=error) if error and fw.cpu_only_says_error else fw.cpu_only_says
+
+
+def _cuda_install(name: str, info: dict[str, Any], facts: Facts) -> tuple[str, list[str]]:
+    """FWK001's advice: (sentence, commands) that install a CUDA build of framework ``name``."""
+    fw = frameworks_table.get(name)
+    if fw and fw.installs_from_matrix:
+        return _torch_install(str(info.get("version") or ""), facts)
+    return f"Install a CUDA build of {NAMES.get(name, name)} for this driver.", _gpu_build_commands(name, facts)
 
 
 def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
-    """TensorFlow's and JAX's CUDA builds (PyTorch's is chosen by _torch_install, from the matrix)."""
-    py = _python(facts)
+    """The table's CUDA build of framework ``name`` for this driver: the one for the newest CUDA the
+    driver supports, else the one for any driver (a driver of unknown CUDA gets that)."""
+    fw = frameworks_table.get(name)
+    if fw is None or not fw.installs:
+        return []
     cuda = _driver_cuda(facts)
-    if name == "tensorflow":
-        return [f"{py} -m pip uninstall -y tensorflow-cpu", f"{py} -m pip install 'tensorflow[and-cuda]'"]
-    if name == "jax":
-        extra = "cuda13" if cuda and cuda >= Version("13.0") else "cuda12"
-        return [f"{py} -m pip install -U 'jax[{extra}]'"]
-    return []
+    fitting = [i for i in fw.installs if i.min_driver_cuda is None or (cuda and cuda >= Version(i.min_driver_cuda))]
+    py = _python(facts)
+    return [f"{py} -m pip {args}" for args in (fitting or fw.installs)[-1].pip]
 
 
 def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:

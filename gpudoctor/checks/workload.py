@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_index
 from gpudoctor.findings import Finding, Subject
-from gpudoctor.views.frameworks import NAMES
+from gpudoctor.frameworks_table import NAMES
 from gpudoctor.views.topology import PCIE_GB_PER_LANE
 
 STEPS = ("elementwise", "matmul", "conv")

@@ -12,6 +12,7 @@ import click
 
 from gpudoctor.cli.base import EXIT_CODES_HELP, LISTING, MATRIX_OPTION, cli
 from gpudoctor.cli.errors import BadInput
+from gpudoctor.frameworks_table import KEYS
 from gpudoctor.render.safe import json_text, terminal
 
 if TYPE_CHECKING:
@@ -49,17 +50,18 @@ def matrix_group() -> None:
                                                        "WSL runs the Windows driver). Default: judged as Linux.")
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, stack, findings} as JSON.")
 @MATRIX_OPTION
-def matrix_check(driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cuda, cudnn, python, os_name, as_json) -> None:
+def matrix_check(as_json: bool, **options: Optional[str]) -> None:
     """Judge a hypothetical stack: exit 1 on an error verdict, 2 on bad input, else 0."""
     from gpudoctor.compat import queries
 
-    if not any((driver, driver_cuda, gpu, cc, torch, tensorflow, jax, cupy, cuda, cudnn, python)):
+    if not any(value for name, value in options.items() if name != "os_name"):
         raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
                        "--cuda, --cudnn, --python")
-    parsed = check_inputs(driver, cc, python, cuda, cudnn, driver_cuda, torch, tensorflow, jax, cupy)
+    driver, gpu, cc, os_name = options["driver"], options["gpu"], options["cc"], options["os_name"]
+    parsed = check_inputs(**{name: value for name, value in options.items() if name not in ("gpu", "os_name")})
     _matrix_call(lambda: one_gpu(gpu, cc))
-    stack = _matrix_call(lambda: queries.stack_from_args(driver, gpu, cc, torch, tensorflow, cuda, cudnn, python,
-                                                         os_name and os_name.lower(), jax, cupy, parsed))
+    asked = {**options, "driver_cuda": parsed, "os_name": os_name and os_name.lower()}
+    stack = _matrix_call(lambda: queries.stack_from_args(**asked))
     notes = [n for n in [_matrix_call(lambda: driver_cuda_note(driver, parsed, os_name))] if n]
     sys.exit(_matrix_call(lambda: _print_check(stack, as_json, notes)))
 
@@ -146,20 +148,19 @@ def _need_ascii(value: Optional[str], option: str) -> None:
         raise BadInput(f"{option}: {value!r} is not a version: use ASCII digits (0-9)")
 
 
-def check_inputs(driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
+def check_inputs(*, driver: Optional[str] = None, cc: Optional[str] = None, python: Optional[str] = None,
                  cuda: Optional[str] = None, cudnn: Optional[str] = None, driver_cuda: Optional[str] = None,
-                 torch: Optional[str] = None, tensorflow: Optional[str] = None, jax: Optional[str] = None,
-                 cupy: Optional[str] = None) -> Optional[str]:
-    """Every value that must be a version is one, or a one-line usage error (exit 2). Returns the
-    driver's CUDA version, normalised ("11040" -> "11.4")."""
+                 **versions: Optional[str]) -> Optional[str]:
+    """Every value that must be a version is one, or a one-line usage error (exit 2). ``versions`` are the
+    frameworks' (--torch ...), by their keys in gpudoctor/frameworks_table.py. Returns the driver's CUDA
+    version, normalised ("11040" -> "11.4")."""
     from gpudoctor.compat.rules import parse_driver_cuda
 
-    for value, option in ((driver, "--driver"), (cc, "--cc"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
-                          (driver_cuda, "--driver-cuda"), (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"),
-                          (cupy, "--cupy")):
+    builds = [(versions.get(key), f"--{key}") for key in KEYS]
+    for value, option in [(driver, "--driver"), (cc, "--cc"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
+                          (driver_cuda, "--driver-cuda"), *builds]:
         _need_ascii(value, option)
-    for value, option in ((driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"),
-                          (torch, "--torch"), (tensorflow, "--tensorflow"), (jax, "--jax"), (cupy, "--cupy")):
+    for value, option in [(driver, "--driver"), (python, "--python"), (cuda, "--cuda"), (cudnn, "--cudnn"), *builds]:
         _need_version(value, option)
     if cc is not None and not re.fullmatch(r"\d{1,2}\.\d", cc.strip(), re.ASCII):
         raise BadInput(f"--cc: {cc!r} is not a compute capability (X.Y, e.g. 8.6)")

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from gpudoctor import frameworks_table
 from gpudoctor.compat import rules
 from gpudoctor.compat.data import MatrixError
-from gpudoctor.compat.model import NAMES, Build, Facts, Stack
+from gpudoctor.compat.model import Build, Facts, Stack
 from gpudoctor.compat.stack import build_from_matrix
 from gpudoctor.snapshot import get, known
 
@@ -56,16 +57,17 @@ def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack)
     it was only read from package metadata). Unknown to the matrix is not an error here: the build
     exists, so only its own facts are judged."""
     info = fw.get("info") or {}
-    if fw.get("status") not in ("ok", "metadata") or name not in NAMES:
+    if fw.get("status") not in ("ok", "metadata") or name not in frameworks_table.NAMES:
         return None
     version = str(info.get("version") or "")
-    label = f"{NAMES[name]} {version}"
+    label = f"{frameworks_table.NAMES[name]} {version}"
     if info.get("cpu_only_build") is True:
         return Build(label, name, None, version=version, cpu_only=True, installed=True)
     # package metadata may name only the CUDA major it targets (a cu13 requirement): judged as a major
     cuda = info.get("built_cuda") or (info.get("cuda_major") if info.get("cuda_build") is True else None)
-    if name in ("jax", "cupy"):
-        cuda = cuda or _package_cuda_major(name, facts)
+    row = frameworks_table.get(name)
+    if row and row.cuda_package:
+        cuda = cuda or _package_cuda_major(row.cuda_package, facts)
     scratch = Stack(os=stack.os)  # what the matrix does not know is not reported for an installed build
     try:
         from_matrix = build_from_matrix(name, _matrix_version(name, version, cuda, facts), scratch, installed=True) if version else None
@@ -118,10 +120,11 @@ def _same_cuda(a: Optional[str], b: Optional[str]) -> bool:
     return va is not None and va == vb
 
 
-def _package_cuda_major(name: str, facts: Facts) -> Optional[str]:
-    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name (cupy-cuda101: CUDA 10.1 itself)."""
+def _package_cuda_major(pattern: str, facts: Facts) -> Optional[str]:
+    """jax-cuda13-plugin, cupy-cuda13x: the CUDA major is in the package name (cupy-cuda101: CUDA 10.1 itself),
+    as the framework's ``cuda_package`` pattern reads it."""
     for dist in get(facts, "python.distributions") or []:
-        m = re.match(r"^(?:jax-cuda(\d+)-plugin|cupy-cuda(\d+)x|cupy-cuda(\d+)(\d))$", dist.get("name", ""))
-        if m and dist["name"].startswith("jax" if name == "jax" else "cupy"):
-            return m.group(1) or m.group(2) or f"{m.group(3)}.{m.group(4)}"  # cupy-cuda101: CUDA 10.1
+        m = re.match(pattern, dist.get("name", ""))
+        if m:
+            return m.group("major") or f"{m.group('exact')}.{m.group('minor')}"  # cupy-cuda101: CUDA 10.1
     return None

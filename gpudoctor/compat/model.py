@@ -24,8 +24,6 @@ def finding(code: str, title: str, detail: str = "", text: str = "", commands: S
 
 
 COMPAT_DOCS = "https://docs.nvidia.com/deploy/cuda-compatibility/"
-TORCH_INDEX = "https://download.pytorch.org/whl"
-NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
 OS_NAMES = ("linux", "windows", "wsl", "macos")
 
 

@@ -14,14 +14,19 @@ from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
 from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, Finding
+from gpudoctor.frameworks_table import KEYS
 
 
-def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc: Optional[str] = None,
-                    torch: Optional[str] = None, tensorflow: Optional[str] = None, cuda: Optional[str] = None,
-                    cudnn: Optional[str] = None, python: Optional[str] = None, os_name: Optional[str] = None,
-                    jax: Optional[str] = None, cupy: Optional[str] = None, driver_cuda: Optional[str] = None) -> Stack:
+def stack_from_args(*, driver: Optional[str] = None, driver_cuda: Optional[str] = None, gpu: Optional[str] = None,
+                    cc: Optional[str] = None, cuda: Optional[str] = None, cudnn: Optional[str] = None,
+                    python: Optional[str] = None, os_name: Optional[str] = None, **versions: Optional[str]) -> Stack:
     """The hypothetical stack the options describe, once they are known to be versions (cli/matrix.py
-    checks them; ``driver_cuda`` is already "X.Y"); what the matrix does not know goes to stack.unknown."""
+    checks them; ``driver_cuda`` is already "X.Y"); what the matrix does not know goes to stack.unknown.
+    ``versions`` holds each framework's version as `matrix check` takes it, by its key in
+    gpudoctor/frameworks_table.py (torch="2.5.1+cu121"), so a new framework needs no new parameter."""
+    strange = sorted(set(versions) - set(KEYS))
+    if strange:
+        raise TypeError(f"stack_from_args() got unknown framework(s): {', '.join(strange)}")
     stack = Stack(driver=driver, python=python, cudnn=cudnn, os=os_name)
     if driver_cuda:
         stack.driver_cuda = driver_cuda
@@ -42,7 +47,8 @@ def stack_from_args(driver: Optional[str] = None, gpu: Optional[str] = None, cc:
         cc = None  # one GPU: cli/matrix.py refuses a --cc that contradicts the matrix's row
     if cc:
         stack.gpus.append((f"compute capability {cc}", cc))
-    for framework, text in (("torch", torch), ("tensorflow", tensorflow), ("jax", jax), ("cupy", cupy)):
+    for framework in KEYS:
+        text = versions.get(framework)
         if text:
             build = build_from_matrix(framework, text.strip(), stack)
             if build is not None:

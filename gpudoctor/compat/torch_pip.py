@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gpudoctor.compat import rules
-from gpudoctor.compat.model import TORCH_INDEX
+from gpudoctor.frameworks_table import TORCH_INDEX
 
 #: the page every release from 1.2 to 1.9 names with -f
 _STABLE = f"{TORCH_INDEX}/torch_stable.html"

@@ -25,7 +25,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Optional
 
-FRAMEWORK_MODULES = ("torch", "tensorflow", "jax", "cupy")
+from gpudoctor.frameworks_table import MODULES
+
 #: Why an environment variable's folder is not diagnosed (choose) and how environments() lists it.
 NO_PYTHON = "it holds no bin/python (nor bin/python3) gpudoctor can run"
 #: How long the diagnosed interpreter gets to say what it is (a cold start on a network file system).
@@ -111,7 +112,7 @@ def _prefix_of(exe: str) -> str:
 
 
 def holds_frameworks(path: list[str]) -> bool:
-    return any(installed(name, path) for name in FRAMEWORK_MODULES)
+    return any(installed(name, path) for name in MODULES)
 
 
 def installed(name: str, path: Optional[list[str]] = None) -> bool:
@@ -125,7 +126,7 @@ def installed(name: str, path: Optional[list[str]] = None) -> bool:
 
 def _prefix_holds_frameworks(prefix: str) -> bool:
     """A cheap look, without starting the interpreter: a framework folder in its site-packages."""
-    return any(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", name)) for name in FRAMEWORK_MODULES)
+    return any(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", name)) for name in MODULES)
 
 
 def target_path() -> list[str]:
@@ -219,7 +220,7 @@ def environments(environ: Optional[dict[str, str]] = None) -> list[dict[str, Any
         entry = seen.setdefault(prefix, {"prefix": prefix, "executable": exe, "as": [], "frameworks": []})
         entry["as"].append(what)
         if not entry["frameworks"]:
-            entry["frameworks"] = [n for n in FRAMEWORK_MODULES
+            entry["frameworks"] = [n for n in MODULES
                                    if glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", n))]
 
     add("gpudoctor's own", sys.executable)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, TypeVar
 
+from gpudoctor import frameworks_table
 from gpudoctor.findings import ERROR, WARNING
 from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
@@ -161,13 +162,11 @@ def placement_phrases(facts: dict[str, Any]) -> list[str]:
     placement = (facts.get("workload") or {}).get("placement") if isinstance(facts.get("workload"), dict) else None
     if not isinstance(placement, dict):
         return []
-    from gpudoctor.views.frameworks import NAMES
-
     some, every = [], []
     for name, where in placement.items():
         if not isinstance(where, dict):
             continue
-        label = NAMES.get(name, str(name))
+        label = frameworks_table.NAMES.get(name, str(name))
         if where.get("why") == "every GPU":
             every.append(label)
         elif isinstance(where.get("devices"), list):
@@ -224,7 +223,7 @@ def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] 
 
 def _build_phrase(build: Any) -> str:
     """"torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)": the build as the compat checks see it."""
-    name = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "cupy"}.get(build.framework, build.framework)
+    name = frameworks_table.module(build.framework)
     if build.cpu_only:
         return f"{name} {build.version} (CPU-only)"
     if not build.cuda:

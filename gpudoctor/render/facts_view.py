@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional, Union
 
 from gpudoctor import versions
 from gpudoctor.findings import ERROR, INFO, WARNING
+from gpudoctor.frameworks_table import NAMES
 from gpudoctor.render.safe import terminal
 from gpudoctor.status import PROBE_OK
 
@@ -35,7 +36,6 @@ MIB = 1024**2
 INDENT = "    "
 #: Keys are aligned within a group up to this width; a longer key (a long path) just pushes its value.
 KEY_WIDTH_MAX = 36
-FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
 
 #: How a word of a snake_case key reads in a label.
 WORDS = {
@@ -486,7 +486,7 @@ def _workload_runs(label: str, value: list[Any], ctx: Context, path: str) -> Nod
         name = run.get("framework")
         device = run.get("device", "?")
         where = f"cuda:{device}" if str(device).isdigit() else terminal(device)
-        title = f"{FRAMEWORK_NAMES.get(name, terminal(name))} on {where}"
+        title = f"{NAMES.get(name, terminal(name))} on {where}"
         sections.append(Section(title, _rows(run, f"{path}.*", ctx, skip=("framework",))))
     return Section(label, sections)
 
@@ -620,7 +620,7 @@ def _section(key: str, facts: dict[str, Any], ctx: Context) -> list[Section]:
     if key == "frameworks":
         if not isinstance(value, dict):
             return [Section("Frameworks", [_node("Frameworks", value, "frameworks", ctx)])]
-        return [_framework(f"Framework: {FRAMEWORK_NAMES.get(name, terminal(name))} ({terminal(name)})", fw, ctx,
+        return [_framework(f"Framework: {NAMES.get(name, terminal(name))} ({terminal(name)})", fw, ctx,
                            f"frameworks.{name}") for name, fw in value.items()]
     title = TITLES.get(key, _label(key))
     if key == "topology" and isinstance(value, dict) and value.get("pairs") == []:
@@ -663,6 +663,6 @@ def _loaded_by(facts: dict[str, Any]) -> dict[str, list[str]]:
             for where in {lib.get("real_path"), lib.get("path")}:
                 if isinstance(where, str):
                     who = out.setdefault(where, [])
-                    if FRAMEWORK_NAMES.get(name, terminal(name)) not in who:
-                        who.append(FRAMEWORK_NAMES.get(name, terminal(name)))
+                    if NAMES.get(name, terminal(name)) not in who:
+                        who.append(NAMES.get(name, terminal(name)))
     return out

@@ -8,11 +8,13 @@ import re
 import threading
 from typing import Any, Callable, Optional
 
+from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
 from gpudoctor.probes.child import ChildResult, child_env, run_module
 
 WORKER = "gpudoctor.probes.frameworks.worker"
-FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
+#: The frameworks probed, in the order the reports list them.
+FRAMEWORKS = KEYS
 #: Keep frameworks from grabbing the GPU's memory for a two-by-two product.
 CHILD_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 

@@ -42,7 +42,7 @@ import os
 import re
 import sys
 from importlib import metadata
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 def header(dist: Any, key: str) -> Optional[str]:
     """One header of a distribution's METADATA (``Name``, ``Version``), read from the header block only.
@@ -121,14 +121,27 @@ def dist_version(dist: Any) -> str:
     return header(dist, "Version") or ""
 
 
-FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy")
-#: The distributions that install each framework's module, most usual first.
-CANDIDATES = {
-    "torch": ("torch",),
-    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm", "tensorflow-intel",
-                   "tensorflow-macos", "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow"),
-    "jax": ("jax",),
+class Kind(NamedTuple):
+    """What this reader needs of a framework: the fields of gpudoctor/frameworks_table.py's row it reads,
+    copied, since this file imports nothing of gpudoctor (tests/test_frameworks_table.py holds them equal)."""
+
+    label: str  # how the evidence names it
+    module: str  # what ``import`` names
+    distributions: Tuple[str, ...]  # the distributions that install the module, most usual first
+    prefixes: Tuple[str, ...] = ()  # families of them named per CUDA or ROCm build (cupy-cuda12x)
+    cpu_only_builds: bool = True  # False: built for CUDA or ROCm whatever its package says
+
+
+#: Per framework key, in the table's order.
+KINDS = {
+    "torch": Kind("PyTorch", "torch", ("torch",)),
+    "tensorflow": Kind("TensorFlow", "tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm",
+                                                    "tensorflow-intel", "tensorflow-macos", "tensorflow-aarch64",
+                                                    "tensorflow-cpu-aws", "intel-tensorflow")),
+    "jax": Kind("JAX", "jax", ("jax",)),
+    "cupy": Kind("CuPy", "cupy", ("cupy",), ("cupy-cuda", "cupy-rocm"), cpu_only_builds=False),
 }
+FRAMEWORKS = tuple(KINDS)
 MAX_FILE = 64 * 1024  # the build-info files are a few hundred bytes
 
 
@@ -430,16 +443,16 @@ def _installed_note(dist: Any, extra: str, index: _Index) -> Tuple[Optional[bool
 # --- per framework -----------------------------------------------------------------------------------
 
 def _read(name: str, index: _Index) -> Dict[str, Any]:
-    spec = index.find_spec(name)
+    kind = KINDS[name]
+    spec = index.find_spec(kind.module)
     if spec is None:
         return {"installed": False}
     mod_dir = _module_dir(spec)
     claims = _Claims()
     out: Dict[str, Any] = {"installed": True}
-    if name == "cupy":
-        names = tuple(n for n in index.names() if n == "cupy" or n.startswith(("cupy-cuda", "cupy-rocm")))
-    else:
-        names = CANDIDATES[name]
+    names = kind.distributions
+    if kind.prefixes:  # every distribution of the family, in the index's order
+        names = tuple(n for n in index.names() if n in kind.distributions or n.startswith(kind.prefixes))
     owners = _owners(name, mod_dir, names, index)
     version = _versions(owners)
     if len(owners) > 1:
@@ -448,9 +461,9 @@ def _read(name: str, index: _Index) -> Dict[str, Any]:
     reader = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[name]
     module_version = reader(owners, mod_dir, index, claims, out)
     result = claims.conclude()
-    if name == "cupy" and result["cpu_only_build"] is None and owners:
-        result["cpu_only_build"] = False  # CuPy has no CPU-only build: it is built for CUDA or ROCm
-        result["evidence"].append("CuPy has no CPU-only build")
+    if not kind.cpu_only_builds and result["cpu_only_build"] is None and owners:
+        result["cpu_only_build"] = False  # it is built for CUDA or ROCm
+        result["evidence"].append(f"{kind.label} has no CPU-only build")
     out["version"] = module_version or version
     if out["version"] is None and len(owners) > 1:
         out["version_unknown"] = ("several distributions install " + name + " here (" +

@@ -1,0 +1,103 @@
+"""The frameworks gpudoctor knows, each described once: how facts key it, how a reader names it, what
+``import`` names, which pip distributions install it, how to install its CUDA build, which child runs
+its workload, and what its own first step on a GPU is.
+
+Probes, checks, the compatibility rules and the renderers all look a framework up here, so a framework
+is never spelled two ways and a new one is one row. The framework children run under the diagnosed
+interpreter without gpudoctor's dependencies: probes/frameworks/metadata.py keeps the few fields it
+needs as a copy of its own (tests/test_frameworks_table.py holds that copy equal to this table).
+
+Only names and words, standard library only: nothing is imported from gpudoctor, so any layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+#: PyTorch's wheel index; a CUDA variant's index is ``{TORCH_INDEX}/cu130`` and so on.
+TORCH_INDEX = "https://download.pytorch.org/whl"
+
+
+@dataclass(frozen=True)
+class Install:
+    """One CUDA build of a framework from PyPI: the pip arguments of each command, in order, and the
+    oldest CUDA the driver must support for it (None: the build for any driver the framework runs on)."""
+
+    variant: str  # the extra or package that makes it a CUDA build ("and-cuda", "cuda13")
+    pip: tuple[str, ...]  # what follows `python -m pip`, one command each
+    min_driver_cuda: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Framework:
+    key: str  # its key in facts.frameworks, and the option `matrix check` takes (--torch)
+    label: str  # the name findings and reports show
+    module: str  # what ``import`` names
+    distributions: tuple[str, ...]  # the pip distributions that install the module, the usual one first
+    own_step: str  # a one-line program that reaches a GPU as its child does after the import
+    workload: str  # the module whose run_<key> is its workload child (probes/workload/worker.py)
+    distribution_prefixes: tuple[str, ...] = ()  # families of distributions named per CUDA or ROCm (cupy-cuda12x)
+    cuda_package: str = ""  # the pattern of a package whose name gives the CUDA it targets: "major", or "exact" and "minor"
+    installs: tuple[Install, ...] = ()  # its CUDA builds, oldest driver CUDA first
+    installs_from_matrix: bool = False  # one wheel per CUDA on its own index: the matrix picks it (compat/torch_pip.py)
+    cpu_only_builds: bool = True  # CuPy is built for CUDA or ROCm, never for the CPU alone
+    cpu_only_says: str = ""  # what the imported framework answers that shows a CPU-only build
+    cpu_only_says_error: str = ""  # the same where it raised {error} on the way; empty: the error adds nothing
+
+
+_AND_CUDA = "install 'tensorflow[and-cuda]'"
+
+#: In the order the probes run them and the reports list them.
+FRAMEWORKS: tuple[Framework, ...] = (
+    Framework("torch", "PyTorch", "torch", ("torch",),
+              own_step='import torch; torch.ones(1, device="cuda")',
+              workload="gpudoctor.probes.workload.torch_run", installs_from_matrix=True,
+              cpu_only_says="torch.version.cuda is None.",
+              cpu_only_says_error="torch.version.cuda is None ({error})."),
+    Framework("tensorflow", "TensorFlow", "tensorflow",
+              ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm", "tensorflow-intel",
+               "tensorflow-macos", "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow"),
+              own_step='import tensorflow as tf; print(tf.config.list_physical_devices("GPU"))',
+              workload="gpudoctor.probes.workload.tensorflow_run",
+              installs=(Install("and-cuda", ("uninstall -y tensorflow-cpu", _AND_CUDA)),),
+              cpu_only_says="tf.sysconfig.get_build_info() does not say is_cuda_build=True or is_rocm_build=True."),
+    Framework("jax", "JAX", "jax", ("jax",),
+              own_step='import jax; print(jax.devices("gpu"))',
+              workload="gpudoctor.probes.workload.jax_run",
+              cuda_package=r"^jax-cuda(?P<major>\d+)-plugin$",
+              installs=(Install("cuda12", ("install -U 'jax[cuda12]'",)),
+                        Install("cuda13", ("install -U 'jax[cuda13]'",), min_driver_cuda="13.0")),
+              cpu_only_says="No jax-cuda plugin is installed.",
+              cpu_only_says_error="No jax-cuda plugin is installed, and jax.devices('gpu') raised {error}."),
+    Framework("cupy", "CuPy", "cupy", ("cupy",),
+              own_step="import cupy; print(cupy.ones(1))",
+              workload="gpudoctor.probes.workload.cupy_run",
+              distribution_prefixes=("cupy-cuda", "cupy-rocm"),
+              cuda_package=r"^cupy-cuda(?:(?P<major>\d+)x|(?P<exact>\d+)(?P<minor>\d))$",
+              cpu_only_builds=False),
+)
+
+#: The frameworks' keys, in order.
+KEYS: tuple[str, ...] = tuple(f.key for f in FRAMEWORKS)
+#: A framework's key -> the name shown in findings.
+NAMES: dict[str, str] = {f.key: f.label for f in FRAMEWORKS}
+#: The modules whose presence means a framework is installed.
+MODULES: tuple[str, ...] = tuple(f.module for f in FRAMEWORKS)
+_BY_KEY = {f.key: f for f in FRAMEWORKS}
+
+
+def get(key: str) -> Optional[Framework]:
+    """The framework of key ``key``; None for one this version does not know (a report from another)."""
+    return _BY_KEY.get(key)
+
+
+def label(key: str) -> str:
+    """How a reader names framework ``key``; an unknown one is shown by its key."""
+    return NAMES.get(key, key)
+
+
+def module(key: str) -> str:
+    """What ``import`` names for framework ``key``; an unknown one is imported by its key."""
+    fw = _BY_KEY.get(key)
+    return fw.module if fw else key
