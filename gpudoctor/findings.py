@@ -8,12 +8,15 @@ destructive, so a renderer may print them as a block and a user may paste them; 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 # The severities and check statuses live in gpudoctor/status.py with every other layer's words; kept
 # importable from here, where most code has always found them.
 from gpudoctor.status import (ERROR, FAIL, INFO, PASS, SEVERITIES, SKIP, STATUSES, TIMEOUT, WARN, WARNING,  # noqa: F401
                               severity_rank)
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class Subject:
         return cls(**fields)
 
 
-def gpu_subject(gpu: dict[str, Any]) -> Subject:
+def gpu_subject(gpu: GpuFacts) -> Subject:
     uuid = gpu.get("uuid")
     return Subject("gpu", gpu.get("index"), uuid if isinstance(uuid, str) else None)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from gpudoctor import __version__
 from gpudoctor import report as rep
@@ -31,6 +31,9 @@ from gpudoctor.findings import ERROR, WARNING
 from gpudoctor.fleet_counters import counter_outliers
 from gpudoctor.snapshot import get, gpus, is_unavailable, job_nodes, known
 from gpudoctor.views.driver import cuda_version
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 MERGE_SCHEMA_VERSION = 1
 #: "Well below its peers": worse than this fraction of the peers' median (for a time: above median / WELL_BELOW).
@@ -347,7 +350,7 @@ def _split(path: str) -> list[str]:
     return parts
 
 
-def _gpu_by(facts: dict[str, Any], element: dict[str, Any]) -> Optional[dict[str, Any]]:
+def _gpu_by(facts: dict[str, Any], element: dict[str, Any]) -> Optional[GpuFacts]:
     """The NVML GPU a list element measured: by its UUID, its NVML ``index``, or its CUDA ordinal
     (``ordinal``, or a workload run's ``device``) through the UUIDs the smoke probe enumerated."""
     uuid = element.get("uuid")
@@ -363,18 +366,18 @@ def _gpu_by(facts: dict[str, Any], element: dict[str, Any]) -> Optional[dict[str
     return None
 
 
-def _gpu_by_ordinal(facts: dict[str, Any], ordinal: Any) -> Optional[dict[str, Any]]:
+def _gpu_by_ordinal(facts: dict[str, Any], ordinal: Any) -> Optional[GpuFacts]:
     """The NVML GPU behind the multi-GPU test's CUDA ordinal, through the UUIDs that test enumerated."""
     devices = get(facts, "multigpu.devices") or []
     uuid = next((d.get("uuid") for d in devices if isinstance(d, dict) and str(d.get("ordinal")) == str(ordinal)), None)
     return next((g for g in gpus(facts) if g.get("uuid") == uuid), None) if isinstance(uuid, str) else None
 
 
-def _link(facts: dict[str, Any], ends: list[Optional[dict[str, Any]]]) -> str:
+def _link(facts: dict[str, Any], ends: list[Optional[GpuFacts]]) -> str:
     """How two GPUs are joined, for grouping P2P figures: their NVLink count, or no NVLink."""
     if not all(ends):
         return "link unknown"
-    pair = sorted(g.get("index") for g in ends)
+    pair = sorted(g["index"] for g in ends if g is not None)  # gpus() yields only GPUs with an index
     found = next((p for p in get(facts, "topology.pairs") or [] if isinstance(p, dict) and sorted(p.get("gpus") or []) == pair),
                  None)
     count = found.get("nvlink_count") if found else None

@@ -14,9 +14,14 @@ a sentence to search; the sentence older reports carried instead is read in that
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, cast
 
 from gpudoctor.status import PROBE_TIMEOUT, STOPPED_DEADLINE, STOPPED_TIMEOUT
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard  # typing has it from Python 3.10
+
+    from gpudoctor.facts_types import Absent, GpuFacts
 
 SCHEMA_VERSION = 1
 
@@ -41,7 +46,7 @@ def unavailable(reason: str, error: Optional[str] = None) -> dict[str, str]:
     return {"unavailable": reason} if error is None else {"unavailable": reason, "error": error}
 
 
-def is_unavailable(value: Any) -> bool:
+def is_unavailable(value: Any) -> TypeGuard[Absent]:
     return isinstance(value, dict) and "unavailable" in value and set(value) <= {"unavailable", "error"}
 
 
@@ -81,11 +86,11 @@ def get(facts: Mapping[str, Any], path: str, default: Any = None) -> Any:
 
 
 
-def gpus(facts: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def gpus(facts: Mapping[str, Any]) -> Iterator[GpuFacts]:
     """The GPUs NVML listed, skipping entries that could not be read at all."""
     for gpu in facts.get("gpus") or []:
         if isinstance(gpu, dict) and "index" in gpu:
-            yield gpu
+            yield cast("GpuFacts", gpu)
 
 
 def job_nodes(facts: Any) -> list[dict[str, Any]]:

@@ -4,10 +4,13 @@ and the one constructor of findings (which takes the severity from the code cata
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
 
 from gpudoctor.codes import lookup
 from gpudoctor.findings import Finding, Remediation, Subject
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 Facts = dict[str, Any]
 
@@ -55,7 +58,7 @@ def nvml_ready(facts: Facts) -> bool:
     return bool(init.get("ok"))
 
 
-def require_gpus(facts: Facts) -> list[dict[str, Any]]:
+def require_gpus(facts: Facts) -> list[GpuFacts]:
     from gpudoctor.snapshot import gpus
 
     if not nvml_ready(facts):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, cast
 
 from gpudoctor.checks.base import (DRIVER_ERRORS_COMMAND, DRIVER_LOAD_COMMAND, DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts,
                                     NotApplicable, finding, nvml_ready)
@@ -12,6 +12,9 @@ from gpudoctor.snapshot import get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
 from gpudoctor.compat.branches import undriven
 from gpudoctor.views.limits import limit_hit
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import NvmlFacts
 
 DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
@@ -24,7 +27,7 @@ NVML_STUCK_S = 5.0
 
 
 def check_nvml_init(facts: Facts) -> Iterator[Finding]:
-    nvml = facts.get("nvml") or {}
+    nvml = cast("NvmlFacts", facts.get("nvml") or {})
     incomplete = nvml.get("incomplete") or {}
     record = get(facts, "probes.nvml") or {}
     if not nvml and not record:  # nothing was asked of NVML: no verdict, least of all a pass
@@ -232,7 +235,7 @@ def check_nouveau(facts: Facts) -> Iterator[Finding]:
 def check_gpu_count(facts: Facts) -> Iterator[Finding]:
     if not nvml_ready(facts):
         raise NotApplicable("NVML is not available")
-    nvml = facts.get("nvml") or {}
+    nvml = cast("NvmlFacts", facts.get("nvml") or {})
     count = known(nvml.get("device_count"))
     driver = facts.get("driver") or {}
     pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []

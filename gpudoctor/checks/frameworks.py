@@ -8,7 +8,7 @@ Driver-versus-build and architecture verdicts belong to the compatibility checks
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, cast
 
 from packaging.version import InvalidVersion, Version
 
@@ -22,9 +22,11 @@ from gpudoctor.views.visibility import resolve
 
 if TYPE_CHECKING:
     from gpudoctor.compat.model import Stack
+    from gpudoctor.facts_types import FrameworkFacts, FrameworkInfo
 
-def _installed(facts: Facts) -> dict[str, dict[str, Any]]:
-    found = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict) and fw.get("installed")}
+def _installed(facts: Facts) -> dict[str, FrameworkFacts]:
+    found = {n: cast("FrameworkFacts", fw) for n, fw in (facts.get("frameworks") or {}).items()
+             if isinstance(fw, dict) and fw.get("installed")}
     if not found:
         raise NotApplicable("no framework is installed")
     return found
@@ -79,7 +81,7 @@ FAILED_AT = {"import": "fails to import", "cuda_init": "fails to start CUDA", "d
 INSTALL_ERRORS = ("ImportError", "ModuleNotFoundError", "OSError", "AttributeError")
 
 
-def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
+def _failure(facts: Facts, name: str, fw: FrameworkFacts, tail: str) -> Finding:
     """FWK004 with the step the framework failed at, its own last error line, and advice that follows the
     evidence: the variable that caused it, a broken installation, or a crash in the driver's calls."""
     label, error = NAMES.get(name, name), str(fw.get("error") or "")
@@ -118,7 +120,7 @@ def _failure(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
                    commands=[_own_step(facts, name, stage)])
 
 
-def _from_pythonpath(facts: Facts, name: str, fw: dict[str, Any]) -> Optional[tuple[str, str]]:
+def _from_pythonpath(facts: Facts, name: str, fw: FrameworkFacts) -> Optional[tuple[str, str]]:
     """(the PYTHONPATH entry, the file found) when ``import name`` found the framework under PYTHONPATH and
     not in a folder an installed distribution lies in (python.distributions' locations), else None."""
     info = fw.get("info") or {}
@@ -131,7 +133,7 @@ def _from_pythonpath(facts: Facts, name: str, fw: dict[str, Any]) -> Optional[tu
     return entry, found
 
 
-def _not_started(facts: Facts, name: str, fw: dict[str, Any], tail: str) -> Finding:
+def _not_started(facts: Facts, name: str, fw: FrameworkFacts, tail: str) -> Finding:
     """FWK009: the child ended before its first line, so before it imported the framework (a dependency of
     gpudoctor's missing under the diagnosed Python, an interpreter that will not start, a process that could
     not be started at all): saying the framework fails would be a wrong verdict on it."""
@@ -207,7 +209,7 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
                           text="The framework cannot run work on the GPU. The error names the cause.")
 
 
-def _named(label: str, info: dict[str, Any]) -> str:
+def _named(label: str, info: FrameworkInfo) -> str:
     """"PyTorch 2.5.1", or where the version is not known (two dist-infos), says so rather than "None"."""
     version = info.get("version")
     return f"{label} {version}" if version else f"{label} (version unknown: {info.get('version_unknown') or 'not recorded'})"
@@ -217,7 +219,7 @@ def _named(label: str, info: dict[str, Any]) -> str:
 _OTHER_VENDORS = {"rocm": "ROCm", "xpu": "Intel XPU"}
 
 
-def _other_vendor(info: dict[str, Any]) -> Optional[str]:
+def _other_vendor(info: FrameworkInfo) -> Optional[str]:
     """The other GPU vendor a build is for ("ROCm", "Intel XPU"), or None: the package metadata's backend
     (`check --quick`: a +rocm6.2 or +xpu local version, torch/version.py) or torch.version.hip once imported."""
     if info.get("cuda_build") is True or info.get("built_cuda"):
@@ -227,7 +229,7 @@ def _other_vendor(info: dict[str, Any]) -> Optional[str]:
     return _OTHER_VENDORS.get(str(info.get("backend")))
 
 
-def _why_not_cuda(fw: dict[str, Any], vendor: str) -> str:
+def _why_not_cuda(fw: FrameworkFacts, vendor: str) -> str:
     info = fw.get("info") or {}
     if fw.get("status") == "metadata":
         evidence = [str(e) for e in info.get("evidence") or []]
@@ -237,7 +239,7 @@ def _why_not_cuda(fw: dict[str, Any], vendor: str) -> str:
     return f"It is built for {vendor} GPUs only."
 
 
-def _why_cpu(name: str, fw: dict[str, Any]) -> str:
+def _why_cpu(name: str, fw: FrameworkFacts) -> str:
     """What was observed, and only that: the imported framework's own answers (an error only where its
     child recorded one), or for `check --quick` the package evidence the verdict rests on."""
     info = fw.get("info") or {}
@@ -245,13 +247,13 @@ def _why_cpu(name: str, fw: dict[str, Any]) -> str:
     if fw.get("status") == "metadata":
         evidence = [str(e) for e in info.get("evidence") or []]
         return "Read from package metadata (nothing was imported): " + ("; ".join(evidence) or "no detail") + "."
-    fw = frameworks_table.get(name)
-    if fw is None:
+    entry = frameworks_table.get(name)
+    if entry is None:
         return ""
-    return fw.cpu_only_says_error.format(error=error) if error and fw.cpu_only_says_error else fw.cpu_only_says
+    return entry.cpu_only_says_error.format(error=error) if error and entry.cpu_only_says_error else entry.cpu_only_says
 
 
-def _cuda_install(name: str, info: dict[str, Any], facts: Facts) -> tuple[str, list[str]]:
+def _cuda_install(name: str, info: FrameworkInfo, facts: Facts) -> tuple[str, list[str]]:
     """FWK001's advice: (sentence, commands) that install a CUDA build of framework ``name``."""
     fw = frameworks_table.get(name)
     if fw and fw.installs_from_matrix:
@@ -347,7 +349,7 @@ def _torch_blocker(stack: Stack, prefer: Optional[str]) -> str:
     return f"{driver} runs none of {'its' if prefer else 'the'} CUDA builds, even under minor-version compatibility"
 
 
-def _message(info: dict[str, Any]) -> str:
+def _message(info: FrameworkInfo) -> str:
     parts = [info.get("init_error")] + list(info.get("warnings") or [])
     return " ".join(str(p) for p in parts if p)[:1200]
 
@@ -356,7 +358,8 @@ def check_cudnn(facts: Facts) -> Iterator[Finding]:
     for name, fw in _installed(facts).items():
         info = fw.get("info") or {}
         built, runtime = _version(info.get("built_cudnn")), _version(info.get("runtime_cudnn"))
-        refusal = (info.get("runtime_cudnn") or {}).get("error") if isinstance(info.get("runtime_cudnn"), dict) else None
+        cudnn = info.get("runtime_cudnn")
+        refusal = cudnn.get("error") if isinstance(cudnn, dict) else None
         lib = _loaded(info, "libcudnn")
         if runtime is None and lib:
             runtime = _version(lib.get("version"))  # what the loaded library itself reports, in that process
@@ -388,11 +391,11 @@ def _version(value: Any) -> Optional[Version]:
         return None
 
 
-def _loaded(info: dict[str, Any], family: str) -> Optional[dict[str, Any]]:
+def _loaded(info: FrameworkInfo, family: str) -> Optional[dict[str, Any]]:
     return next((lib for lib in info.get("loaded_libraries") or [] if lib.get("family") == family), None)
 
 
-def _sublibs(info: dict[str, Any]) -> str:
+def _sublibs(info: FrameworkInfo) -> str:
     """cuDNN 9 is a shim plus sub-libraries the shim loads by name: they may come from elsewhere."""
     subs = sorted({lib["path"] for lib in info.get("loaded_libraries") or [] if lib.get("family") == "libcudnn_sub"})
     return f" (with {', '.join(subs)})" if subs else ""

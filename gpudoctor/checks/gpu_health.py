@@ -7,11 +7,14 @@ a GeForce card without ECC, a MIG GPU without utilisation counters are all norma
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready, require_gpus
 from gpudoctor.findings import Finding, gpu_subject
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 GIB = 1024**3
 NEAR_SLOWDOWN_C = 5
@@ -19,7 +22,7 @@ MEMORY_HELD_SHARE = 0.5
 HW_SLOWDOWN_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 
 
-def _label(gpu: dict[str, Any]) -> str:
+def _label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.get('index')} ({known(gpu.get('name')) or 'unknown model'})"
 
 
@@ -107,7 +110,7 @@ def check_throttling(facts: Facts) -> Iterator[Finding]:
                           commands=[f"nvidia-smi -q -d TEMPERATURE -i {gpu['index']}"])
 
 
-def _power_text(gpu: dict[str, Any]) -> str:
+def _power_text(gpu: GpuFacts) -> str:
     draw, limit = known(get(gpu, "power.draw_mw")), known(get(gpu, "power.limit_mw"))
     if isinstance(draw, int) and isinstance(limit, int):
         return f"{draw / 1000:.0f} W of {limit / 1000:.0f} W"
@@ -197,7 +200,7 @@ def check_mixed_models(facts: Facts) -> Iterator[Finding]:
 
 
 def check_nvlinks(facts: Facts) -> Iterator[Finding]:
-    by_model: dict[str, list[tuple[dict[str, Any], int]]] = defaultdict(list)
+    by_model: dict[str, list[tuple[GpuFacts, int]]] = defaultdict(list)
     for gpu in require_gpus(facts):
         nvlink = known(gpu.get("nvlink"))
         if isinstance(nvlink, dict):

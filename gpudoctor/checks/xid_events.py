@@ -13,13 +13,16 @@ A log that could not be read, or was read only in part, is "not checked" with th
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.compat import xid as catalogue
 from gpudoctor.findings import ERROR, INFO, WARNING, Finding, Subject, gpu_subject
 from gpudoctor.nvrm import bus_key
 from gpudoctor.snapshot import gpus
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 #: How far back an event is judged by its Xid: a day covers the jobs a node gate runs between checks.
 WINDOW_S = 24 * 3600
@@ -102,7 +105,7 @@ def _recent(event: dict[str, Any], uptime: Optional[float]) -> bool:
     return uptime is None or uptime - _seconds(event) <= WINDOW_S
 
 
-def _xid_finding(group: list[dict[str, Any]], gpu: Optional[dict[str, Any]], log: dict[str, Any],
+def _xid_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
                  uptime: Optional[float]) -> Finding:
     newest = group[-1]
     xid = newest["xid"]
@@ -123,7 +126,7 @@ def _times(group: list[dict[str, Any]]) -> str:
     return f" ({len(group)} times since boot, the last shown)" if len(group) > 1 else ""
 
 
-def _error_finding(group: list[dict[str, Any]], gpu: Optional[dict[str, Any]], log: dict[str, Any],
+def _error_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
                    uptime: Optional[float]) -> Finding:
     newest = group[-1]
     return finding("GPU109", f"{_who(gpu, newest)}: the driver logged that {newest.get('meaning')}, "
@@ -134,7 +137,7 @@ def _error_finding(group: list[dict[str, Any]], gpu: Optional[dict[str, Any]], l
                    commands=_commands(gpu), links=[catalogue.XID_DOCS])
 
 
-def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, dict[str, Any]], log: dict[str, Any],
+def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, GpuFacts], log: dict[str, Any],
                    uptime: Optional[float]) -> Finding:
     items = sorted(items, key=_seconds)
     named = []
@@ -151,18 +154,18 @@ def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, dict[str, Any]
                    commands=[LOG_COMMAND], links=[catalogue.XID_DOCS])
 
 
-def _who(gpu: Optional[dict[str, Any]], event: dict[str, Any]) -> str:
+def _who(gpu: Optional[GpuFacts], event: dict[str, Any]) -> str:
     if gpu is not None:
         return f"GPU {gpu.get('index')} ({gpu.get('name') or 'unknown model'}, {event.get('bus_id')})"
     bus = event.get("bus_id")
     return f"the GPU at {bus} (not listed by NVML now)" if bus else "a GPU"
 
 
-def _subject(gpu: Optional[dict[str, Any]]) -> Optional[Subject]:
+def _subject(gpu: Optional[GpuFacts]) -> Optional[Subject]:
     return gpu_subject(gpu) if gpu is not None else None
 
 
-def _commands(gpu: Optional[dict[str, Any]]) -> list[str]:
+def _commands(gpu: Optional[GpuFacts]) -> list[str]:
     return [LOG_COMMAND] + ([f"nvidia-smi -q -i {gpu.get('index')}"] if gpu is not None else [])
 
 

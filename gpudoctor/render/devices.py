@@ -6,12 +6,15 @@ first (render/safe.py), so a GPU name cannot clear the terminal or add a row.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudoctor.render.facts_text import mib, show, watts
 from gpudoctor.render.safe import printable
 from gpudoctor.snapshot import get, gpus, known
 from gpudoctor.views.topology import link_label
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 
 def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:
@@ -51,7 +54,7 @@ def _link(gen: Any, width: Any) -> str:
     return " ".join(p for p in parts if p) or show(gen if gen is not None else width)
 
 
-def render_matrix(found: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
+def render_matrix(found: list[GpuFacts], pairs: list[dict[str, Any]]) -> str:
     cell = {}
     for p in pairs:
         a, b = p["gpus"]

@@ -7,7 +7,7 @@ control character or newline in them is shown as an escape (render/safe.py), nev
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, cast
 
 from gpudoctor import frameworks_table
 from gpudoctor.findings import ERROR, WARNING
@@ -15,6 +15,9 @@ from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import get, gpus, is_unavailable, known
 from gpudoctor.views import driver
 from gpudoctor.views.topology import link_label, slowest_pair
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import NvmlFacts
 
 MIB = 1024**2
 _Phrase = TypeVar("_Phrase", bound=Callable[..., str])
@@ -53,7 +56,7 @@ def watts(value: Any) -> str:
 
 @_one_line
 def driver_line(facts: dict[str, Any]) -> str:
-    nvml = facts.get("nvml") or {}
+    nvml = cast("NvmlFacts", facts.get("nvml") or {})
     module = get(facts, "driver.kernel_module") or {}
     if not (nvml.get("init") or {}).get("ok"):
         if module.get("loaded"):
