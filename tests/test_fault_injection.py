@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional, Union
 import psutil
 import pytest
 
+from gpudoctor.frameworks_table import NAMES
 from helpers_faults import CUPY_ON_OLD_DRIVER, FAKE_ENV, FAKE_PYNVML, HOST_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +58,6 @@ GLIBC = platform.libc_ver()[0] == "glibc"
 #: Frameworks really installed here (the test extra installs PyTorch and tensorflow-cpu): their children
 #: are real, and a case that judges what frameworks see names them in findings of their own.
 REAL_FRAMEWORKS = [n for n in ("torch", "tensorflow", "jax") if importlib.util.find_spec(n) is not None]
-FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX", "cupy": "CuPy"}
 #: Environment a case starts from: none of the variables gpudoctor reads or the fakes obey.
 CLEARED = set(HOST_ENV) | set(FAKE_ENV) | {"PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "NO_COLOR",
                                            "CONDA_PREFIX", "PYTHONIOENCODING", "FAKE_FW_PIDS"}
@@ -732,9 +732,9 @@ def _codes(report: dict[str, Any], about: Optional[str]) -> list[str]:
     findings = report["findings"]
     if about is None:
         return [f["code"] for f in findings]
-    name = FRAMEWORK_NAMES[about]
+    name = NAMES[about]
     others = [f for f in findings if not f["title"].startswith(name)]
-    real = tuple(FRAMEWORK_NAMES[n] for n in REAL_FRAMEWORKS)
+    real = tuple(NAMES[n] for n in REAL_FRAMEWORKS)
     assert all(real and f["title"].startswith(real) for f in others), others
     return [f["code"] for f in findings if f["title"].startswith(name)]
 
