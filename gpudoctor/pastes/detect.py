@@ -47,6 +47,8 @@ class Paste:
 def unquote(text: str) -> str:
     """Drop Markdown quote markers (a paste quoted in a reply) and the HTML tags GitHub's templates wrap
     pastes in; XML pastes keep their tags (they are not in the list)."""
+    if ">" not in text:  # no quote marker anywhere: the lines as they are, without a test per line
+        return "\n".join(text.splitlines())
     lines = []
     for line in text.splitlines():
         while _QUOTE.match(line) and not line.lstrip().startswith(">>>"):
@@ -107,8 +109,15 @@ def _blocks(text: str, name: str) -> list[Paste]:
     """The pastes of the fixed layouts (a JSON report, nvidia-smi, collect_env), block by block."""
     found: list[Paste] = []
     blocks = pieces(unquote(text))
+    first: dict[str, tuple[str, int]] = {}  # a block's text -> where it was first read, the index of its first paste
+    repeats: dict[str, list[int]] = {}
     for n, block in enumerate(blocks, 1):
         where = name if len(blocks) == 1 else f"{name}, block {n}"
+        seen = first.get(block.strip())
+        if seen is not None:  # the same text again tells nothing new: read once, however often it was pasted
+            repeats.setdefault(seen[0], []).append(n)
+            continue
+        first[block.strip()] = (where, len(found))
         if block.lstrip().startswith("{"):
             report = _json_report(block)
             if report is not None:
@@ -132,7 +141,16 @@ def _blocks(text: str, name: str) -> list[Paste]:
                                                                                            "message": failed[1]}}))
         if collect_env.looks_like(plain):
             found.append(Paste("collect_env", where, collect_env.parse(plain)))
+    for where, start in first.values():
+        if where in repeats and start < len(found) and found[start].where == where and found[start].kind != "gpudoctor-json":
+            found[start].parsed.setdefault("notes", []).append(_repeated(where, repeats[where]))
     return found
+
+
+def _repeated(where: str, blocks: list[int]) -> str:
+    """The note for a block pasted again in ``blocks``: read once."""
+    shown = ", ".join(str(n) for n in blocks[:5]) + (f" and {len(blocks) - 5} more" if len(blocks) > 5 else "")
+    return f"{where}: the same text is pasted again in block{'s' if len(blocks) > 1 else ''} {shown}; read once"
 
 
 def find_forms(text: str, name: str) -> list[Paste]:

@@ -38,6 +38,7 @@ _ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC|MCDM)\s*\|\s*([0-9A-F
 _ASCII_NUMBER = re.compile(r"[0-9]{1,9}")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _Q_KEY = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*?)\s*$")
+_PROMPT = re.compile(r"^.*?[$#]\s*nvidia-smi\s*")  # a shell prompt and the command before its output
 _Q_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 
 
@@ -45,8 +46,11 @@ def failure(text: str) -> Optional[tuple[str, str]]:
     """(NVML reason, the line nvidia-smi printed) when the paste is nvidia-smi failing to start: the line
     must begin with nvidia-smi's own words (after a shell prompt at most), so prose that mentions the
     error is not taken for it."""
+    whole = text.lower()
+    if not any(marker in whole for marker, _ in FAILURES):
+        return None  # a scan per marker over the whole paste: most hold none, and a body can hold thousands of lines
     for line in text.splitlines():
-        lowered = re.sub(r"^.*?[$#]\s*nvidia-smi\s*", "", line.strip().lower()).strip()
+        lowered = _PROMPT.sub("", line.strip().lower()).strip()
         for marker, reason in FAILURES:
             if lowered.startswith(marker):
                 lost = "device handle" in marker and "gpu is lost" in lowered

@@ -38,6 +38,9 @@ _DATACENTER_HINT = re.compile(r"[ahvlktp]\d")
 #: log or a list, whose versions are not one machine's.
 MAX_STATING_LINES = 200
 _OS_HINT = re.compile("wsl|win|mac|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint")
+#: Any of _OS's expressions: one search before the four, which then say which OS in their order.
+_ANY_OS = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _OS))
+_DIGIT = re.compile(r"\d")
 
 
 def read(lines: list[str]) -> Optional[dict[str, Any]]:
@@ -78,20 +81,21 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
 def _values(line: str, skip: set[str]) -> list[tuple[str, str]]:
     """The values on one lowered line, but for the fields in ``skip``."""
     found = []
-    for field, word, pattern in _FIELDS:
+    digits = _DIGIT.search(line) is not None  # every value but the OS's holds one: a line without is tested for an OS only
+    for field, word, pattern in _FIELDS if digits else ():
         if word not in line or field in skip:
             continue
         for m in pattern.finditer(line):
             if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
                 found.append((field, _major_minor(m.group(1)) if field == "cuda" else m.group(1)))
-    for m in _GEFORCE.finditer(line) if "gpu" not in skip and ("rtx" in line or "gt" in line) else ():
+    for m in _GEFORCE.finditer(line) if digits and "gpu" not in skip and ("rtx" in line or "gt" in line) else ():
         if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
             suffix = f" {'Ti' if m.group(3) == 'ti' else m.group(3).upper()}" if m.group(3) else ""
             found.append(("gpu", f"GeForce {m.group(1).upper()} {m.group(2)}{suffix}" + (" Laptop GPU" if m.group(4) else "")))
-    for m in _DATACENTER.finditer(line) if "gpu" not in skip and _DATACENTER_HINT.search(line) else ():
+    for m in _DATACENTER.finditer(line) if digits and "gpu" not in skip and _DATACENTER_HINT.search(line) else ():
         if not _DENIED.search(line[max(0, m.start() - 40):m.start()]):
             found.append(("gpu", m.group(1).upper()))
-    for family, pattern in _OS if "os" not in skip and _OS_HINT.search(line) else ():
+    for family, pattern in _OS if "os" not in skip and _OS_HINT.search(line) and _ANY_OS.search(line) else ():
         if pattern.search(line):
             found.append(("os", family))
             break
