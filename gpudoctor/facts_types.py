@@ -160,10 +160,21 @@ class NvlinkErrors(TypedDict, total=False):
     crc_data: Fact[int]
 
 
+class NvlinkErrorTotals(TypedDict, total=False):
+    """A GPU's NVLink error counts summed over its links."""
+
+    replay: int
+    recovery: int
+    crc_flit: int
+    crc_data: int
+    unavailable: str
+    error: str
+
+
 class GpuCounters(TypedDict, total=False):
     uptime_s: Fact[float]
     pcie_replay: Fact[int]
-    nvlink_errors: List[NvlinkErrors]
+    nvlink_errors: Union[List[NvlinkErrors], NvlinkErrorTotals]  # per link in reports before the totals
     violation_ns: Dict[str, int]
     unavailable: str
     error: str

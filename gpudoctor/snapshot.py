@@ -72,6 +72,16 @@ def known(value: Any) -> Any:
     return None if is_unavailable(value) else value
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """The value if it is an object, else an empty one: for a reader of a report that may hold anything there."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """The value if it is an array, else an empty one: for a reader of a report that may hold anything there."""
+    return value if isinstance(value, list) else []
+
+
 def get(facts: Mapping[str, Any], path: str, default: Any = None) -> Any:
     """Read ``facts`` at a dotted path ("nvml.driver_version", "gpus.0.name"); absent parts give ``default``."""
     node: Any = facts
@@ -190,7 +200,9 @@ SHAPE: dict[str, str] = {
     "facts.gpus[].nvlink.links[].link": _INT, "facts.gpus[].nvlink.links[].active": _BOOL,
     "facts.gpus[].nvlink.links[].remote_bus_id": _STR, "facts.gpus[].nvlink.links[].remote_type": _STR,
     "facts.gpus[].counters": _OBJ, "facts.gpus[].counters.uptime_s": _NUM, "facts.gpus[].counters.pcie_replay": _INT,
-    "facts.gpus[].counters.nvlink_errors": _LIST, "facts.gpus[].counters.nvlink_errors[]": _OBJ,
+    "facts.gpus[].counters.nvlink_errors": "list|obj", "facts.gpus[].counters.nvlink_errors[]": _OBJ,
+    "facts.gpus[].counters.nvlink_errors.replay": _INT, "facts.gpus[].counters.nvlink_errors.recovery": _INT,
+    "facts.gpus[].counters.nvlink_errors.crc_flit": _INT, "facts.gpus[].counters.nvlink_errors.crc_data": _INT,
     "facts.gpus[].counters.nvlink_errors[].link": _INT, "facts.gpus[].counters.nvlink_errors[].replay": _INT,
     "facts.gpus[].counters.nvlink_errors[].recovery": _INT, "facts.gpus[].counters.nvlink_errors[].crc_flit": _INT,
     "facts.gpus[].counters.nvlink_errors[].crc_data": _INT, "facts.gpus[].counters.violation_ns": _OBJ,
@@ -233,7 +245,7 @@ SHAPE: dict[str, str] = {
     "facts.frameworks.*.info.loaded_libraries[]": _OBJ, "facts.frameworks.*.info.evidence": _LIST,
     "facts.frameworks.*.info.arch_list": _LIST, "facts.frameworks.*.info.arch_list[]": _STR,
     "facts.smoke": "obj|null", "facts.smoke.count": _OBJ, "facts.smoke.count.devices": _LIST,
-    "facts.smoke.count.devices[]": _OBJ, "facts.smoke.count.devices[].ordinal": _INT,
+    "facts.smoke.count.devices[]": _OBJ, "facts.smoke.count.devices[].ordinal": _INT, "facts.smoke.count.source": _STR,
     "facts.smoke.runs": _LIST, "facts.smoke.runs[]": _OBJ, "facts.smoke.runs[].ordinal": _INT,
     "facts.smoke.runs[].ok": _BOOL, "facts.smoke.runs[].wrong_elements": _INT,
     "facts.workload": "obj|null", "facts.workload.devices": _LIST, "facts.workload.runs": _LIST,

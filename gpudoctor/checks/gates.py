@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 from gpudoctor.checks.base import Check, Facts, RunView, finding
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, names, options_of, recorded, required_gpus
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
-from gpudoctor.snapshot import stopped_by
+from gpudoctor.snapshot import as_object, stopped_by
 from gpudoctor.status import NOTHING_MEASURED, PROBE_TIMEOUT, STOPPED_DEADLINE, area_status
 
 GATE_ID = "doctor.gates"
@@ -82,7 +82,7 @@ def _not_checked(title: str, reasons: Sequence[str], results: Sequence[CheckResu
 
 
 def _timed_out(facts: Facts, checks: Sequence[Check]) -> Finding:
-    probes = facts.get("probes") if isinstance(facts.get("probes"), dict) else {}
+    probes = as_object(facts.get("probes"))
     by_probe: dict[str, list[str]] = {}
     for check in checks:
         probe = next((n for n in check.needs if _record(probes, n).get("status") == PROBE_TIMEOUT), "?")

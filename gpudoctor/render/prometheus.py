@@ -24,13 +24,13 @@ from gpudoctor import report as rep
 from gpudoctor.nvrm import bus_key
 from gpudoctor.render import proof
 from gpudoctor.render.safe import printable
-from gpudoctor.snapshot import known
+from gpudoctor.snapshot import as_object, known
 from gpudoctor.status import SEVERITIES, STATUSES, VERDICT_ERROR, VERDICT_OK, VERDICT_WARNING
 
 PREFIX = "gpudoctor_"
 VERDICTS = (VERDICT_OK, VERDICT_WARNING, VERDICT_ERROR)
 #: The throughput figures of a framework workload: (report key, metric, factor to base units, extra labels).
-THROUGHPUT = (
+THROUGHPUT: tuple[tuple[str, str, float, dict[str, str]], ...] = (
     ("matmul_bf16_tflops", "gpu_matmul_flops_per_second", 1e12, {"precision": "bf16"}),
     ("matmul_tf32_tflops", "gpu_matmul_flops_per_second", 1e12, {"precision": "tf32"}),
     ("device_copy_gbs", "gpu_memory_copy_bytes_per_second", 1e9, {}),
@@ -39,7 +39,7 @@ THROUGHPUT = (
 )
 #: The expected figures of compat_matrix/performance.json, as render/proof.py judges by them:
 #: (metric, measured key, datasheet key, factor, extra labels).
-EXPECTED = (
+EXPECTED: tuple[tuple[str, str, str, float, dict[str, str]], ...] = (
     ("gpu_matmul_expected_flops_per_second", "bf16_matmul_tflops", "bf16_dense_tflops", 1e12, {"precision": "bf16"}),
     ("gpu_memory_copy_expected_bytes_per_second", "device_copy_gbs", "memory_gbs", 1e9, {}),
 )
@@ -118,22 +118,22 @@ def render_fleet(merged: dict[str, Any]) -> str:
 def _fleet_samples(merged: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
     from gpudoctor.fleet import NOTHING_JUDGED, REFUSED, exit_code
 
-    tool = merged.get("tool") if isinstance(merged.get("tool"), dict) else {}
+    tool = as_object(merged.get("tool"))
     yield "info", 1, {"version": tool.get("version", "")}
     yield "merge_exit_code", exit_code(merged), {}
     for node in merged.get("nodes") or []:
         name = {"node": node.get("name", "")}
         for word in (*VERDICTS, NOTHING_JUDGED, REFUSED):
             yield "node_verdict", int(node.get("verdict") == word), {**name, "verdict": word}
-        areas = node.get("areas") if isinstance(node.get("areas"), dict) else {}
+        areas = as_object(node.get("areas"))
         for area, status in areas.items():
             for word in STATUSES:
                 yield "node_area_status", int(word == status), {**name, "area": area, "status": word}
-        counts = node.get("counts") if isinstance(node.get("counts"), dict) else {}
+        counts = as_object(node.get("counts"))
         for severity in SEVERITIES:
             yield "node_findings", counts.get(severity), {**name, "severity": severity}
         yield "node_report_timestamp_seconds", _epoch(node.get("created")), name
-    found = merged.get("outliers") if isinstance(merged.get("outliers"), dict) else {}
+    found = as_object(merged.get("outliers"))
     for metric in found.get("metrics") or []:
         for model in metric.get("models") or []:
             for o in model.get("outliers") or []:
@@ -145,13 +145,13 @@ def _fleet_samples(merged: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str,
 def _samples(report: dict[str, Any], options: Any) -> Iterator[tuple[str, Any, dict[str, Any]]]:
     yield from _run(report, options)
     yield from _judgement(report)
-    facts = report.get("facts") if isinstance(report.get("facts"), dict) else {}
+    facts = as_object(report.get("facts"))
     yield from _figures(facts)
     yield from _counters(facts)
 
 
 def _run(report: dict[str, Any], options: Any) -> Iterator[tuple[str, Any, dict[str, Any]]]:
-    tool = report.get("tool") if isinstance(report.get("tool"), dict) else {}
+    tool = as_object(report.get("tool"))
     yield "info", 1, {"version": tool.get("version", "")}
     yield "report_timestamp_seconds", _epoch(report.get("created")), {}
     yield "run_duration_seconds", options.duration_s, {}
@@ -159,15 +159,15 @@ def _run(report: dict[str, Any], options: Any) -> Iterator[tuple[str, Any, dict[
 
 
 def _judgement(report: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
-    summary = report.get("summary") if isinstance(report.get("summary"), dict) else {}
+    summary = as_object(report.get("summary"))
     verdict = summary.get("verdict")
     for word in VERDICTS:
         yield "verdict", int(word == verdict), {"verdict": word}
-    areas = summary.get("areas") if isinstance(summary.get("areas"), dict) else {}
+    areas = as_object(summary.get("areas"))
     for area, status in areas.items():
         for word in STATUSES:
             yield "area_status", int(word == status), {"area": area, "status": word}
-    checks = summary.get("checks") if isinstance(summary.get("checks"), dict) else {}
+    checks = as_object(summary.get("checks"))
     for word in STATUSES:
         yield "checks", checks.get(word), {"status": word}
     findings = [f for f in report.get("findings") or [] if isinstance(f, dict)]
@@ -184,11 +184,11 @@ def _judgement(report: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any
 def _figures(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
     """What the smoke kernel and the framework workloads measured on each GPU, and what its model should reach."""
     gpus = _gpus_by_cuda(facts)
-    smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else {}
+    smoke = as_object(facts.get("smoke"))
     for run in smoke.get("runs") or []:
         if isinstance(run, dict) and isinstance(run.get("ok"), bool):
             yield "gpu_smoke_kernel_ok", int(run["ok"]), _gpu_labels(gpus, run.get("ordinal"), run.get("name"))
-    workload = facts.get("workload") if isinstance(facts.get("workload"), dict) else {}
+    workload = as_object(facts.get("workload"))
     measured: dict[tuple[str, ...], tuple[dict[str, str], dict[str, Any]]] = {}
     for run in workload.get("runs") or []:
         t = run.get("throughput") if isinstance(run, dict) else None
@@ -211,8 +211,8 @@ def _figures(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]
 
 
 def _p2p(facts: dict[str, Any], gpus: dict[str, tuple[str, str]]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
-    multigpu = facts.get("multigpu") if isinstance(facts.get("multigpu"), dict) else {}
-    p2p = multigpu.get("p2p") if isinstance(multigpu.get("p2p"), dict) else {}
+    multigpu = as_object(facts.get("multigpu"))
+    p2p = as_object(multigpu.get("p2p"))
     for pair in p2p.get("pairs") or []:
         if isinstance(pair, dict):
             src, dst = gpus.get(str(pair.get("src"))), gpus.get(str(pair.get("dst")))
@@ -226,7 +226,7 @@ def _counters(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]
         if not isinstance(gpu, dict):
             continue
         labels = {"gpu": _index(gpu.get("index")), "model": str(known(gpu.get("name")) or "")}
-        counters = gpu.get("counters") if isinstance(gpu.get("counters"), dict) else {}
+        counters = as_object(gpu.get("counters"))
         yield "gpu_pcie_replays_total", counters.get("pcie_replay"), labels
         links = counters.get("nvlink_errors")
         for link in links if isinstance(links, list) else []:
@@ -234,7 +234,7 @@ def _counters(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]
                 for kind in ("replay", "recovery", "crc_flit", "crc_data"):
                     yield "gpu_nvlink_errors_total", link.get(kind), {**labels, "link": _index(link.get("link")),
                                                                        "kind": kind}
-        held = counters.get("violation_ns") if isinstance(counters.get("violation_ns"), dict) else {}
+        held = as_object(counters.get("violation_ns"))
         for cause, ns in held.items():
             yield "gpu_clock_held_down_seconds_total", _scaled(ns, 1e-9), {**labels, "cause": cause}
         fabric = gpu.get("fabric")
@@ -255,7 +255,7 @@ def _xids(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
         return
     by_bus: dict[Any, str] = {}
     for gpu in facts.get("gpus") or []:
-        pci = gpu.get("pci") if isinstance(gpu, dict) and isinstance(gpu.get("pci"), dict) else {}
+        pci = as_object(gpu.get("pci")) if isinstance(gpu, dict) else {}
         if bus_key(pci.get("bus_id")) is not None:
             by_bus[bus_key(pci.get("bus_id"))] = _index(gpu.get("index"))
     counts: dict[tuple[str, str, str], int] = {}

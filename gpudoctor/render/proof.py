@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gpudoctor.snapshot import known
+from gpudoctor.snapshot import as_list, as_object, known
 from gpudoctor.compat.rules import allreduce_row
 from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_setting, slowest_pair
 
@@ -78,7 +78,7 @@ def rows(facts: dict[str, Any]) -> list[dict[str, str]]:
 def _names(facts: dict[str, Any]) -> dict[str, str]:
     """CUDA number -> GPU model, from the smoke kernel's count, the runs, else NVML through the UUID."""
     out: dict[str, str] = {}
-    smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else {}
+    smoke = as_object(facts.get("smoke"))
     for d in (smoke.get("count") or {}).get("devices") or []:
         if isinstance(d, dict) and isinstance(d.get("name"), str):
             out[str(d.get("ordinal"))] = d["name"]
@@ -196,7 +196,7 @@ def expected(entry: Optional[dict[str, Any]], measured_key: str, peak_key: str) 
     has that, else its datasheet peak; None without either."""
     if entry is None:
         return None
-    measured = entry.get("measured") if isinstance(entry.get("measured"), dict) else {}
+    measured = as_object(entry.get("measured"))
     ref = _num(measured.get(measured_key))
     if ref:
         return ref, "measured"
@@ -230,13 +230,13 @@ def _throughput(facts: dict[str, Any], run: dict[str, Any], name: Optional[str])
 def host_link(facts: dict[str, Any], run: dict[str, Any]) -> Optional[tuple[float, str]]:
     """(GB/s one way, "PCIe Gen5 x16") of the run's GPU, found through the smoke count's UUID: pinned
     host<->device copies are judged against the PCIe link's rate (views/topology.py PCIE_GB_PER_LANE)."""
-    smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else {}
+    smoke = as_object(facts.get("smoke"))
     uuid = next((d.get("uuid") for d in (smoke.get("count") or {}).get("devices") or []
                  if isinstance(d, dict) and str(d.get("ordinal")) == str(run.get("device"))), None)
     gpu = next((g for g in facts.get("gpus") or [] if isinstance(g, dict) and uuid and g.get("uuid") == uuid), None)
     if gpu is None and len(facts.get("gpus") or []) == 1 and isinstance((facts.get("gpus") or [None])[0], dict):
         gpu = facts["gpus"][0]
-    pcie = (gpu or {}).get("pcie") if isinstance((gpu or {}).get("pcie"), dict) else {}
+    pcie = as_object((gpu or {}).get("pcie"))
     gen, width = known(pcie.get("gen_max")), known(pcie.get("width_max"))
     if isinstance(gen, int) and isinstance(width, int) and PCIE_GB_PER_LANE.get(gen):
         return PCIE_GB_PER_LANE[gen] * width, f"PCIe Gen{gen} x{width}"
@@ -253,16 +253,16 @@ def between_gpus(facts: dict[str, Any]) -> list[str]:
             slow, median, count = found
             out.append(f"P2P copies: {count} GPU pairs, median {median:.0f} GB/s, slowest cuda:{slow.get('src')} -> "
                        f"cuda:{slow.get('dst')} {slow['gbs']:.0f} GB/s")
-        allreduce = multigpu.get("allreduce") if isinstance(multigpu.get("allreduce"), dict) else {}
+        allreduce = as_object(multigpu.get("allreduce"))
         busbw = _num(allreduce.get("busbw_gbs"))
         if busbw is not None:
             line = f"NCCL all-reduce on {allreduce.get('world_size')} GPUs: {busbw:.0f} GB/s bus bandwidth"
             out.append(line + _allreduce_reference(facts, multigpu, allreduce.get("world_size"), busbw))
     cluster = facts.get("cluster")
     if isinstance(cluster, dict):
-        nodes = cluster.get("nodes") if isinstance(cluster.get("nodes"), list) else []
+        nodes = as_list(cluster.get("nodes"))
         job = f"torchrun job of {cluster.get('world_size')} ranks on {len(nodes) or '?'} node(s)"
-        allreduce = cluster.get("allreduce") if isinstance(cluster.get("allreduce"), dict) else {}
+        allreduce = as_object(cluster.get("allreduce"))
         busbw = _num(allreduce.get("busbw_gbs"))
         if busbw is not None:
             over = [str(x) for x in allreduce.get("transports") or allreduce.get("networks") or []]
