@@ -10,9 +10,12 @@ import os
 import sys
 from typing import Any
 
+from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
 
-RELEVANT_PREFIXES = ("nvidia-", "torch", "tensorflow", "tf-", "tf_", "jax", "cupy", "keras", "triton", "cuda-")
+#: The distributions python.distributions lists: the frameworks' (each framework's key begins their names)
+#: and the NVIDIA, CUDA and deep-learning packages around them.
+RELEVANT_PREFIXES = ("nvidia-", *KEYS, "tf-", "tf_", "keras", "triton", "cuda-")
 RELEVANT_NAMES = {"pynvml", "nvidia-ml-py", "nvidia-ml-py3", "numba", "onnxruntime-gpu", "onnxruntime"}
 
 
