@@ -62,6 +62,7 @@ _STATUS_ORDER = (SKIP, PASS, WARN, TIMEOUT, FAIL)
 NOTHING_MEASURED = {
     "RUN017": "the framework workloads ran on the CPU only (no GPU is visible)",
     "RUN035": "the all-reduce across the torchrun job was not measured",
+    "FWK210": "an AMD ROCm stack, which gpudoctor's NVIDIA checks do not judge",
 }
 
 # compat/rules.py's Verdict.status ----------------------------------------------------------------------------

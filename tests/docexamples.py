@@ -667,6 +667,11 @@ EXAMPLES: dict[str, Facts] = {
                                   "might have already set an error? Error 804: forward compatibility was attempted on non "
                                   "supported HW")]},
     "FWK209": {"evidence": [_said("no_gpu_visible", "RuntimeError: No CUDA GPUs are available")]},
+    "FWK210": {"rocm": {"signs": [{"what": "a ROCm build (+rocm)", "text": "PyTorch version: 2.1.2+rocm5.6",
+                                   "where": "issue.md, line 12"},
+                                  {"what": "an AMD GPU in a GPU list",
+                                   "text": "GPU models and configuration: AMD Radeon RX 7900 XTX", "where": "issue.md, line 24"}],
+                        "source": "issue.md, line 12"}},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.pastes.detect import find_pastes
-from gpudoctor.pastes.forms import messages, session, templates, tools
+from gpudoctor.pastes.forms import messages, rocm, session, templates, tools
 
 TICKETS = Path(__file__).parent / "fixtures" / "tickets"
 INDEX = json.loads((TICKETS / "index.json").read_text(encoding="utf-8"))
@@ -35,11 +35,14 @@ def analyze(*args: str) -> tuple[int, dict[str, Any], str]:
 
 
 def outcome(row: dict[str, Any]) -> str:
-    """agree / false_error / missed / unread, against the thread's outcome."""
+    """agree / false_error / missed / unread, against the thread's outcome; an AMD ROCm ticket (``scope``: rocm)
+    is ``outside`` when it is said to be outside gpudoctor's NVIDIA checks and judged by none of them."""
     code, report, _ = analyze(str(TICKETS / row["file"]))
     if code == 2:
         return "unread"
     is_error = report["summary"]["verdict"] == "error"
+    if row.get("scope") == "rocm" and not is_error and {f["code"] for f in report["findings"]} == {"FWK210"}:
+        return "outside"
     if is_error and row["expected"] == "not_error":
         return "false_error"
     if not is_error and row["expected"] == "error":
@@ -54,6 +57,7 @@ def test_the_corpus_is_real_new_and_described() -> None:
     assert files == {row["file"] for row in INDEX}
     assert all(row["source"].startswith("https://github.com/") and row["established"] for row in INDEX)
     assert {row["expected"] for row in INDEX} <= {"error", "not_error"}
+    assert {row.get("scope", "nvidia") for row in INDEX} <= {"nvidia", "rocm"}
     assert sum(row["whole_body"] for row in INDEX) * 2 >= len(INDEX)  # at least half are whole issue bodies
     old = {(PASTES / name).read_text(encoding="utf-8").strip() for name in {p.name for p in PASTES.iterdir()} - {"index.json"}}
     assert not any((TICKETS / row["file"]).read_text(encoding="utf-8").strip() in old for row in INDEX)
@@ -70,6 +74,7 @@ def test_corpus_agreement() -> None:
     print(dict(counts), "of", len(INDEX))
     assert counts["false_error"] == 0
     assert counts["agree"] >= 144 and counts["unread"] <= 12
+    assert counts["outside"] == sum(row.get("scope") == "rocm" for row in INDEX)  # every ROCm ticket, and no other
 
 
 # --- each form, read from its real ticket -------------------------------------------------------------
@@ -286,6 +291,51 @@ def test_macos_is_never_told_to_install_cuda(tmp_path: Path) -> None:
     assert code == 1 and "MPS" in found["remediation"]["text"] and "pytorch.org" not in json.dumps(found)
 
 
+def test_a_rocm_ticket_is_said_to_be_outside_the_nvidia_checks() -> None:
+    """A +rocm collect_env (CUDA available: True, an AMD GPU): one note that names the AMD stack and where it was
+    read, every area not checked (no [✓]), "nothing judged" in words, and a reply with ROCm's own commands."""
+    name = str(TICKETS / "pytorch-145670.md")
+    code, report, _ = analyze(name)
+    (found,) = report["findings"]
+    assert code == 0 and found["code"] == "FWK210" and found["severity"] == "info"
+    assert "a ROCm build (+rocm)" in found["detail"] and "pytorch-145670.md, line 10" in found["detail"]
+    assert set(report["summary"]["areas"].values()) == {"skip"}
+    text = CliRunner().invoke(cli, ["analyze", name]).stdout
+    assert "[✓]" not in text and "[OK]" not in text and "nothing judged" in text and "No problems found" not in text
+    assert "Frameworks: not checked: an AMD ROCm stack" in text
+    reply = CliRunner().invoke(cli, ["analyze", "--format", "markdown", name]).stdout
+    assert "**Verdict: not judged: an AMD GPU stack (ROCm).**" in reply and "rocminfo" in reply
+    assert "nothing wrong" not in reply and "pipx run gpudoctor" not in reply
+
+
+@pytest.mark.parametrize("name", ["rocm-legacy-rocm-build-3485.md", "rocm-legacy-rocm-build-2354.md", "pytorch-70036.md",
+                                  "pytorch-44106-comment.md"])
+def test_each_rocm_form_is_read_as_rocm(name: str) -> None:
+    """pip list's +rocm, rocminfo's headings, HIP's own errors, collect_env's ROCm lines."""
+    _, report, _ = analyze(str(TICKETS / name))
+    assert [f["code"] for f in report["findings"]] == ["FWK210"] and report["facts"]["rocm"]["signs"]
+
+
+def test_a_rocm_build_beside_an_nvidia_gpu_is_judged_as_nvidias(tmp_path: Path) -> None:
+    """nvidia-smi lists an NVIDIA GPU: the machine is NVIDIA's, and a ROCm PyTorch on it is FWK001, as in `check`."""
+    env = COLLECT_ENV.format(available="False").replace("2.4.0+cu124", "2.1.2+rocm5.6").replace(
+        "CUDA used to build PyTorch: 12.4", "CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 5.6.31061-8c743ae5d")
+    path = tmp_path / "env.txt"
+    path.write_text(env, encoding="utf-8")
+    code, report, stderr = analyze(str(path))
+    assert code == 1 and "FWK001" in {f["code"] for f in report["findings"]} and "rocm" not in report["facts"]
+    assert "beside an NVIDIA driver or GPU" in stderr
+
+
+def test_no_rocm_sign_in_a_cuda_paste_or_an_amd_cpu() -> None:
+    """A CUDA collect_env prints its ROCm lines as N/A, and an AMD CPU is "with Radeon Graphics": neither is a sign."""
+    assert rocm.read(["ROCM used to build PyTorch: N/A", "HIP runtime version: N/A", "MIOpen runtime version: N/A",
+                      "Model name: AMD Ryzen 7 6800U with Radeon Graphics", ">>> torch.version.hip", "None",
+                      "I tried ROCm before switching to my RTX 3090"]) is None
+    assert rocm.read(["GPU models and configuration: AMD Radeon RX 7900 XTX"])["signs"][0]["what"] == "an AMD GPU in a GPU list"
+    assert rocm.read([">>> torch.version.hip", "'5.6.31061-8c743ae5d'"])["signs"][0]["line"] == 1
+
+
 # --- evidence outranks inference ------------------------------------------------------------------------
 
 COLLECT_ENV = """PyTorch version: 2.4.0+cu124
@@ -355,6 +405,7 @@ def test_a_live_report_has_no_evidence_and_skips_these_checks() -> None:
     (">>> torch.cuda.is_available()\n" * 30_000),
     ("- TensorFlow version: " + "1." * 400 + "\n") * 2000,
     ("torch" + " " * 50 + "2.0\n") * 15_000,
+    ("ROCM used to build PyTorch: hip runtime hip error gfx radeon rocm\n" * 20_000),
 ])
 def test_a_one_megabyte_body_is_read_in_linear_time(line: str) -> None:
     text = line[:1_000_000]

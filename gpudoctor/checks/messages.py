@@ -321,6 +321,27 @@ def check_gpu_messages(facts: Facts) -> Iterator[Finding]:
                       commands=[DRIVER_LOG_COMMAND, "nvidia-smi -q -i " + str(item.get("index", 0))], links=[XID_DOCS])
 
 
+#: AMD's list of the GPUs, operating systems and framework releases each ROCm release supports.
+ROCM_MATRIX = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
+ROCM_ONE_LINER = 'python -c "import torch; print(torch.__version__, torch.version.hip, torch.cuda.is_available())"'
+
+
+def check_rocm(facts: Facts) -> Iterator[Finding]:
+    """A ticket from an AMD ROCm stack: said plainly, as a note, instead of a verdict no NVIDIA rule can give. Its
+    area shows as not checked (status.NOTHING_MEASURED), so nothing reads as passed."""
+    stack = facts.get("rocm")
+    if not isinstance(stack, dict) or not stack.get("signs"):
+        raise NotApplicable("no pasted AMD ROCm stack to name (a live check has none)")
+    signs = [s for s in stack["signs"] if isinstance(s, dict)]
+    shown = "; ".join(f"{s.get('where')}: {s.get('what')} ({str(s.get('text') or '')[:120]})" for s in signs[:3])
+    yield finding("FWK210", "an AMD GPU stack (ROCm): outside gpudoctor's NVIDIA CUDA checks, so none of it is judged",
+                  detail=f"Read as ROCm from {shown}.",
+                  text="gpudoctor judges NVIDIA drivers, GPUs and CUDA builds only. A ROCm PyTorch answers through torch.cuda, "
+                       "so its messages look like CUDA's; judge it with AMD's compatibility matrix (the GPU's gfx target "
+                       "and the ROCm release the build names) and ROCm's own tools.",
+                  commands=["rocminfo", "rocm-smi", ROCM_ONE_LINER], links=[ROCM_MATRIX])
+
+
 CHECKS = (
     Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023"), check_driver_messages,
           ()),
@@ -329,6 +350,7 @@ CHECKS = (
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
           ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209"), check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
+    Check("frameworks.rocm", "frameworks", "the pasted stack is NVIDIA's CUDA, not AMD's ROCm", ("FWK210",), check_rocm, ()),
 )
 #: The checks that judge only what a ticket shows: a live check has nothing for them, and skips them.
 PASTE_ONLY = frozenset(c.id for c in CHECKS)

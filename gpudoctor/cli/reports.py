@@ -39,7 +39,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
         return
     from gpudoctor.pastes import PasteError, read_inputs
     from gpudoctor.pastes.read import decode, read_bytes
-    from gpudoctor.pastes.to_facts import NOT_TOLD
+    from gpudoctor.pastes.to_facts import skip_reasons
 
     texts, notes = [], []
     try:
@@ -68,7 +68,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
         _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out,
                      found.shown_findings)
         return
-    report = pipeline.judge_only(found.facts, found.runnable, NOT_TOLD)
+    report = pipeline.judge_only(found.facts, found.runnable, skip_reasons(found.facts))
     _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
     if fmt == "markdown":  # for a ticket: the reply a maintainer posts back, not the whole report
         _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)

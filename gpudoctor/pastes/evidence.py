@@ -46,6 +46,30 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     _prose_toolkit_after_work(facts, evidence, notes)
     if evidence:
         facts["evidence"] = evidence
+    _rocm(facts, next((p for p in pastes if p.kind == "rocm"), None), notes)
+
+
+def _rocm(facts: dict[str, Any], paste: Optional[Paste], notes: list[str]) -> None:
+    """An AMD ROCm stack (pastes/forms/rocm.py) where the pastes show no NVIDIA driver or GPU: kept as ``rocm`` with
+    where each sign was read, so that no NVIDIA rule judges it (pastes/to_facts.py). Beside an NVIDIA driver or GPU
+    the machine is judged as NVIDIA's: a ROCm build there is a finding of its own (FWK001)."""
+    if paste is None:
+        return
+    name = paste.where.rsplit(", line ", 1)[0]
+    signs = [{"what": s["what"], "text": s["text"], "where": f"{name}, line {s['line']}"} for s in paste.parsed["signs"]]
+    if _nvidia_shown(facts):
+        notes.append(f"the pastes show an AMD ROCm stack ({signs[0]['what']}, {signs[0]['where']}) beside an NVIDIA "
+                     "driver or GPU: judged as an NVIDIA machine")
+        return
+    facts["rocm"] = {"signs": signs, "source": signs[0]["where"]}
+
+
+def _nvidia_shown(facts: dict[str, Any]) -> bool:
+    """Whether a paste other than prose shows an NVIDIA driver version or lists a GPU through nvidia-smi."""
+    nvml = facts.get("nvml") or {}
+    if isinstance(nvml.get("driver_version"), str) and not str(nvml.get("source") or "").startswith(PROSE):
+        return True
+    return any(isinstance(g, dict) and not g.get("stated") for g in facts.get("gpus") or [])
 
 
 #: The frameworks whose own messages say their CUDA started (an out-of-memory in PyTorch's allocator, tensors on

@@ -100,4 +100,4 @@ def _says_something(paste: Paste) -> bool:
     return any(values.get(k) for k in ("driver_version", "gpus", "torch_version", "failure", "cuda_build",
                                         "python_version", "frameworks", "cuda_runtime", "evidence", "nvcc",
                                         "kernel_module", "packages", "lspci", "tensorflow_version", "jax_version",
-                                        "cupy_version", "gpu", "cuda", "driver_version", "os"))
+                                        "cupy_version", "gpu", "cuda", "driver_version", "os", "signs"))

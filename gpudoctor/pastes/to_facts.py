@@ -61,9 +61,26 @@ def merge(pastes: list[Paste]) -> tuple[dict[str, Any], set[str]]:
 
     merge_forms(facts, pastes, notes)
     run = runnable(facts)
+    told = not_checked(run)
+    if facts.get("rocm"):  # AMD's stack: no NVIDIA rule applies, so only the check that says so runs
+        run = {ROCM_CHECK}
+        told = {area: NOT_TOLD["doctor"] if area == "doctor" else ROCM_NOT_TOLD for area in not_checked(set())}
     facts["paste"] = {"kinds": sorted({p.kind for p in pastes}), "notes": notes, "judged": sorted(run),
-                      "not_checked": not_checked(run)}
+                      "not_checked": told}
     return facts, run
+
+
+#: The check that names an AMD ROCm stack (checks/messages.py), and why every area is left unjudged beside it.
+ROCM_CHECK = "frameworks.rocm"
+ROCM_NOT_TOLD = "an AMD ROCm stack: gpudoctor's checks judge NVIDIA drivers, GPUs and CUDA builds only"
+
+
+def skip_reasons(facts: dict[str, Any]) -> dict[str, str]:
+    """Why each check the pastes cannot feed is skipped, by check id or area: NOT_TOLD, or for an AMD ROCm
+    stack the one reason that holds for every area."""
+    if facts.get("rocm"):
+        return {area: reason for area, reason in (facts.get("paste") or {}).get("not_checked", {}).items()}
+    return NOT_TOLD
 
 
 def not_checked(run: set[str]) -> dict[str, str]:

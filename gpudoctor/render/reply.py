@@ -39,6 +39,9 @@ def render_reply(report: dict[str, Any], read: Sequence[str]) -> str:
            f"**Read:** {markdown_inline(', '.join(read), table=False)}"
            + (f" (system: {'WSL' if wsl else _SYSTEMS.get(system, markdown_inline(system, table=False))})" if system else "")
            + ".", ""]
+    rocm = next((f for f in report.get("findings") or [] if f.get("code") == ROCM_CODE), None)
+    if rocm and not problems:
+        return "\n".join(out + _rocm(rocm, system)).rstrip() + "\n"
     if problems:
         out += [f"**Verdict: {len(problems)} problem(s) to fix.**", ""]
         for group in problems:
@@ -52,6 +55,26 @@ def render_reply(report: dict[str, Any], read: Sequence[str]) -> str:
             "To settle it, run this on the machine and paste the output here:", ""]
     out += _commands([_SETTLE.get("wsl" if wsl else system, GATHER_COMMAND)], system)
     return "\n".join(out).rstrip() + "\n"
+
+
+#: The finding that names an AMD ROCm stack (checks/messages.py): its reply says nothing was judged, and why.
+ROCM_CODE = "FWK210"
+
+
+def _rocm(found: dict[str, Any], system: str) -> list[str]:
+    """The reply for an AMD ROCm stack: not judged, where that was read, and ROCm's own commands (gpudoctor's
+    check would judge the machine by NVIDIA's rules too)."""
+    remediation = found.get("remediation") or {}
+    out = ["**Verdict: not judged: an AMD GPU stack (ROCm).** No area of this ticket was checked.", ""]
+    detail = str(found.get("detail") or "").strip()
+    if detail:
+        out += [markdown_lines(detail.split(chr(10))[0][:400], ""), ""]
+    if remediation.get("text"):
+        out += [markdown_lines(str(remediation["text"]), ""), ""]
+    links = [str(link) for link in remediation.get("links") or []]
+    out += [f"AMD's compatibility matrix: {markdown_inline(links[0], table=False)}", ""] if links else []
+    out += ["To look into it, run these on the machine and paste the output here:", ""]
+    return out + _commands(list(remediation.get("commands") or []), system)
 
 
 def _problem(group: list[dict[str, Any]], system: str) -> list[str]:

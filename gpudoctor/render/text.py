@@ -127,11 +127,25 @@ def _proof_lines(facts: dict[str, Any], verbose: bool) -> list[str]:
     return out
 
 
+#: The verdict's words when no area was judged (each is skipped, or only noted what it could not judge: an AMD
+#: ROCm stack): "no problems found" would claim a pass on what nobody looked at.
+NOTHING_JUDGED = "nothing judged, see the notes"
+
+
+def nothing_judged(report: dict[str, Any]) -> bool:
+    """Whether the report lists its areas and every one but the doctor's own was skipped (a report that does not
+    list them is taken as judged, as it was written)."""
+    areas = (report.get("summary") or {}).get("areas")
+    if not isinstance(areas, dict) or not areas:
+        return False
+    return all(status == SKIP for area, status in areas.items() if area != "doctor")
+
+
 def _verdict(report: dict[str, Any]) -> str:
     verdict = (report.get("summary") or {}).get("verdict")
     problems = group_findings([f for f in report.get("findings") or [] if f.get("severity") in (ERROR, WARNING)])
     words = {VERDICT_OK: "no problems found", VERDICT_WARNING: "works, with warnings", VERDICT_ERROR: "problems found"}
-    text = words.get(verdict, "verdict unknown")
+    text = NOTHING_JUDGED if verdict == VERDICT_OK and nothing_judged(report) else words.get(verdict, "verdict unknown")
     if problems:
         codes = dict.fromkeys(finding.parts(g[0]).for_terminal().code for g in problems)
         text += f" ({len(problems)} to fix: {', '.join(codes)})"
@@ -141,7 +155,8 @@ def _verdict(report: dict[str, Any]) -> str:
 def _summary_line(report: dict[str, Any]) -> str:
     summary = report.get("summary") or {}
     counts = summary.get("counts") or {}
-    verdict = {VERDICT_OK: "No problems found.", VERDICT_WARNING: "Works, with warnings.", VERDICT_ERROR: "Problems found."}
+    verdict = {VERDICT_OK: NOTHING_JUDGED.capitalize() + "." if nothing_judged(report) else "No problems found.",
+               VERDICT_WARNING: "Works, with warnings.", VERDICT_ERROR: "Problems found."}
     return (f"{verdict.get(summary.get('verdict'), '')} {counts.get(ERROR, 0)} error(s), "
             f"{counts.get(WARNING, 0)} warning(s), {counts.get(INFO, 0)} note(s).").strip()
 
