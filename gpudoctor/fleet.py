@@ -85,14 +85,15 @@ def shown_facts(facts: dict[str, Any]) -> dict[str, Any]:
     """The part of ``facts`` that ``merge`` reads once the node is judged, in the same shape, so that a
     fleet's output can be redacted without redacting every node's whole report: GPUs by index, name and
     UUID, frameworks by version, nvcc, the paths of SHOWN_PATHS, and each metric's list (or the dict
-    holding a single figure)."""
+    holding a single figure). A GPU's error counters come too: ``merge`` compares them across nodes, and
+    they are numbers only, with nothing to redact."""
     out: dict[str, Any] = {}
     paths = list(SHOWN_PATHS) + [m.path.split("[*]")[0] if "[*]" in m.path else m.path.rpartition(".")[0]
                                  for m in METRICS]
     for path in paths:
         _copy_path(facts, out, path.split("."))
     if "gpus" in facts:
-        out["gpus"] = [{k: g[k] for k in ("index", "name", "uuid") if k in g} if isinstance(g, dict) else g
+        out["gpus"] = [{k: g[k] for k in ("index", "name", "uuid", "counters") if k in g} if isinstance(g, dict) else g
                        for g in facts["gpus"]] if isinstance(facts["gpus"], list) else facts["gpus"]
     if "frameworks" in facts:
         out["frameworks"] = {name: _framework_shown(fw) for name, fw in facts["frameworks"].items()} \
@@ -396,14 +397,14 @@ def _subject(facts: dict[str, Any], element: Optional[dict[str, Any]],
     if "src" in element and "dst" in element:  # a P2P pair, by CUDA ordinals of the multi-GPU test
         ends = [_gpu_by_ordinal(facts, element[k]) for k in ("src", "dst")]
         labels = [f"GPU {g.get('index')}" if g else f"cuda:{element[k]}" for g, k in zip(ends, ("src", "dst"))]
-        models = list(dict.fromkeys(str(known(g.get("name")) or "unreadable GPU") if g else "unknown GPU" for g in ends))
+        names = list(dict.fromkeys(str(known(g.get("name")) or "unreadable GPU") if g else "unknown GPU" for g in ends))
         # peers are pairs joined the same way: an NVLink pair is no peer of a PCIe pair
-        return f"{labels[0]} -> {labels[1]}", f"{' + '.join(models)}, {_link(facts, ends)}"
+        return f"{labels[0]} -> {labels[1]}", f"{' + '.join(names)}, {_link(facts, ends)}"
     pair = element.get("gpus")
     if isinstance(pair, list) and len(pair) == 2:
         by_index = {g.get("index"): str(known(g.get("name")) or "unreadable GPU") for g in gpus(facts)}
-        models = list(dict.fromkeys(by_index.get(i, "unknown GPU") for i in pair))
-        return f"GPU {pair[0]} <-> GPU {pair[1]}", " + ".join(models)
+        names = list(dict.fromkeys(by_index.get(i, "unknown GPU") for i in pair))
+        return f"GPU {pair[0]} <-> GPU {pair[1]}", " + ".join(names)
     gpu = _gpu_by(facts, element)
     if gpu is not None:
         return f"GPU {gpu.get('index')}", str(known(gpu.get("name")) or element.get("name") or "unreadable GPU")

@@ -1,10 +1,11 @@
 """Error counters across the nodes of a ``merge``: the node whose count stands out from the fleet's.
 
-A node's figure for a counter is its largest count: on any GPU (PCIe replays) or on any active link of
-any GPU (the NVLink counters), since the driver loaded. A node is an outlier for a counter when at least
+A node's figure for a counter is its largest count on any GPU since the driver loaded; an NVLink
+counter is the GPU's total over its links, as the driver sums it (a report that kept each link is summed
+the same way, so old and new reports compare alike). A node is an outlier for a counter when at least
 ``MIN_NODES`` nodes recorded it and its figure is more than ``FAR_ABOVE`` times the median of the other
 nodes' figures, a median below 1 counting as 1: on a fleet of zeros a count of 10 or less never stands
-out, and on healthy H100s, whose links count 1 to 24 recovery errors, a node stands out past about 240.
+out, and on healthy nodes alike a node stands out only past ten times the fleet's usual count.
 Counters only grow, so higher is always worse. This compares nodes with each other; the limits a single
 GPU is judged by (compat_matrix/error_counters.json) are ``check``'s, and their findings are in each
 node's row already. Reports without counters add nothing, and ``merge`` then prints what it always did.
@@ -14,19 +15,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.snapshot import gpus, known
 
 FAR_ABOVE = 10
 MIN_NODES = 3
-#: (key, title): the counters compared, as the facts name them (counters.pcie_replay, nvlink_errors[].<name>).
+#: (key, title): the counters compared, as the facts name them (counters.pcie_replay, nvlink_errors.<name>).
 COUNTERS = (
-    ("nvlink_crc_flit", "NVLink CRC-flit errors on one link"),
-    ("nvlink_crc_data", "NVLink CRC-data errors on one link"),
-    ("nvlink_replay", "NVLink replay errors on one link"),
-    ("nvlink_recovery", "NVLink recovery errors on one link"),
+    ("nvlink_crc_flit", "NVLink CRC-flit errors of one GPU"),
+    ("nvlink_crc_data", "NVLink CRC-data errors of one GPU"),
+    ("nvlink_replay", "NVLink replay errors of one GPU"),
+    ("nvlink_recovery", "NVLink recovery errors of one GPU"),
     ("pcie_replay", "PCIe replays of one GPU"),
 )
-_LINK_COUNTERS = ("crc_flit", "crc_data", "replay", "recovery")
 
 
 def _count(value: Any) -> Optional[int]:
@@ -35,7 +36,7 @@ def _count(value: Any) -> Optional[int]:
 
 
 def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
-    """Counter key -> (the node's largest count, where it is: "GPU 3 link 7")."""
+    """Counter key -> (the node's largest count, where it is: "GPU 3")."""
     best: dict[str, tuple[int, str]] = {}
 
     def offer(key: str, value: Optional[int], where: str) -> None:
@@ -47,11 +48,8 @@ def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
         if not isinstance(counters, dict):
             continue
         offer("pcie_replay", _count(counters.get("pcie_replay")), f"GPU {gpu.get('index')}")
-        links = known(counters.get("nvlink_errors"))
-        for entry in links if isinstance(links, list) else []:
-            if isinstance(entry, dict):
-                for name in _LINK_COUNTERS:
-                    offer(f"nvlink_{name}", _count(entry.get(name)), f"GPU {gpu.get('index')} link {entry.get('link')}")
+        for name, value in (nvlink_totals(counters.get("nvlink_errors")) or {}).items():
+            offer(f"nvlink_{name}", _count(value), f"GPU {gpu.get('index')}")
     return best
 
 

@@ -391,14 +391,8 @@ EXAMPLES: dict[str, Facts] = {
     },
     "GPU182": {
         "nvml": _nvml(),
-        "gpus": [_gpu(0, _H100, counters={"uptime_s": 86400.0, "nvlink_errors": [
-            {"link": 0, "replay": 0, "recovery": 3, "crc_flit": 0, "crc_data": 0},
-            {"link": 7, "replay": 0, "recovery": 5, "crc_flit": 412, "crc_data": 3}]})],
-    },
-    "GPU183": {
-        "nvml": _nvml(),
-        "gpus": [_gpu(0, _H100, counters={"uptime_s": 86400.0, "nvlink_errors": [
-            {"link": 3, "replay": 5, "recovery": 9, "crc_flit": 0, "crc_data": 0}]})],
+        "gpus": [_gpu(0, _H100, counters={"uptime_s": 3600.0, "nvlink_errors": {
+            "replay": 0, "recovery": 96, "crc_flit": 1_250_000, "crc_data": 1_800}})],
     },
     "GPU191": {
         "nvml": _nvml(device_count=2),

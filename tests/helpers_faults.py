@@ -447,17 +447,27 @@ def nvmlDeviceGetGpuFabricInfoV(device, gpuFabricInfo):
     return _fill_fabric(gpuFabricInfo)
 
 
+#: nvml.h field ids -> the healthy value: the NVLink totals over 18 links (59: recovery, the sum of the per-link
+#: counts above; 38, 45, 52: CRC-flit, CRC-data, replay), the PCIe replay counter (94), and the clocks event
+#: reasons counters in ns (74: power capping as an idle-then-busy GPU shows it; 269-271: 0).
+def _field_value(handle, field):
+    if field == 59:
+        return sum((link * 7 + handle.index) % 24 + 1 for link in range(18))
+    if field == 94:
+        return handle.index % 3
+    return 1_500_000_000 if field == 74 else 0
+
+
 def nvmlDeviceGetFieldValues(handle, fieldIds):
     _enter("nvmlDeviceGetFieldValues", handle)
-    # the clocks event reasons counters (ns): power capping as an idle-then-busy GPU shows it, the rest 0;
-    # sync boost is NOT_SUPPORTED per field, as on a GPU in no sync-boost group
+    # sync boost (76) is NOT_SUPPORTED per field, as on a GPU in no sync-boost group
     out = []
     for field in fieldIds:
         if field == 76:
             out.append(_Struct(fieldId=field, nvmlReturn=NVML_ERROR_NOT_SUPPORTED, valueType=3, value=_Struct(ullVal=0)))
         else:
             out.append(_Struct(fieldId=field, nvmlReturn=NVML_SUCCESS, valueType=3,
-                               value=_Struct(ullVal=1_500_000_000 if field == 74 else 0)))
+                               value=_Struct(ullVal=_field_value(handle, field))))
     return out
 
 

@@ -18,7 +18,7 @@ from gpudoctor import fleet
 from gpudoctor.render.fleet import render_fleet_markdown, render_fleet_text
 from helpers_facts import with_fact
 
-from test_error_counters import healthy
+from test_error_counters import as_totals, healthy
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +56,26 @@ def test_a_healthy_fleet_has_no_counter_outlier(base):
 
 
 def test_a_node_far_above_the_fleets_recovery_count(base):
+    """A node's figure is its largest GPU total over the links: 225 on the healthy nodes' GPU 0."""
     merged = fleet.merge(nodes(base, c=("gpus.1.counters.nvlink_errors.5.recovery", 2400)))
     assert counter(merged, "nvlink_recovery")["outliers"] == [
-        {"node": "node-c", "subject": "GPU 1 link 5", "value": 2400, "peers_median": 24.0}]
+        {"node": "node-c", "subject": "GPU 1", "value": 219 - 13 + 2400, "peers_median": 225.0}]
     assert not any(c["outliers"] for c in merged["counters"]["counters"] if c["counter"] != "nvlink_recovery")
     # recovery errors are not judged on one report: the node's own row is clean
     assert next(n for n in merged["nodes"] if n["name"] == "node-c")["findings"] == []
+
+
+def test_reports_holding_totals_compare_alike_with_reports_holding_links(base):
+    """Reports from before the probe read totals hold a list per link; merge sums it, so a fleet of both
+    shapes is no outlier, and a node of either shape still stands out by its GPU total."""
+    mixed = [(name, {**report, "facts": as_totals(report["facts"])} if i % 2 else report)
+             for i, (name, report) in enumerate(nodes(base))]
+    merged = fleet.merge(mixed)
+    assert not any(c["outliers"] for c in merged["counters"]["counters"])
+    name, report = mixed[1]
+    mixed[1] = (name, {**report, "facts": with_fact(report["facts"], "gpus.0.counters.nvlink_errors.recovery", 5000)})
+    assert counter(fleet.merge(mixed), "nvlink_recovery")["outliers"] == [
+        {"node": "node-b", "subject": "GPU 0", "value": 5000, "peers_median": 225.0}]
 
 
 @pytest.mark.parametrize("value,outlier", [(10, False), (11, True)])
@@ -99,14 +113,14 @@ def test_the_outlier_in_text_and_markdown(base):
     assert text.endswith(
         "Error counters: a node whose largest count is more than 10 x the other nodes' median "
         "(a median under 1 counts as 1; at least 3 nodes)\n"
-        "  NVLink CRC-flit errors on one link: 4 nodes; no outlier\n"
-        "  NVLink CRC-data errors on one link: 4 nodes; no outlier\n"
-        "  NVLink replay errors on one link: 4 nodes; 1 outlier(s)\n"
-        "    node-d GPU 0 link 0: 40, the other nodes' median 0\n"
-        "  NVLink recovery errors on one link: 4 nodes; no outlier\n"
+        "  NVLink CRC-flit errors of one GPU: 4 nodes; no outlier\n"
+        "  NVLink CRC-data errors of one GPU: 4 nodes; no outlier\n"
+        "  NVLink replay errors of one GPU: 4 nodes; 1 outlier(s)\n"
+        "    node-d GPU 0: 40, the other nodes' median 0\n"
+        "  NVLink recovery errors of one GPU: 4 nodes; no outlier\n"
         "  PCIe replays of one GPU: 4 nodes; no outlier\n")
     markdown = render_fleet_markdown(merged)
-    assert "| NVLink replay errors on one link | 4 | node-d GPU 0 link 0: 40, the other nodes' median 0 |" in markdown
+    assert "| NVLink replay errors of one GPU | 4 | node-d GPU 0: 40, the other nodes' median 0 |" in markdown
     assert "| PCIe replays of one GPU | 4 | no outlier |" in markdown
 
 
@@ -122,5 +136,5 @@ def test_the_merge_command_shows_a_counter_outlier(base, tmp_path):
         paths.append(str(tmp_path / source))
     result = CliRunner().invoke(cli, ["merge", *paths, "--no-redact"])
     assert result.exit_code == 0, result.output
-    assert "  NVLink CRC-flit errors on one link: 4 nodes; 1 outlier(s)\n" \
-           "    node-b GPU 0 link 1: 25, the other nodes' median 0\n" in result.stdout
+    assert "  NVLink CRC-flit errors of one GPU: 4 nodes; 1 outlier(s)\n" \
+           "    node-b GPU 0: 25, the other nodes' median 0\n" in result.stdout

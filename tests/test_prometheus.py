@@ -125,8 +125,9 @@ def test_error_counters_are_counters_and_an_unread_one_is_no_zero() -> None:
     families = parse(prometheus(_with_counters(json.loads(HEALTHY.read_text(encoding="utf-8")))))
     assert families["gpudoctor_gpu_pcie_replays"].type == "counter"
     assert values(families, "gpudoctor_gpu_pcie_replays") == [({"gpu": "0", "model": "NVIDIA H100 80GB HBM3"}, 2.0)]
-    nvlink = {(labels["link"], labels["kind"]): v for labels, v in values(families, "gpudoctor_gpu_nvlink_errors")}
-    assert nvlink[("0", "recovery")] == 24 and ("1", "replay") not in nvlink and nvlink[("1", "recovery")] == 1
+    # a report that kept each link: summed over the links; a kind one link did not read has no total
+    nvlink = {labels["kind"]: v for labels, v in values(families, "gpudoctor_gpu_nvlink_errors")}
+    assert nvlink == {"recovery": 25.0, "crc_flit": 0.0, "crc_data": 0.0}
     held = {labels["cause"]: v for labels, v in values(families, "gpudoctor_gpu_clock_held_down_seconds")}
     assert held == {"power": 1.5, "thermal": 0.0}
     assert values(families, "gpudoctor_gpu_fabric_info")[0][0]["state"] == "completed"
@@ -246,7 +247,7 @@ def test_merge_labels_each_node(tmp_path: Path) -> None:
 
 def test_counters_read_through_the_nvml_worker_reach_the_textfile(tmp_path: Path, monkeypatch: Any) -> None:
     """The real NVML worker over the fake nvidia-ml-py (2 x H100 on NVSwitches, tests/helpers_faults.py), judged
-    and rendered: every active link's counters and the fabric of each GPU are series of their own."""
+    and rendered: each GPU's NVLink totals, one series per kind, and its fabric are series of their own."""
     from helpers_faults import full_facts, install_fake_pynvml
 
     from gpudoctor import pipeline
@@ -254,8 +255,9 @@ def test_counters_read_through_the_nvml_worker_reach_the_textfile(tmp_path: Path
     install_fake_pynvml(tmp_path, monkeypatch)
     families = parse(prometheus(pipeline.judge(full_facts())))
     replays = {labels["gpu"] for labels, _ in values(families, "gpudoctor_gpu_pcie_replays")}
-    links = {(labels["gpu"], labels["link"]) for labels, _ in values(families, "gpudoctor_gpu_nvlink_errors")}
-    assert replays == {"0", "1"} and len(links) == 2 * 18
+    kinds = {(labels["gpu"], labels["kind"]) for labels, _ in values(families, "gpudoctor_gpu_nvlink_errors")}
+    assert replays == {"0", "1"}
+    assert kinds == {(gpu, kind) for gpu in ("0", "1") for kind in ("replay", "recovery", "crc_flit", "crc_data")}
     assert {labels["state"] for labels, _ in values(families, "gpudoctor_gpu_fabric_info")} == {"completed"}
 
 

@@ -1,23 +1,28 @@
 """Error counters the driver keeps since it loaded, and each GPU's registration with an NVSwitch fabric.
 
 The limits are data (compat_matrix/error_counters.json), each from the fleet tool that uses it: DCGM's
-health watch and diag, Meta's GCM prolog. One reading since the driver loaded is not DCGM's watch over a
-minute, so a limit is applied only where the reading proves it was crossed: a count above a per-run
-limit, or an average over the host's uptime above a per-minute or per-second one (an average above a
-limit means some minute or second was above it). NVLink recovery errors, which healthy H100s count at
-link training, and the time with clocks held down, which a busy GPU spends at its power limit by design,
-are shown and compared across nodes by ``merge``, never judged here. A counter that was not read leaves
-its check "not checked" with the reason, never passed.
+health watch and diag. One reading since the driver loaded is not DCGM's watch over a minute, so a
+limit is applied only where the reading proves it was crossed: a count above a per-run limit, or an
+average over the host's uptime above a per-minute or per-second one (an average above a limit means
+some minute or second was above it). Counts that healthy links make when the driver trains them at load
+(NVLink recovery errors on H100, CRC-data errors on H200), NVLink replays, whose DCGM limit is any rise
+within its window, and the time with clocks held down, which a busy GPU spends at its power limit by
+design, are shown and compared across nodes by ``merge``, never judged here. A counter that was not read
+leaves its check "not checked" with the reason, never passed.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
-from gpudoctor.findings import ERROR, WARNING, Finding, gpu_subject
+from gpudoctor.findings import WARNING, Finding, gpu_subject
+from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.snapshot import get, is_unavailable, known
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import GpuFacts
 
 DIAG_COMMAND = "dcgmi diag -r 2"
 FABRIC_COMMANDS = ("systemctl status nvidia-fabricmanager", "sudo systemctl enable --now nvidia-fabricmanager")
@@ -33,7 +38,7 @@ def limits() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _label(gpu: dict[str, Any]) -> str:
+def _label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.get('index')} ({known(gpu.get('name')) or 'unknown model'})"
 
 
@@ -41,7 +46,7 @@ def _count(value: Any) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _uptime_s(gpu: dict[str, Any]) -> Optional[float]:
+def _uptime_s(gpu: GpuFacts) -> Optional[float]:
     value = known(get(gpu, "counters.uptime_s"))
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
@@ -54,7 +59,7 @@ def _duration(seconds: Optional[float]) -> str:
     return f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
 
 
-def readings(found: list[dict[str, Any]], path: str, what: str) -> list[tuple[dict[str, Any], Any]]:
+def readings(found: list[GpuFacts], path: str, what: str) -> list[tuple[GpuFacts, Any]]:
     """(GPU, value) for each GPU whose ``path`` was read; raises NotApplicable saying why none was."""
     read = [(g, get(g, path)) for g in found if get(g, path) is not None and not is_unavailable(get(g, path))]
     if read:
@@ -71,49 +76,32 @@ def check_nvlink_errors(facts: Facts) -> Iterator[Finding]:
     found = require_gpus(facts)
     if all(is_unavailable(g.get("nvlink")) and g["nvlink"]["unavailable"] == "not_supported" for g in found):
         raise NotApplicable("no GPU has NVLink")
-    table = limits()
-    for gpu, links in readings(found, "counters.nvlink_errors", "NVLink error counters"):
-        if not isinstance(links, list):
-            continue
-        yield from _crc(gpu, links, table)
-        yield from _replay(gpu, links, table)
+    entry = limits()["nvlink-crc-rate"]
+    for gpu, value in readings(found, "counters.nvlink_errors", "NVLink error counters"):
+        totals = nvlink_totals(value)
+        if totals is not None:
+            yield from _crc_rate(gpu, totals, entry)
 
 
-def _crc(gpu: dict[str, Any], links: list[Any], table: dict[str, dict[str, Any]]) -> Iterator[Finding]:
-    flit_limit, data_limit = table["nvlink-crc-flit"]["above"], table["nvlink-crc-data"]["above"]
-    per_s = table["nvlink-crc-rate"]["rate_per_s_at_least"]
-    uptime = _uptime_s(gpu)
-    over, fast = [], False
-    for e in links:
-        flit, data = _count(e.get("crc_flit")), _count(e.get("crc_data"))
-        if (flit or 0) > flit_limit or (data or 0) > data_limit:
-            over.append(f"link {e.get('link')}: {flit if flit is not None else 'n/a'} CRC-flit, "
-                        f"{data if data is not None else 'n/a'} CRC-data")
-            fast = fast or bool(uptime and ((flit or 0) + (data or 0)) / uptime >= per_s)
-    if over:
-        yield finding("GPU182", f"{_label(gpu)}: NVLink CRC errors above the fleet tools' limit on {len(over)} link(s)",
-                      subject=gpu_subject(gpu), severity=ERROR if fast else None,
-                      detail=f"Since the driver loaded ({_duration(uptime)} of uptime at most): {'; '.join(over)}. "
-                             f"Meta's GCM prolog fails a link above {flit_limit} CRC-flit or {data_limit} CRC-data errors; "
-                             f"DCGM fails a GPU at {per_s:g} CRC errors per second"
-                             f"{', which this average reaches' if fast else ''}.",
-                      text="Read the counters twice a minute apart: a link whose count keeps rising corrupts traffic "
-                           "that NVLink then resends, and slows collectives. Run DCGM's diagnostic and, if the "
-                           "errors keep rising, have the GPU, its baseboard or NVSwitch tray inspected.",
-                      commands=[f"nvidia-smi nvlink -e -i {gpu.get('index')}", DIAG_COMMAND])
-
-
-def _replay(gpu: dict[str, Any], links: list[Any], table: dict[str, dict[str, Any]]) -> Iterator[Finding]:
-    above = table["nvlink-replay"]["above"]
-    hits = [(e.get("link"), _count(e.get("replay"))) for e in links if (_count(e.get("replay")) or 0) > above]
-    if hits:
-        yield finding("GPU183", f"{_label(gpu)}: NVLink replay errors on {len(hits)} link(s)", subject=gpu_subject(gpu),
-                      detail=f"Since the driver loaded ({_duration(_uptime_s(gpu))} of uptime at most): "
-                             + ", ".join(f"link {link}: {n}" for link, n in hits)
-                             + ". Healthy links read 0; DCGM's health watch fails a GPU on one new replay within a minute.",
-                      text="Read the counters again later: replays that keep rising mean a link is resending data "
-                           "and will slow or stall collectives. Run DCGM's diagnostic, and have the hardware "
-                           "inspected if they keep rising.",
+def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> Iterator[Finding]:
+    """DCGM's rule on the same totals: CRC-flit or CRC-data errors at 100 or more a second. An average over
+    the uptime at that rate means some second reached it; a lower average proves nothing either way."""
+    per_s, uptime = entry["rate_per_s_at_least"], _uptime_s(gpu)
+    if uptime is None:
+        return
+    fast = [(words, n) for kind, words in (("crc_flit", "CRC-flit"), ("crc_data", "CRC-data"))
+            if (n := _count(totals.get(kind))) is not None and n / uptime >= per_s]
+    if fast:
+        yield finding("GPU182", f"{_label(gpu)}: NVLink CRC errors at {max(n for _, n in fast) / uptime:,.0f} a second "
+                                "on average since the driver loaded",
+                      subject=gpu_subject(gpu),
+                      detail=f"Summed over the GPU's links, over {_duration(uptime)} of uptime at most: "
+                             + "; ".join(f"{n:,} {words} errors ({n / uptime:,.0f} a second)" for words, n in fast)
+                             + f". DCGM's health watch fails a GPU at {per_s:g} CRC errors a second on these totals; "
+                               "an average that high means some second reached it.",
+                      text="A link whose count keeps rising corrupts traffic that NVLink then resends, and slows "
+                           "collectives. Read the counters per link, run DCGM's diagnostic and, if the errors keep "
+                           "rising, have the GPU, its baseboard or NVSwitch tray inspected.",
                       commands=[f"nvidia-smi nvlink -e -i {gpu.get('index')}", DIAG_COMMAND])
 
 
@@ -141,7 +129,7 @@ def check_pcie_replays(facts: Facts) -> Iterator[Finding]:
                       commands=[f"nvidia-smi -q -d PCIE -i {gpu.get('index')}", DIAG_COMMAND])
 
 
-def _replay_limit(gpu: dict[str, Any], entry: dict[str, Any]) -> tuple[int, int, int]:
+def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
     """DCGM's per-minute limit for the link at its top generation and full width; where either is unknown,
     the highest limit in the table, so that an unknown link is never judged by a stricter one."""
     rates = {int(k): float(v) for k, v in entry["replays_per_minute_per_lane"].items()}
@@ -180,7 +168,7 @@ def check_fabric(facts: Facts) -> Iterator[Finding]:
                           commands=[f"nvidia-smi -q -i {gpu.get('index')} | grep -A8 Fabric"])
 
 
-def _fabric_readings(found: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
+def _fabric_readings(found: list[GpuFacts]) -> list[tuple[GpuFacts, Any]]:
     """The GPUs' fabric facts; NOT_SUPPORTED from the call is a GPU on no fabric, which is an answer."""
     unsupported = [(g, {"state": "not_supported"}) for g in found
                    if is_unavailable(g.get("fabric")) and g["fabric"]["unavailable"] == "not_supported"]
@@ -190,7 +178,7 @@ def _fabric_readings(found: list[dict[str, Any]]) -> list[tuple[dict[str, Any], 
     return unsupported + readings(others, "fabric", "The NVSwitch fabric state")
 
 
-def _not_registered(waiting: list[dict[str, Any]], total: int, state: str, severity: Optional[str]) -> Finding:
+def _not_registered(waiting: list[GpuFacts], total: int, state: str, severity: Optional[str]) -> Finding:
     words = "has not started" if state == "not_started" else "has not finished"
     return finding("GPU191", f"{len(waiting)} of {total} GPU(s) wait for Fabric Manager: registration with the "
                              f"NVSwitch fabric {words}",
@@ -205,7 +193,7 @@ def _not_registered(waiting: list[dict[str, Any]], total: int, state: str, sever
 
 
 CHECKS = (
-    Check("gpus.nvlink_errors", "gpus", "NVLink error counters within the fleet tools' limits", ("GPU182", "GPU183"),
+    Check("gpus.nvlink_errors", "gpus", "NVLink CRC errors below DCGM's rate", ("GPU182",),
           check_nvlink_errors, ("nvml",)),
     Check("gpus.pcie_replays", "gpus", "PCIe replays within DCGM's rate", ("GPU132",), check_pcie_replays, ("nvml",)),
     Check("gpus.fabric", "gpus", "every GPU on an NVSwitch fabric is registered with it", ("GPU191", "GPU192", "GPU193"),

@@ -413,9 +413,14 @@ def _links(label: str, value: list[Any], ctx: Context, path: str) -> Node:
 _NVLINK_COUNTERS = (("replay", "replay"), ("recovery", "recovery"), ("crc_flit", "CRC-flit"), ("crc_data", "CRC-data"))
 
 
-def _nvlink_errors(label: str, value: list[Any], ctx: Context, path: str) -> Node:
-    """Every active link's counters in one line, each counter as its range over the links:
+def _nvlink_errors(label: str, value: Any, ctx: Context, path: str) -> Node:
+    """The GPU's totals over its links in one line (``all links: replay 0, recovery 96, ...``) or, from a
+    report that kept each link, each counter as its range over the links:
     ``18 links: replay 0, recovery 1-24, CRC-flit 0, CRC-data 0`` instead of 72 numbers."""
+    if isinstance(value, dict) and not _is_absent(value):
+        return Row(label, ["all links: " + ", ".join(
+            f"{words} {_absent(value[key]) if _is_absent(value.get(key)) else terminal(str(value.get(key, 'not read')))}"
+            for key, words in _NVLINK_COUNTERS)])
     if not isinstance(value, list):
         raise TypeError("not a list")
     parts = []
@@ -483,7 +488,7 @@ def _workload_runs(label: str, value: list[Any], ctx: Context, path: str) -> Nod
     for run in value:
         if not isinstance(run, dict):
             raise TypeError("not an object")
-        name = run.get("framework")
+        name: Any = run.get("framework")
         device = run.get("device", "?")
         where = f"cuda:{device}" if str(device).isdigit() else terminal(device)
         title = f"{NAMES.get(name, terminal(name))} on {where}"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
 from gpudoctor import report as rep
+from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.nvrm import bus_key
 from gpudoctor.render import proof
 from gpudoctor.render.safe import printable
@@ -64,7 +65,7 @@ HELP = {
     "gpu_host_link_bytes_per_second": "The PCIe link's rate one way at its maximum generation and width.",
     "gpu_p2p_copy_bytes_per_second": "Peer-to-peer copy bandwidth between two GPUs (check --deep).",
     "gpu_pcie_replays_total": "PCIe replays since the driver loaded (NVML replay counter).",
-    "gpu_nvlink_errors_total": "NVLink errors since the driver loaded, per link and kind (NVML error counters).",
+    "gpu_nvlink_errors_total": "NVLink errors since the driver loaded, summed over the GPU's links, per kind (NVML error counters).",
     "gpu_clock_held_down_seconds_total": "Time the GPU's clocks were held down since the driver loaded, per cause.",
     "gpu_fabric_info": "The GPU's NVSwitch fabric registration (state, status, health); always 1.",
     "kernel_log_read": "Whether the kernel log could be read (1); 0: Xid events are not checked, not absent.",
@@ -228,12 +229,9 @@ def _counters(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]
         labels = {"gpu": _index(gpu.get("index")), "model": str(known(gpu.get("name")) or "")}
         counters = as_object(gpu.get("counters"))
         yield "gpu_pcie_replays_total", counters.get("pcie_replay"), labels
-        links = counters.get("nvlink_errors")
-        for link in links if isinstance(links, list) else []:
-            if isinstance(link, dict):
-                for kind in ("replay", "recovery", "crc_flit", "crc_data"):
-                    yield "gpu_nvlink_errors_total", link.get(kind), {**labels, "link": _index(link.get("link")),
-                                                                       "kind": kind}
+        totals = nvlink_totals(counters.get("nvlink_errors"))
+        for kind, value in (totals or {}).items():
+            yield "gpu_nvlink_errors_total", value, {**labels, "kind": kind}
         held = as_object(counters.get("violation_ns"))
         for cause, ns in held.items():
             yield "gpu_clock_held_down_seconds_total", _scaled(ns, 1e-9), {**labels, "cause": cause}

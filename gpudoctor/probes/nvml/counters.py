@@ -1,6 +1,7 @@
 """One GPU's error counters and fabric state, read through NVML getters only; nothing is reset.
 
-Command-line equivalents: ``nvidia-smi nvlink -e`` (NVLink error counters per link), ``nvidia-smi -q -d
+Command-line equivalents: ``nvidia-smi nvlink -e`` (NVLink error counters per link; their sums over the
+links are what is read here), ``nvidia-smi -q -d
 PCIE`` ("Replays Since Reset"), the "Fabric" block of ``nvidia-smi -q`` and ``nvidia-smi -q -d
 PERFORMANCE`` ("Clocks Event Reasons Counters": time with clocks held down, per cause).
 
@@ -12,18 +13,22 @@ could not be read is never a 0.
 from __future__ import annotations
 
 import time
-from typing import Any, Optional
+from typing import Any
 
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.snapshot import is_unavailable, unavailable
 
-#: The NVLink error counter enum of nvml.h: our name -> (pynvml constant, its value in nvml.h).
-NVLINK_COUNTERS = {
-    "replay": ("NVML_NVLINK_ERROR_DL_REPLAY", 0),
-    "recovery": ("NVML_NVLINK_ERROR_DL_RECOVERY", 1),
-    "crc_flit": ("NVML_NVLINK_ERROR_DL_CRC_FLIT", 2),
-    "crc_data": ("NVML_NVLINK_ERROR_DL_CRC_DATA", 3),
+#: The field ids (nvml.h NVML_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL) of the NVLink error counts summed over all
+#: links: our name -> (pynvml constant, its value in nvml.h). The totals are what DCGM's health watch judges,
+#: and one field-values call reads them where nvmlDeviceGetNvLinkErrorCounter takes a call per link and kind.
+NVLINK_TOTAL_FIELDS = {
+    "replay": ("NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", 52),
+    "recovery": ("NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", 59),
+    "crc_flit": ("NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", 38),
+    "crc_data": ("NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", 45),
 }
+#: nvml.h NVML_FI_DEV_PCIE_REPLAY_COUNTER: the value nvmlDeviceGetPcieReplayCounter returns.
+PCIE_REPLAY_FIELD = ("NVML_FI_DEV_PCIE_REPLAY_COUNTER", 94)
 #: The field ids (nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*) of the time, in ns, that clocks were held down per
 #: cause since the driver loaded: what ``nvidia-smi -q -d PERFORMANCE`` prints as "Clocks Event Reasons Counters".
 #: Named as clock_event_reasons names the causes; stored as ``violation_ns``, NVML's word for this time.
@@ -38,18 +43,48 @@ CLOCK_EVENT_FIELDS = {
 _VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 FABRIC_SUMMARIES = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
-#: Reasons that hold for every link or cause of the GPU: after the first, asking again only costs time.
-_WHOLE_GPU = ("not_supported", "function_not_found", "no_permission", "gpu_lost", "bindings_mismatch", "bindings_missing")
 
 
 def read_counters(handle: Any, nvlink: Any) -> dict[str, Any]:
-    """The counters of the GPU behind ``handle``; ``nvlink`` is its link facts (only active links are read)."""
+    """The counters of the GPU behind ``handle``; ``nvlink`` is its link facts (a GPU without NVLink has no
+    NVLink totals to read). Every counter comes from one nvmlDeviceGetFieldValues call: the driver serves
+    calls one at a time, and a call per link and kind would be 72 calls per GPU on an H100."""
+    has_nvlink = not is_unavailable(nvlink)
+    fields = {**(NVLINK_TOTAL_FIELDS if has_nvlink else {}), "pcie_replay": PCIE_REPLAY_FIELD, **CLOCK_EVENT_FIELDS}
+    read = _field_values(handle, fields)
+    nvlink_errors = {name: read[name] for name in NVLINK_TOTAL_FIELDS} if has_nvlink else nvlink
     return {
         "uptime_s": _uptime_s(),
-        "pcie_replay": nv.query("nvmlDeviceGetPcieReplayCounter", handle),
-        "nvlink_errors": _nvlink_errors(handle, nvlink),
-        "violation_ns": _clock_event_times(handle),
+        "pcie_replay": _pcie_replay(handle, read["pcie_replay"]),
+        "nvlink_errors": _whole_gpu_of(nvlink_errors),
+        "violation_ns": _whole_gpu_of({name: read[name] for name in CLOCK_EVENT_FIELDS}),
     }
+
+
+def _field_values(handle: Any, fields: dict[str, tuple[str, int]]) -> dict[str, Any]:
+    """Our name -> the field's value or absent fact; a failed call makes every field absent with its reason."""
+    ids = [nv.constant(name, default) for name, default in fields.values()]
+    try:
+        values = nv.call("nvmlDeviceGetFieldValues", handle, ids)
+    except nv.NvmlFailure as exc:
+        return {name: unavailable(exc.reason) for name in fields}
+    return {name: _field(value) for name, value in zip(fields, values)}
+
+
+def _pcie_replay(handle: Any, value: Any) -> Any:
+    """The field's value; a driver whose field-values call lacks the field is asked with the getter."""
+    if is_unavailable(value) and value["unavailable"] not in ("gpu_lost", "no_permission"):
+        return nv.query("nvmlDeviceGetPcieReplayCounter", handle)
+    return value
+
+
+def _whole_gpu_of(values: Any) -> Any:
+    """A set of fields that all failed for one reason (the call failed, or the GPU keeps none of them) is
+    that one absent fact, as a single getter's failure would be."""
+    if not isinstance(values, dict) or is_unavailable(values) or not values:
+        return values
+    reasons = {v["unavailable"] if is_unavailable(v) else None for v in values.values()}
+    return unavailable(reasons.pop()) if len(reasons) == 1 and None not in reasons else values
 
 
 def _uptime_s() -> Any:
@@ -72,34 +107,6 @@ def _uptime_s() -> Any:
     return round(max(seen), 1) if seen else unavailable("not_found")
 
 
-def _nvlink_errors(handle: Any, nvlink: Any) -> Any:
-    """``[{"link", "replay", "recovery", "crc_flit", "crc_data"}]`` for each active link (18 on an H100: 72 calls)."""
-    if is_unavailable(nvlink):
-        return nvlink
-    active = [e["link"] for e in nvlink.get("links", []) if e.get("active")]
-    out: list[dict[str, Any]] = []
-    for link in active:
-        entry: dict[str, Any] = {"link": link}
-        for name, (constant, default) in NVLINK_COUNTERS.items():
-            value = nv.query("nvmlDeviceGetNvLinkErrorCounter", handle, link, nv.constant(constant, default))
-            whole = _whole_gpu(value)
-            if whole and not out and len(entry) == 1:
-                return whole  # the first call says this GPU keeps no such counter
-            entry[name] = value
-        out.append(entry)
-    return out
-
-
-def _clock_event_times(handle: Any) -> Any:
-    """All five causes in one nvmlDeviceGetFieldValues call; each field carries its own status."""
-    ids = [nv.constant(name, default) for name, default in CLOCK_EVENT_FIELDS.values()]
-    try:
-        values = nv.call("nvmlDeviceGetFieldValues", handle, ids)
-    except nv.NvmlFailure as exc:
-        return unavailable(exc.reason)
-    return {name: _field(value) for name, value in zip(CLOCK_EVENT_FIELDS, values)}
-
-
 def _field(value: Any) -> Any:
     status = int(getattr(value, "nvmlReturn", 0))
     if status:
@@ -107,10 +114,6 @@ def _field(value: Any) -> Any:
     member = _VALUE_MEMBERS.get(int(getattr(value, "valueType", -1)))
     number = getattr(value.value, member, None) if member else None
     return int(number) if isinstance(number, (int, float)) else unavailable("unknown")
-
-
-def _whole_gpu(value: Any) -> Optional[dict[str, Any]]:
-    return value if is_unavailable(value) and value["unavailable"] in _WHOLE_GPU else None
 
 
 def read_fabric(handle: Any) -> Any:
