@@ -54,7 +54,7 @@ def matrix_check(as_json: bool, **options: Optional[str]) -> None:
     """Judge a hypothetical stack: exit 1 on an error verdict, 2 on bad input, else 0."""
     from gpudoctor.compat import queries
 
-    if not any(value for name, value in options.items() if name != "os_name"):
+    if not any(value for name, value in options.items() if name != "os_name"):  # --os alone describes no stack
         raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
                        "--cuda, --cudnn, --python")
     driver, gpu, cc, os_name = options["driver"], options["gpu"], options["cc"], options["os_name"]
