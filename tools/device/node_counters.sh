@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Error counters and fabric state on a real machine: every reading gpudoctor takes (probes/nvml/counters.py)
-# beside nvidia-smi's own answer for it, what it costs per GPU, `check --quick` timed (median of 10), and the
+# beside nvidia-smi's own answer for it (NVLink: `nvidia-smi nvlink -e` summed over each GPU's links, read
+# before and after gpudoctor's, since the counts may rise in between), what it costs per GPU, `check --quick` timed (median of 10), and the
 # findings of that check. Usage (device tool, repo root): bash tools/device/node_counters.sh NAME
 #   -> $OUT/NAME/ and $OUT/NAME.tar.gz: summary.txt first (compare.txt: gpudoctor | nvidia-smi per GPU).
 # Reads only: NVML getters and nvidia-smi queries; no counter is reset, no setting changed.
@@ -23,12 +24,16 @@ nvidia-smi -q -x > "$d/nvidia-smi-q.xml" 2>&1
 systemctl is-active nvidia-fabricmanager > "$d/fabricmanager-active.txt" 2>&1 || true
 ls /dev/nvidia-nvswitch* > "$d/nvswitch-devices.txt" 2>&1 || true
 
-# gpudoctor's readings, and what they cost on top of the rest of the NVML worker
+# gpudoctor's readings (the NVLink totals, PCIe replays and clock-event times in one field-values call), what
+# they cost on top of the rest of the NVML worker, and the per-link getter's counts summed, which the totals
+# must equal but for errors counted between the two reads (a healthy H200 counts CRC-data errors every second)
 python3 - "$d" <<'PY' 2>&1 | tee -a "$d/summary.txt"
 import json, sys, time
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.probes.nvml.counters import read_counters, read_fabric
 from gpudoctor.probes.nvml.worker import _nvlinks
+from gpudoctor.snapshot import is_unavailable
+KINDS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}  # nvml.h nvmlNvLinkErrorCounter_t
 nv.call("nvmlInit")
 out = []
 for i in range(nv.call("nvmlDeviceGetCount")):
@@ -36,14 +41,22 @@ for i in range(nv.call("nvmlDeviceGetCount")):
     t0 = time.perf_counter(); links = _nvlinks(h); t1 = time.perf_counter()
     counters = read_counters(h, links); t2 = time.perf_counter()
     fabric = read_fabric(h); t3 = time.perf_counter()
-    out.append({"index": i, "counters": counters, "fabric": fabric,
+    active = [e["link"] for e in links.get("links", []) if e.get("active")] if not is_unavailable(links) else []
+    per_link = {k: [nv.query("nvmlDeviceGetNvLinkErrorCounter", h, n, c) for n in active] for k, c in KINDS.items()}
+    t4 = time.perf_counter()
+    sums = {k: sum(v) if all(isinstance(x, int) for x in v) else v[:1] for k, v in per_link.items()}
+    out.append({"index": i, "counters": counters, "fabric": fabric, "per_link_sums": sums, "active_links": len(active),
                 "ms": {"link_states": round((t1 - t0) * 1e3, 2), "counters": round((t2 - t1) * 1e3, 2),
-                       "fabric": round((t3 - t2) * 1e3, 2)}})
-    print(f"GPU {i}: link states {out[-1]['ms']['link_states']} ms, counters {out[-1]['ms']['counters']} ms "
-          f"(one thread per GPU in the worker), fabric {out[-1]['ms']['fabric']} ms; fabric {fabric}")
+                       "fabric": round((t3 - t2) * 1e3, 2), "per_link_getters": round((t4 - t3) * 1e3, 2)}})
+    ms = out[-1]["ms"]
+    print(f"GPU {i}: link states {ms['link_states']} ms, counters {ms['counters']} ms (one field-values call; "
+          f"the {4 * len(active)} per-link getter calls took {ms['per_link_getters']} ms), fabric {ms['fabric']} ms; "
+          f"fabric {fabric}")
+    print(f"  NVLink totals {counters['nvlink_errors']}; per-link getters summed just after {sums}")
 json.dump({"gpus": out, "missing_functions": sorted(nv.missing_functions)}, open(f"{sys.argv[1]}/readings.json", "w"), indent=1)
 print("missing functions:", sorted(nv.missing_functions) or "none")
 PY
+nvidia-smi nvlink -e > "$d/nvidia-smi-nvlink-e-after.txt" 2>&1
 
 # side by side: each GPU's counters as gpudoctor read them and as nvidia-smi printed them
 python3 - "$d" <<'PY' > "$d/compare.txt" 2>&1
@@ -78,22 +91,40 @@ def fabric_blocks(path):
     return out
 
 fabric = fabric_blocks(f"{d}/nvidia-smi-q.txt")
-nvlink = per_gpu(f"{d}/nvidia-smi-nvlink-e.txt", r"Link (\d+): (.+?)\s*:\s*(\d+)")
+def kind(what):
+    """nvidia-smi's name of a per-link counter -> ours (its names differ between drivers)."""
+    w = what.lower()
+    return ("replay" if "replay" in w else "recovery" if "recovery" in w else
+            "crc_data" if "crc" in w and "data" in w else "crc_flit" if "crc" in w else None)
+
+def smi_sums(path):
+    """nvidia-smi nvlink -e per GPU: {kind: the sum over its links}, and the counter names it printed."""
+    out = []
+    for block in per_gpu(path, r"Link (\d+): (.+?)\s*:\s*(\d+)"):
+        sums, names = {}, set()
+        for _, what, value in block:
+            names.add(what)
+            if kind(what):
+                sums[kind(what)] = sums.get(kind(what), 0) + int(value)
+        out.append((sums, sorted(names)))
+    return out
+
+before, after = smi_sums(f"{d}/nvidia-smi-nvlink-e.txt"), smi_sums(f"{d}/nvidia-smi-nvlink-e-after.txt")
 for g in mine:
     i, c = g["index"], g["counters"]
     print(f"GPU {i}")
     print(f"  PCIe replay      gpudoctor {c['pcie_replay']!s:<12} nvidia-smi {replays[i] if i < len(replays) else 'n/a'}")
     print(f"  fabric           gpudoctor {g['fabric']}  nvidia-smi {fabric[i] if i < len(fabric) else 'n/a'}")
-    links = c["nvlink_errors"]
-    smi = {}
-    for link, what, value in (nvlink[i] if i < len(nvlink) else []):
-        smi.setdefault(int(link), []).append(f"{what}={value}")
-    if isinstance(links, list):
-        for e in links:
-            print(f"  link {e['link']:>2}          gpudoctor replay={e['replay']} recovery={e['recovery']} "
-                  f"crc_flit={e['crc_flit']} crc_data={e['crc_data']}  nvidia-smi {' '.join(smi.get(e['link'], ['n/a']))}")
-    else:
-        print(f"  NVLink counters  gpudoctor {links}  nvidia-smi {len(smi)} link(s) listed")
+    totals = c["nvlink_errors"]
+    lo, names = before[i] if i < len(before) else ({}, [])
+    hi = after[i][0] if i < len(after) else {}
+    print(f"  nvidia-smi counter names: {names}")
+    for k in ("replay", "recovery", "crc_flit", "crc_data"):
+        mine_k = totals.get(k) if isinstance(totals, dict) else totals
+        verdict = ("ok" if isinstance(mine_k, int) and k in lo and k in hi and lo[k] <= mine_k <= hi[k]
+                   else "n/a" if k not in lo else "DIFFERS")
+        print(f"  NVLink {k:<9} gpudoctor {mine_k!s:<12} nvidia-smi summed over links, before {lo.get(k, 'n/a')} "
+              f"after {hi.get(k, 'n/a')}; per-link getters {g['per_link_sums'].get(k)}  {verdict}")
     print(f"  held down (ns)   gpudoctor {c['violation_ns']}")
 PY
 head -60 "$d/compare.txt"
