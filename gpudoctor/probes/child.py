@@ -54,6 +54,7 @@ _exiting: set[subprocess.Popen] = set()  # said their exit status, not gone yet 
 _families: dict[subprocess.Popen, processes.Family] = {}  # each running child with what it started
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
+_ended = 0  # how many times kill_all() has ended a run: what one probe hands another belongs to one run (run_epoch)
 _lock_dir: Optional[str] = None
 _shared: dict[str, Future] = {}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -263,6 +264,14 @@ def shared(key: str, compute: Callable[[], Any]) -> Any:
     return future.result()
 
 
+def run_epoch() -> int:
+    """Which run this is, as far as one probe handing facts to another needs to know: it changes whenever
+    kill_all() ends a run. Unlike ``shared``, which reopen() clears, it also covers a probe started before
+    the run's reopen() (runner.start_early), and it tells facts of a previous run in this process apart."""
+    with _live_lock:
+        return _ended
+
+
 def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
     """``env`` for a child that works on one GPU: only that GPU visible (by its UUID, which names the same
     GPU whatever CUDA_VISIBLE_DEVICES said), so CUDA starts on that GPU alone. The child reads
@@ -277,9 +286,10 @@ def kill_all() -> int:
     start no new one until reopen(); returns how many were killed. Waits (2 s at most) for them to be
     gone, except for those that said their exit status (ending.end_child): their exit is already under
     way, and waiting for it (the driver freeing GPU contexts) is what saying it saves."""
-    global _closed
+    global _closed, _ended
     with _live_lock:
         _closed = True
+        _ended += 1
         procs = [p for p in _live if p not in _stopped]  # a second call does not wait on the same ones again
         _stopped.update(procs)
         exiting = _exiting & set(procs)

@@ -2,19 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any, Optional
 
 from gpudoctor.snapshot import is_unavailable, unavailable
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
 WORKER = "gpudoctor.probes.nvml.worker"
+#: The facts of the NVML probe running or done in this run, with the run they belong to (child.run_epoch):
+#: the smoke probe takes the list of GPUs CUDA will enumerate from them instead of starting CUDA in a
+#: process that sees every GPU (probes/smoke/listing.py).
+_published: Optional[tuple[int, Future]] = None
+_published_lock = threading.Lock()
 
 
 def probe_nvml(timeout_s: float = 15.0) -> dict[str, Any]:
     """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot."""
-    from gpudoctor.probes.child import run_module  # here, not above: the worker's own start (this package) needs none of it
+    from concurrent.futures import Future  # here, as below: the worker's own start (this package) needs none of them
 
-    child = run_module(WORKER, timeout_s=timeout_s)
-    return assemble(child.lines, child.timed_out, child.returncode, child.stderr_tail, child.start_error)
+    from gpudoctor.probes.child import run_epoch, run_module
+
+    global _published
+    future: Future = Future()
+    with _published_lock:
+        _published = (run_epoch(), future)
+    try:
+        child = run_module(WORKER, timeout_s=timeout_s)
+        facts = assemble(child.lines, child.timed_out, child.returncode, child.stderr_tail, child.start_error)
+    except BaseException as exc:
+        future.set_exception(exc)
+        raise
+    future.set_result(facts)
+    return facts
+
+
+def published_facts(wait_s: float) -> Optional[dict[str, Any]]:
+    """This run's NVML facts, once its NVML probe has them (waiting ``wait_s`` at most); None when no NVML
+    probe runs in this run, or it failed or did not finish in time. Read only: the same dictionary
+    becomes the snapshot's."""
+    from gpudoctor.probes.child import run_epoch
+
+    with _published_lock:
+        published = _published
+    if published is None or published[0] != run_epoch():
+        return None
+    try:
+        return published[1].result(timeout=wait_s)
+    except Exception:  # noqa: BLE001 - a timeout, or a failure the NVML probe reports itself
+        return None
 
 
 def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stderr_tail: str,

@@ -2,21 +2,64 @@
 
 from __future__ import annotations
 
+import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gpudoctor.probes.child import ChildResult, child_env, pinned, run_module, shared
+from gpudoctor.trace import mark
 
 WORKER = "gpudoctor.probes.smoke.worker"
+#: Where ``smoke.count`` came from: a CUDA child's count, or NVML's facts and the mask (listing.py).
+CUDA_SOURCE = "cuda"
+NVML_SOURCE = "nvml+visibility"
 
 
 COUNT_TIMEOUT_S = 30.0
+#: How long the list waits for this run's NVML facts (0.3 s on 4 GPUs, started before the checks are
+#: imported); past it, CUDA's count costs no more than waiting longer would. With a smoke child's limit and
+#: CUDA's count after it, the probe stays within its own limit (runner: twice the smoke limit and 5 s).
+NVML_WAIT_S = 3.0
 
 
 def count_gpus() -> ChildResult:
-    """The GPUs CUDA enumerates (ordinal, name, UUID), counted once per run for this probe and the
-    workloads (child.shared)."""
-    return shared("gpu count", lambda: run_module(WORKER, ["count"], timeout_s=COUNT_TIMEOUT_S))
+    """The GPUs CUDA enumerates (ordinal, name, UUID), as a ``count`` section, once per run for this probe
+    and the workloads (child.shared): told from NVML's facts without starting CUDA where that is sure
+    (listing.py), else counted by CUDA in a child of its own."""
+    return shared("gpu count", _count)
+
+
+def _count() -> ChildResult:
+    # here, not above: every smoke and workload child imports this package, and needs neither
+    from gpudoctor.probes.nvml import published_facts
+    from gpudoctor.probes.smoke.listing import cuda_list
+
+    begun = time.monotonic()
+    facts = published_facts(NVML_WAIT_S)
+    listed, why = cuda_list(facts, os.environ) if facts is not None else (None, "no NVML facts in this run")
+    if listed is not None:
+        mark(f"gpu count: {len(listed['devices'])} from NVML")
+        return ChildResult(lines=[{"section": "count", "data": listed}], returncode=0,
+                           duration_s=time.monotonic() - begun)
+    mark(f"gpu count: CUDA counts ({why})")
+    return cuda_count()
+
+
+def cuda_count() -> ChildResult:
+    """CUDA's own count, from a child that starts CUDA with every GPU visible, once per run."""
+    return shared("cuda count", _cuda_count)
+
+
+def _cuda_count() -> ChildResult:
+    counted = run_module(WORKER, ["count"], timeout_s=COUNT_TIMEOUT_S)
+    count = counted.section("count")
+    if not isinstance(count, dict):
+        return counted
+    lines = [{**line, "data": {**count, "source": CUDA_SOURCE}} if line.get("section") == "count" else line
+             for line in counted.lines]
+    return ChildResult(lines=lines, timed_out=counted.timed_out, returncode=counted.returncode,
+                       stderr_tail=counted.stderr_tail, duration_s=counted.duration_s, start_error=counted.start_error)
 
 
 def pin_uuids(devices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -32,16 +75,41 @@ def probe_smoke(timeout_s: float = 30.0) -> dict[str, Any]:
     count = counted.section("count")
     if count is None:
         return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}
-    devices, pins = count["devices"], pin_uuids(count["devices"])
-    with ThreadPoolExecutor(max_workers=max(1, len(devices))) as pool:  # each child starts CUDA on its GPU alone
-        children = list(pool.map(lambda d: run_module(WORKER, ["run", str(d["ordinal"])], timeout_s=timeout_s,
-                                                      env=pinned(child_env(), pins.get(str(d["ordinal"])))),
-                                 devices))
-    runs = []
-    for device, child in zip(count["devices"], children):
-        result = child.section("run")
-        runs.append({**device, **(result if result is not None else {"ok": False, "error": _failure(child, timeout_s)})})
+    children = _run_all(count["devices"], timeout_s)
+    runs = [_record(device, child, timeout_s) for device, child in zip(count["devices"], children)]
+    if count.get("source") == NVML_SOURCE and any("error" in run for run in runs):
+        return _as_cuda_counts({str(d["uuid"]): c for d, c in zip(count["devices"], children)}, timeout_s)
     return {"smoke": {"count": count, "runs": runs}}
+
+
+def _as_cuda_counts(children: dict[str, ChildResult], timeout_s: float) -> dict[str, Any]:
+    """A smoke child failed where the list came from NVML: the report says what CUDA saw with every GPU
+    visible, as it would had CUDA counted them (its cuInit may fail, or leave a GPU out). The children
+    already run, each pinned to its GPU's UUID as CUDA's count would pin it, stand for that GPU."""
+    counted = cuda_count()
+    count = counted.section("count")
+    if count is None:
+        return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}
+    devices = count["devices"]
+    missing = [d for d in devices if str(d.get("uuid")) not in children]
+    children = {**children, **{str(d.get("uuid")): c for d, c in zip(missing, _run_all(missing, timeout_s))}}
+    return {"smoke": {"count": count, "runs": [_record(d, children[str(d.get("uuid"))], timeout_s) for d in devices]}}
+
+
+def _run_all(devices: list[dict[str, Any]], timeout_s: float) -> list[ChildResult]:
+    """A smoke child per GPU, all at once: each starts CUDA on its GPU alone."""
+    pins = pin_uuids(devices)
+    with ThreadPoolExecutor(max_workers=max(1, len(devices))) as pool:
+        return list(pool.map(lambda d: run_module(WORKER, ["run", str(d["ordinal"])], timeout_s=timeout_s,
+                                                  env=pinned(child_env(), pins.get(str(d["ordinal"])))),
+                             devices))
+
+
+def _record(device: dict[str, Any], child: ChildResult, timeout_s: float) -> dict[str, Any]:
+    result = child.section("run")
+    if result is None:
+        return {**device, "ok": False, "error": _failure(child, timeout_s)}
+    return {**device, **result, "ordinal": device["ordinal"]}
 
 
 def _failure(child: ChildResult, timeout_s: float) -> dict[str, Any]:
