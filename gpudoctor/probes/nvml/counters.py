@@ -83,8 +83,10 @@ def _whole_gpu_of(values: Any) -> Any:
     that one absent fact, as a single getter's failure would be."""
     if not isinstance(values, dict) or is_unavailable(values) or not values:
         return values
-    reasons = {v["unavailable"] if is_unavailable(v) else None for v in values.values()}
-    return unavailable(reasons.pop()) if len(reasons) == 1 and None not in reasons else values
+    if not all(is_unavailable(v) for v in values.values()):
+        return values
+    reasons = {str(v["unavailable"]) for v in values.values()}
+    return unavailable(reasons.pop()) if len(reasons) == 1 else values
 
 
 def _uptime_s() -> Any:
