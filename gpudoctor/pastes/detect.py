@@ -51,7 +51,7 @@ def unquote(text: str) -> str:
         return "\n".join(text.splitlines())
     lines = []
     for line in text.splitlines():
-        while _QUOTE.match(line) and not line.lstrip().startswith(">>>"):
+        while ">" in line[:4] and _QUOTE.match(line) and not line.lstrip().startswith(">>>"):  # a marker is in the first 4
             line = _QUOTE.sub("", line, count=1)
         lines.append(line)
     return "\n".join(lines)
@@ -61,7 +61,7 @@ def pieces(text: str) -> list[str]:
     """The body cut at its fences: fenced blocks and the text between them, in order."""
     out, current, fenced = [], [], ""
     for line in text.splitlines():
-        m = _FENCE.match(line)
+        m = _FENCE.match(line) if "```" in line or "~~~" in line else None
         if m and (not fenced or m.group(1)[0] == fenced[0] and len(m.group(1)) >= len(fenced)
                   and not line.strip()[len(m.group(1)):].strip()):
             out.append("\n".join(current))
