@@ -8,7 +8,7 @@ destructive, so a renderer may print them as a block and a user may paste them; 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 # The severities and check statuses live in gpudoctor/status.py with every other layer's words; kept
 # importable from here, where most code has always found them.
@@ -58,8 +58,8 @@ class Subject:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Subject":
-        fields = {k: data.get(k) for k in ("kind", "gpu_index", "gpu_uuid", "peer_index", "peer_uuid")}
+    def from_dict(cls, data: Mapping[str, Any]) -> "Subject":
+        fields: dict[str, Any] = {k: data.get(k) for k in ("kind", "gpu_index", "gpu_uuid", "peer_index", "peer_uuid")}
         fields["kind"] = fields["kind"] or "host"
         return cls(**fields)
 

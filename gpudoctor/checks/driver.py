@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, Iterator, cast
 from gpudoctor.checks.base import (DRIVER_ERRORS_COMMAND, DRIVER_LOAD_COMMAND, DRIVER_LOG_COMMAND, XID_COMMAND, Check, Facts,
                                     NotApplicable, finding, nvml_ready)
 from gpudoctor.findings import ERROR, WARNING, Finding, Subject
-from gpudoctor.snapshot import get, gpus, known, stopped_by
+from gpudoctor.snapshot import as_list, get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
 from gpudoctor.compat.branches import undriven
 from gpudoctor.views.limits import limit_hit
 
 if TYPE_CHECKING:
-    from gpudoctor.facts_types import NvmlFacts
+    from gpudoctor.facts_types import NvmlFacts, NvmlInit
 
 DRIVER_DOCS = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 WSL_DOCS = "https://docs.nvidia.com/cuda/wsl-user-guide/"
@@ -40,7 +40,8 @@ def check_nvml_init(facts: Facts) -> Iterator[Finding]:
         incomplete = {**incomplete, "reason": "timeout", "while": incomplete.get("while") or "starting"}
     during = str(incomplete.get("while", "starting"))
     if at_deadline:  # a wedged driver if NVML had long enough; a --timeout shorter than that is only a warning
-        waited = record.get("duration_s") if isinstance(record.get("duration_s"), (int, float)) else 0.0
+        waited = record.get("duration_s")
+        waited = waited if isinstance(waited, (int, float)) else 0.0
         yield finding("DRV009", f"NVML had not answered while {_while(during)} when the --timeout deadline passed "
                                 f"({waited:g} s in)", severity=ERROR if waited >= NVML_STUCK_S else WARNING,
                       detail="Normally NVML answers in well under a second per GPU; if it took longer, the driver "
@@ -99,7 +100,7 @@ def _while(during: str) -> str:
         during, f"reading {during}" if during.startswith("GPU ") else during)
 
 
-def _init_failure(facts: Facts, init: dict[str, Any]) -> Iterator[Finding]:
+def _init_failure(facts: Facts, init: NvmlInit) -> Iterator[Finding]:
     reason, message = init.get("reason"), init.get("message", "")
     driver = facts.get("driver") or {}
     module = driver.get("kernel_module") or {}
@@ -218,7 +219,7 @@ def check_nouveau(facts: Facts) -> Iterator[Finding]:
     driver = facts.get("driver") or {}
     if not driver:
         raise NotApplicable("the driver's files were not read")
-    pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []
+    pci = as_list(driver.get("pci_devices"))
     bound = [d["bus_id"] for d in pci if d.get("driver") == "nouveau"]
     if not (driver.get("nouveau_loaded") or bound):
         return
@@ -238,7 +239,7 @@ def check_gpu_count(facts: Facts) -> Iterator[Finding]:
     nvml = cast("NvmlFacts", facts.get("nvml") or {})
     count = known(nvml.get("device_count"))
     driver = facts.get("driver") or {}
-    pci = driver.get("pci_devices") if isinstance(driver.get("pci_devices"), list) else []
+    pci = as_list(driver.get("pci_devices"))
     in_container = bool(get(facts, "host.container.detected"))
     if count == 0:
         yield finding("DRV012", "the NVIDIA driver is running but lists no GPU",

@@ -129,7 +129,7 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         return
     if result.get("correct") is False:
         bad = [r for r in result.get("ranks") or [] if r.get("correct") is False]
-        first = next((c for r in bad for c in r.get("checks") or [] if c.get("wrong_elements")), {})
+        first: dict[str, Any] = next((c for r in bad for c in r.get("checks") or [] if c.get("wrong_elements")), {})
         yield finding("RUN024", f"{what} gave wrong sums: {result.get('wrong_elements')} wrong element(s) on "
                                 f"rank(s) {', '.join(str(r.get('rank')) for r in bad)} (expected {result.get('expected')} everywhere)",
                       detail=f"First wrong value: {first.get('first_wrong_value')} at element {first.get('first_wrong_index')}."

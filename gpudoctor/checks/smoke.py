@@ -85,7 +85,7 @@ def check_smoke(facts: Facts) -> Iterator[Finding]:
 
 
 def _cuda_failure(error: dict[str, Any], subject: Subject, where: str) -> Finding:
-    code = error.get("code")
+    code: Any = error.get("code")
     meaning, fix, commands = CUDA_ERRORS.get(code, ("", "Read the error name; check the driver and the kernel log.",
                                                     ("nvidia-smi",)))
     name = error.get("name")

@@ -25,8 +25,9 @@ def _workload(facts: Facts) -> dict[str, Any]:
 
 
 def _label(run: dict[str, Any]) -> str:
+    framework: Any = run.get("framework")
     where = "the CPU" if run.get("device") == "cpu" else f"cuda:{run.get('device')}" + (f" ({run['name']})" if run.get("name") else "")
-    return f"{NAMES.get(run.get('framework'), run.get('framework'))} on {where}"
+    return f"{NAMES.get(framework, framework)} on {where}"
 
 
 def _run_subject(facts: Facts, run: dict[str, Any]) -> Subject:
@@ -104,7 +105,7 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
                                "to judge its speed.",
                           commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"])
             continue
-        gpu = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
+        gpu: dict[str, Any] = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
         slow = []
         entry = compat.performance_entry(run["name"])
         if entry is None:
@@ -112,11 +113,11 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
                                     f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16, {figures['device_copy_gbs']:.0f} GB/s copy",
                           subject=subject, text="Update gpudoctor, or add the model to the matrix with --matrix FILE.")
         else:
-            measured = entry.get("measured") or {}
+            reference = entry.get("measured") or {}
             for key, got, ref_key, peak_key in (("bf16 matmul", figures["matmul_bf16_tflops"], "bf16_matmul_tflops", "bf16_dense_tflops"),
                                                 ("device copy", figures["device_copy_gbs"], "device_copy_gbs", "memory_gbs")):
-                ref, share, kind = (measured[ref_key], limits.get("measured_reference_share", 0.8), "measured on this model") \
-                    if ref_key in measured else (entry[peak_key], limits.get("datasheet_share", 0.5), "datasheet peak")
+                ref, share, kind = (reference[ref_key], limits.get("measured_reference_share", 0.8), "measured on this model") \
+                    if ref_key in reference else (entry[peak_key], limits.get("datasheet_share", 0.5), "datasheet peak")
                 if got < share * ref:
                     slow.append(f"{key} {got:.0f} vs {ref} expected ({kind}; below {share:.0%})")
         link = _pcie_rate(gpu)

@@ -59,7 +59,9 @@ def unquote(text: str) -> str:
 
 def pieces(text: str) -> list[str]:
     """The body cut at its fences: fenced blocks and the text between them, in order."""
-    out, current, fenced = [], [], ""
+    out: list[str] = []
+    current: list[str] = []
+    fenced = ""
     for line in text.splitlines():
         m = _FENCE.match(line) if "```" in line or "~~~" in line else None
         if m and (not fenced or m.group(1)[0] == fenced[0] and len(m.group(1)) >= len(fenced)

@@ -161,11 +161,11 @@ def wall_time(line: str, now: Optional[float] = None) -> Optional[float]:
     year = time.localtime(now).tm_year
     for y in (year, year - 1):
         try:
-            stamp = time.mktime(time.strptime(f"{y} {_MONTHS[m.group(1)]} {m.group(2)} {m.group(3)}", "%Y %m %d %H:%M:%S"))
+            when = time.mktime(time.strptime(f"{y} {_MONTHS[m.group(1)]} {m.group(2)} {m.group(3)}", "%Y %m %d %H:%M:%S"))
         except (ValueError, OverflowError):
             return None
-        if stamp <= now + 86400:
-            return stamp
+        if when <= now + 86400:
+            return when
     return None
 
 

@@ -152,7 +152,7 @@ def acceleration_line(facts: dict[str, Any]) -> str:
     work = [r for r in (facts.get("workload") or {}).get("runs") or [] if isinstance(r, dict) and r.get("device") != "cpu"] \
         if isinstance(facts.get("workload"), dict) else []
     if work:
-        trained = [r.get("training") for r in work if isinstance(r.get("training"), dict)]
+        trained = [t for t in (r.get("training") for r in work) if isinstance(t, dict)]
         parts.append(_results_phrase(work)
                      + (f", training learned in {sum(1 for t in trained if t.get('ok') is True)} of {len(trained)}"
                         if trained else ""))
@@ -412,6 +412,8 @@ def frameworks_line(facts: dict[str, Any]) -> str:
 def frameworks_unread(facts: dict[str, Any]) -> Optional[str]:
     """Why no framework was looked for, or None: "none installed" is a finding of the probe, so it is
     said only when the probe finished and could read the diagnosed Python's search path."""
+    if isinstance(facts.get("paste"), dict):  # judged from a ticket: no probe looked, so nothing says none is installed
+        return "the pastes name no framework version"
     record = get(facts, "probes.frameworks") or {}
     if isinstance(record, dict) and record.get("status") in ("timeout", "error"):
         what = "did not finish" if record["status"] == "timeout" else "failed"

@@ -30,6 +30,7 @@ from gpudoctor import versions
 from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.frameworks_table import NAMES
 from gpudoctor.render.safe import terminal
+from gpudoctor.snapshot import as_object
 from gpudoctor.status import PROBE_OK
 
 MIB = 1024**2
@@ -292,7 +293,7 @@ def _one_per_line(keyed: Callable[[dict[str, Any]], tuple[Any, str]]) -> Special
             raise TypeError("not a list")
         if not value:
             return Row(label, ["none"])
-        rows = []
+        rows: list[Node] = []
         for item in value:
             if not isinstance(item, dict):
                 raise TypeError("not an object")
@@ -310,7 +311,8 @@ def _copy(item: dict[str, Any], ctx: Optional[Context] = None) -> tuple[Any, str
     """A library copy: ``libcudnn : 9.14.0, /lib/.../libcudnn.so.9 -> /usr/lib/...so.9.14.0, origins system``."""
     version = item.get("version")
     named = item.get("version_from_name")
-    path, real = item.get("path"), item.get("real_path")
+    path: Any = item.get("path")
+    real: Any = item.get("real_path")
     where = terminal(path) + (f" -> {terminal(real)}" if real and real != path else "")
     dist = item.get("distribution")
     loaded = (ctx.loaded_by.get(real) or ctx.loaded_by.get(path) or []) if ctx else []
@@ -379,7 +381,7 @@ def _pci_device(item: dict[str, Any]) -> tuple[Any, str]:
 def _device_nodes(label: str, value: dict[str, Any], ctx: Context, path: str) -> Node:
     if not isinstance(value, dict) or _is_absent(value):
         raise TypeError("not a map of device nodes")
-    rows = []
+    rows: list[Node] = []
     for path, node in value.items():
         if not isinstance(node, dict):
             raise TypeError("not an object")
@@ -405,7 +407,7 @@ def _links(label: str, value: list[Any], ctx: Context, path: str) -> Node:
             groups[-1][0].append(link["link"])
         else:
             groups.append(([link["link"]], text))
-    rows = [Row(f"Link {terminal(ls[0])}" + (f"-{terminal(ls[-1])}" if len(ls) > 1 else ""), [text]) for ls, text in groups]
+    rows: list[Node] = [Row(f"Link {terminal(ls[0])}" + (f"-{terminal(ls[-1])}" if len(ls) > 1 else ""), [text]) for ls, text in groups]
     return Section(label, rows) if rows else Row(label, ["none"])
 
 
@@ -513,7 +515,7 @@ def _node_report(label: str, value: Any, ctx: Context, path: str) -> Node:
     summary = value.get("summary") if isinstance(value, dict) else None
     if not isinstance(summary, dict):
         return Row(label, [_scalar(value) if not isinstance(value, dict) else "a report (its facts: --format json)"])
-    counts = summary.get("counts") if isinstance(summary.get("counts"), dict) else {}
+    counts = as_object(summary.get("counts"))
     return Row(label, [f"verdict {_scalar(summary.get('verdict'))}: {_scalar(counts.get(ERROR, 0))} error(s), "
                        f"{_scalar(counts.get(WARNING, 0))} warning(s), {_scalar(counts.get(INFO, 0))} note(s) "
                        "(its facts: --format json)"])

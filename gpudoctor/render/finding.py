@@ -69,13 +69,13 @@ def parts(finding: Union[Finding, Mapping[str, Any]]) -> Parts:
         rem = finding.remediation
         return Parts(finding.severity, finding.code, finding.title, finding.detail, rem.text,
                      tuple(rem.commands), tuple(rem.links), finding.subject)
-    rem = finding.get("remediation")
-    rem = rem if isinstance(rem, Mapping) else {}
+    given = finding.get("remediation")
+    fix: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     subject = finding.get("subject")
     return Parts(severity=str(finding.get("severity", "")), code=str(finding.get("code", "?")),
                  title=str(finding.get("title", "")), detail=str(finding.get("detail") or ""),
-                 fix=str(rem.get("text") or ""), commands=tuple(str(c) for c in rem.get("commands") or ()),
-                 links=tuple(str(u) for u in rem.get("links") or ()),
+                 fix=str(fix.get("text") or ""), commands=tuple(str(c) for c in fix.get("commands") or ()),
+                 links=tuple(str(u) for u in fix.get("links") or ()),
                  subject=Subject.from_dict(subject if isinstance(subject, Mapping) else {}))
 
 
@@ -85,7 +85,8 @@ def lines(p: Parts, head: str, detail: Optional[str] = None, fix: Optional[str] 
     its template (``"  Fix: {}"``); a kind given no template is not shown. A part that holds several lines
     (a traceback) stays one item, its lines as the data has them."""
     templates = {DETAIL: detail, FIX: fix, COMMAND: command, LINK: link}
-    return [p.head(head)] + [templates[kind].format(text) for kind, text in p.body() if templates[kind] is not None]
+    return [p.head(head)] + [template.format(text) for kind, text in p.body()
+                             if (template := templates[kind]) is not None]
 
 
 # Groups: one root cause seen several times (text and Markdown) -------------------------------------------

@@ -142,7 +142,7 @@ def nothing_judged(report: dict[str, Any]) -> bool:
 
 
 def _verdict(report: dict[str, Any]) -> str:
-    verdict = (report.get("summary") or {}).get("verdict")
+    verdict: Any = (report.get("summary") or {}).get("verdict")
     problems = group_findings([f for f in report.get("findings") or [] if f.get("severity") in (ERROR, WARNING)])
     words = {VERDICT_OK: "no problems found", VERDICT_WARNING: "works, with warnings", VERDICT_ERROR: "problems found"}
     text = NOTHING_JUDGED if verdict == VERDICT_OK and nothing_judged(report) else words.get(verdict, "verdict unknown")
@@ -153,7 +153,7 @@ def _verdict(report: dict[str, Any]) -> str:
 
 
 def _summary_line(report: dict[str, Any]) -> str:
-    summary = report.get("summary") or {}
+    summary: Any = report.get("summary") or {}
     counts = summary.get("counts") or {}
     verdict = {VERDICT_OK: NOTHING_JUDGED.capitalize() + "." if nothing_judged(report) else "No problems found.",
                VERDICT_WARNING: "Works, with warnings.", VERDICT_ERROR: "Problems found."}

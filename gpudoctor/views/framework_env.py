@@ -276,8 +276,8 @@ def alloc_conf_causes(facts: Facts) -> list[tuple[Cause, list[str], str]]:
                                                   or any(q in env[var] for q in quoted))}
     if said and not blamed:
         blamed = {present[0]}  # PyTorch refused one of the two; 2.11 reads PYTORCH_CUDA_ALLOC_CONF first
-    refused_key = re.search(r"Unrecognized (?:key '([^']+)'|CachingAllocator option: (\S+))", said)
-    refused_key = (refused_key.group(1) or refused_key.group(2)) if refused_key else None
+    refused = re.search(r"Unrecognized (?:key '([^']+)'|CachingAllocator option: (\S+))", said)
+    refused_key = (refused.group(1) or refused.group(2)) if refused else None
     out = []
     for var in present:
         problems, fixed = judged[var]
@@ -353,7 +353,8 @@ def xla_flags_causes(facts: Facts) -> list[tuple[str, Cause, str]]:
         said = _first_line(_said(framework_facts(facts, name)), _UNKNOWN_XLA_FLAG)
         if not said:
             continue
-        flag = _UNKNOWN_XLA_FLAG.search(said).group(1)
+        found = _UNKNOWN_XLA_FLAG.search(said)  # _first_line kept only a line it matches
+        flag = found.group(1) if found else None
         kept = " ".join(f for f in value.split() if flag and f != flag and f.split("=")[0] != flag.split("=")[0])
         out.append((name, Cause("XLA_FLAGS", value, export_command("XLA_FLAGS", kept)), said))
     return out

@@ -91,6 +91,7 @@ def _take(out: dict[str, Any], exprs: list[str], answer: list[str], number: int)
     else:
         return
     for field, raw in zip(fields, values):
+        assert field is not None  # all(fields) above
         value = _value(field, raw)
         if value is None or field in out:
             continue
@@ -135,7 +136,9 @@ def _value(field: str, raw: str) -> Any:
 
 def _split_args(text: str) -> list[str]:
     """Top-level comma-separated arguments of a print() call."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
     for ch in text:
         if ch in "([{":
             depth += 1
