@@ -277,3 +277,17 @@ def test_nvml_facts_of_a_previous_run_are_not_this_runs(monkeypatch):
     child_module.kill_all()
     reopen()
     assert nvml.published_facts(0.1) is None
+
+
+def test_a_count_from_the_list_is_judged_as_cudas():
+    """Every recorded report, its count marked as told from NVML: the same findings, and the report's shape
+    holds (snapshot.SHAPE declares ``source``)."""
+    from gpudoctor.snapshot import shape_error
+
+    for name, facts in _recorded_counts():
+        marked = copy.deepcopy(facts)
+        marked["smoke"]["count"]["source"] = "nvml+visibility"
+        assert pipeline.judge(marked)["findings"] == pipeline.judge(facts)["findings"], name
+        assert shape_error({"facts": marked}) is None, name
+    marked["smoke"]["count"]["source"] = 7
+    assert "facts.smoke.count.source" in str(shape_error({"facts": marked}))

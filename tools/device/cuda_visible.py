@@ -42,14 +42,10 @@ def driver_sees(mask: str | None) -> dict:
         return {"error": res.stderr[-500:]}
 
 
-def main() -> None:
-    from gpudoctor.views.visibility import resolve
-    from gpudoctor.probes.nvml import probe_nvml
-
-    facts = probe_nvml()
-    facts["host"] = {"env": {}}
-    uuids = [g["uuid"] for g in facts["gpus"]]
-    masks = [None, "", "-1", "0", "0,0", "0,7", "7,0", " 0", "0 ", "foo,0", "GPU-zzzz", "-0", "0,foo",
+def masks_for(uuids: list[str]) -> list[str | None]:
+    """The masks compared: documented forms, strtol's corners, UUID prefixes and cases, and white space
+    and digits that are Unicode's but not C's."""
+    masks: list[str | None] = [None, "", "-1", "0", "0,0", "0,7", "7,0", " 0", "0 ", "foo,0", "GPU-zzzz", "-0", "0,foo",
              uuids[0][:12], uuids[0], "GPU-" + uuids[0][4:].upper()]
     if len(uuids) > 1:
         masks += ["1", "1,0", "0,1,0", "1,1", "0,-1,1", "0, 1", f"{uuids[1][:10]},0", f"{uuids[1]},{uuids[0]}", "00,1", "+1",
@@ -59,6 +55,16 @@ def main() -> None:
     # C's white space and digits, against Unicode's: what text copied from a web page or typed on another keyboard holds
     masks += ["\uff10", "\u0660", "\uff11", "\u00a00", "\u20030", "0,\u00a00", "0 1", "\t0", "\v0", "0\r", "\u00850",
               "0\u00a0", "\u2007" + "0", f"\u00a0{uuids[0]}", f"{uuids[0]}\t", "\u00b2", "0\u0301"]
+    return masks
+
+
+def main() -> None:
+    from gpudoctor.views.visibility import resolve
+    from gpudoctor.probes.nvml import probe_nvml
+
+    facts = probe_nvml()
+    facts["host"] = {"env": {}}
+    masks = masks_for([g["uuid"] for g in facts["gpus"]])
     agree = 0
     for mask in masks:
         seen = driver_sees(mask)
