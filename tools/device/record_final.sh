@@ -12,6 +12,7 @@ d=$(mktemp -d)/$name; mkdir -p "$d"
 date -u +%FT%TZ > "$d/when.txt"
 nvidia-smi -q -x > "$d/nvidia-smi-q.xml" 2>&1
 nvidia-smi topo -m > "$d/topo-m.txt" 2>&1
+nvidia-smi topo -p2p r > "$d/topo-p2p-r.txt" 2>&1
 cat /proc/driver/nvidia/version > "$d/proc-driver-nvidia-version.txt" 2>&1
 python3 -m compileall -q gpudoctor > /dev/null
 chk report --
