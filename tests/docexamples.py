@@ -653,6 +653,7 @@ EXAMPLES: dict[str, Facts] = {
                                   "driver \"\" with capabilities: [[gpu]].")]},
     "DRV020": {"evidence": [_said("xid", "NVRM: Xid (PCI:0000:41:00): 79, pid=1234, GPU has fallen off the bus.",
                                   bus_id="0000:41:00", xid=79, detail="pid=1234, GPU has fallen off the bus.")]},
+    "DRV024": {"evidence": [_said("gpu_lost_said", "The GPU randomly falls off the bus when I play games.")]},
     "DRV022": {"evidence": [_said("system_not_ready", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed "
                                   "call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_SYSTEM_NOT_READY: "
                                   "system not yet initialized")]},
@@ -666,6 +667,10 @@ EXAMPLES: dict[str, Facts] = {
                                   {"what": "an AMD GPU in a GPU list",
                                    "text": "GPU models and configuration: AMD Radeon RX 7900 XTX", "where": "issue.md, line 24"}],
                         "source": "issue.md, line 12"}},
+    "FWK211": {"evidence": [_said("no_gpu_seen", "My machine has an NVIDIA GeForce RTX 3060, but torch.cuda.is_available() is "
+                                  "False.", framework="PyTorch", how="said")],
+               "gpus": [{"index": 0, "name": "GeForce RTX 3060", "source": "prose (issue.md, line 12)", "stated": True,
+                         "compute_capability": "8.6"}]},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

@@ -50,7 +50,10 @@ JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
 
 def check_framework_messages(facts: Facts) -> Iterator[Finding]:
-    _any(facts, FRAMEWORK_KINDS)
+    if not _evidence(facts, FRAMEWORK_KINDS) and not _no_gpu_answers(facts):
+        raise NotApplicable("the pastes quote no such message")
+    for found in _no_gpu_findings(facts):
+        yield found
     for item in _evidence(facts, ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "no_binary_for_gpu")):
         yield _arch_finding(item)
     wsl = (facts.get("host") or {}).get("wsl") is True
@@ -96,6 +99,77 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                       detail="two interpreters (or two environments) answered; each is reported as pasted, none is judged",
                       text="Run both commands with the same interpreter (python -m torch.utils.collect_env, then the "
                            "failing script, in one shell) and paste both.")
+
+
+#: The messages that say why a framework sees no GPU: where one is pasted, its own finding names the cause, so the
+#: framework's bare "no GPU" answer adds nothing.
+_CAUSES = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient", "no_driver",
+           "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu", "jax_backend_failed",
+           "no_binary_for_gpu", "no_gpu_visible", "system_not_ready", "system_driver_mismatch", "compat_not_supported",
+           "cuda_unknown_error", "container_no_gpu_driver", "container_init_error", "driver_library_mismatch",
+           "smi_failure", "contradiction", "gpu_worked", "gpu_lost_said", "xid")
+#: The frameworks' own one-liners that print what they see, to paste back.
+_SEES = {"PyTorch": 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"',
+         "TensorFlow": 'python -c "import tensorflow as tf; print(tf.__version__, tf.config.list_physical_devices(\'GPU\'))"'}
+_FACT_NAMES = {"PyTorch": "torch", "TensorFlow": "tensorflow"}
+#: The session expressions whose answer an item of that kind is (pastes/forms/session.py).
+_EXPRESSIONS = {"torch_cuda_available": "torch.cuda.is_available()", "tensorflow_gpus": "tf.config.list_physical_devices('GPU')",
+                "tensorflow_gpu_available": "tf.test.is_gpu_available()"}
+
+
+def _no_gpu_answers(facts: Facts) -> list[dict[str, Any]]:
+    """The frameworks' own "no GPU" answers the pastes show: a session's is_available() False or empty GPU list, and
+    what the reporter says or printed (pastes/forms/observed.py), as items with ``framework``."""
+    out = [{**e, "framework": "PyTorch"} for e in _evidence(facts, ("torch_cuda_available",)) if e.get("value") is False]
+    out += [{**e, "framework": "TensorFlow"} for e in _evidence(facts, ("tensorflow_gpus", "tensorflow_gpu_available"))
+            if e.get("value") is False or (e.get("kind") == "tensorflow_gpus" and e.get("value") == 0)]
+    return out + _evidence(facts, ("no_gpu_seen",))
+
+
+def _no_gpu_findings(facts: Facts) -> Iterator[Finding]:
+    """FWK211 for each framework that says it sees no GPU, where nothing else in the pastes says why: an error when
+    the pastes show an NVIDIA GPU there, a warning when they do not (a machine without one answers the same). The
+    reporter's own words never outrank a paste's answer, and a run that reached the GPU outranks them all."""
+    if (facts.get("host") or {}).get("os") == "Darwin" or _evidence(facts, _CAUSES):
+        return  # macOS has no CUDA (its own rules); a pasted cause has its own finding
+    nvml = facts.get("nvml") or {}
+    if nvml and not (nvml.get("init") or {}).get("ok"):
+        return  # nvidia-smi's failure is the cause, judged by driver.nvml
+    listed = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
+    shown = bool(listed) or bool(nvml.get("device_count")) or bool(_evidence(facts, ("gpu_present",)))
+    done: set[str] = set()
+    for item in _no_gpu_answers(facts):
+        name = str(item.get("framework"))
+        fw = (facts.get("frameworks") or {}).get(_FACT_NAMES.get(name, "")) or {}
+        info = fw.get("info") or {}
+        if name in done or (item.get("how") == "said" and info.get("cuda_available") is True):
+            continue  # the paste's own True answer outranks a sentence
+        if fw.get("status") == "ok" and any(not g.get("stated") for g in listed) and nvml.get("init"):
+            continue  # frameworks.gpu judges a framework that answered beside nvidia-smi's list (FWK002)
+        done.add(name)
+        yield _no_gpu_finding(name, item, info, listed, shown)
+
+
+def _no_gpu_finding(name: str, item: dict[str, Any], info: dict[str, Any], listed: list[dict[str, Any]],
+                    shown: bool) -> Finding:
+    said = {"said": "the reporter says", "printed": "the paste prints"}.get(str(item.get("how")), "a session shows")
+    gpu = f" on a machine with {listed[0].get('name')}" if listed and listed[0].get("name") else \
+        " on a machine whose CUDA driver lists a GPU (XLA_GPU)" if shown else ""
+    build = ""
+    if info.get("version"):
+        build = f" PyTorch {info['version']} is a CPU-only build." if info.get("cpu_only_build") is True else \
+            f" {name} {info['version']}" + (f" was built for CUDA {info['built_cuda']}." if info.get("built_cuda") else ".")
+    text = ("The usual causes: a build without CUDA (pip's default on Windows, a +cpu wheel), a driver older than the "
+            "build's CUDA, or a GPU the build has no code for; the command below shows which. Install the CUDA build for "
+            f"this driver from {TORCH_INSTALL}.") if name == "PyTorch" else \
+        ("After 2.10 TensorFlow uses a GPU on Linux and WSL 2 only, and it loads the CUDA and cuDNN versions its "
+         "tested-build table names: install tensorflow[and-cuda] on Linux, or run it under WSL 2.")
+    expression = _EXPRESSIONS.get(str(item.get("kind")))
+    quoted = f"{item.get('where')}: {expression} printed {item.get('text')}" if expression else _quote(item)
+    return finding("FWK211", f"{name} sees no GPU ({said} so){gpu}", detail=quoted + build,
+                   severity=ERROR if shown else WARNING,
+                   text=text + ("" if shown else " If this machine has no NVIDIA GPU, the CPU is all it can use."),
+                   commands=[_SEES[name], "nvidia-smi"])
 
 
 #: Under WSL 2 the GPU driver is the Windows one: NVIDIA's CUDA on WSL guide says no Linux driver may be installed
@@ -241,7 +315,7 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
 
 def check_driver_messages(facts: Facts) -> Iterator[Finding]:
 
-    _any(facts, ("driver_library_mismatch", "xid", "system_not_ready", *_CUDA_INIT))
+    _any(facts, ("driver_library_mismatch", "xid", "system_not_ready", "gpu_lost_said", *_CUDA_INIT))
     wsl = (facts.get("host") or {}).get("wsl") is True
     for kind, (title, text, commands, link) in _CUDA_INIT.items():
         for item in _evidence(facts, (kind,))[:1]:
@@ -262,6 +336,14 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
         yield finding("DRV020", "the driver reports that its kernel module and libraries are different versions",
                       detail=_quote(item), severity=ERROR,
                       text="Reboot, or stop every GPU process and reload the nvidia kernel modules.", commands=[DRIVER_LOG_COMMAND])
+    xids = [int(e.get("xid") or 0) for e in _evidence(facts, ("xid",))]
+    for item in _evidence(facts, ("gpu_lost_said",))[:1] if 79 not in xids else ():
+        yield finding("DRV024", "the reporter says the GPU fell off the bus: it stops computing until it is reset",
+                      detail=_quote(item),
+                      text="A GPU that falls off the bus (the kernel log's Xid 79) is lost to the driver until the machine "
+                           "reboots or the GPU is reset. NVIDIA's catalogue names overheating, power (the supply, its "
+                           "cables, transients) and the PCIe slot or system BIOS as the causes; check them if it recurs.",
+                      commands=[DRIVER_LOG_COMMAND, "nvidia-smi -q -d TEMPERATURE,POWER"], links=[XID_DOCS])
     for item in _evidence(facts, ("xid",)):
         xid = int(item.get("xid") or 0)
         entry = xid_catalogue.entry(xid) or {}
@@ -343,12 +425,14 @@ def check_rocm(facts: Facts) -> Iterator[Finding]:
 
 
 CHECKS = (
-    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023"), check_driver_messages,
+    Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023", "DRV024"),
+          check_driver_messages,
           ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209"), check_framework_messages, ()),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211"),
+          check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
     Check("frameworks.rocm", "frameworks", "the pasted stack is NVIDIA's CUDA, not AMD's ROCm", ("FWK210",), check_rocm, ()),
 )

@@ -16,7 +16,7 @@ from gpudoctor import versions
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 
-FORMS = ("messages", "session", "template", "tools", "prose")
+FORMS = ("messages", "session", "template", "tools", "prose", "observed")
 #: The source every fact read from prose carries: checks and renderers can tell it is the weakest.
 PROSE = "prose"
 

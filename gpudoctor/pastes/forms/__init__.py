@@ -1,8 +1,9 @@
 """Readers for the ticket forms beyond collect_env and nvidia-smi, one module per family: the messages
 frameworks, CUDA, NVML, the container toolkit and the kernel print (``messages``), Python sessions and
 one-liners (``session``), issue templates and environment scripts (``templates``), tool outputs and
-package lists (``tools``), the versions a ticket's prose states (``prose``), the weakest evidence; and the
-signs of an AMD ROCm stack (``rocm``), which no NVIDIA rule may judge.
+package lists (``tools``), the versions a ticket's prose states (``prose``), the weakest evidence; what a
+reporter says they saw (``observed``: "is_available() is False", "fell off the bus"); and the signs of an AMD
+ROCm stack (``rocm``), which no NVIDIA rule may judge.
 
 Each reader goes through the body once, line by line, and tests a line with a plain substring before
 any regular expression; every expression is anchored or bounded, so a 1 MB body stays linear. Each
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from gpudoctor.pastes.forms import messages, prose, rocm, session, templates, tools
+from gpudoctor.pastes.forms import messages, observed, prose, rocm, session, templates, tools
 
 #: (paste kind, reader): a reader takes the body's lines and returns its values, or None when the body
 #: holds none of its form.
@@ -24,6 +25,7 @@ READERS: tuple[tuple[str, Callable[[list[str]], Any]], ...] = (
     ("template", templates.read),
     ("tools", tools.read),
     ("prose", prose.read),
+    ("observed", observed.read),
     ("rocm", rocm.read),
 )
 #: Longest line a reader looks at; a longer one is cut (a minified blob pasted by mistake).

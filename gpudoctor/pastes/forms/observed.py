@@ -1,0 +1,71 @@
+"""What a reporter says they saw, in their own words or as one printed line, where no message or session
+holds it: "torch.cuda.is_available() is False" / "returns False", TensorFlow's tutorial line "Num GPUs
+Available: 0", a TensorFlow device list with an ``XLA_GPU`` (the CUDA driver saw a GPU), and "the GPU fell
+off the bus".
+
+A sentence counts only as a statement of what happened: not a question ("why does it return False?"), not
+a condition ("if is_available() is False, ..."), and not denied ("no longer returns False"). Each line is
+tested with plain substrings first; the expressions after are short and bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+#: Lowercase words a line must hold for each statement: tested before any expression.
+_AVAILABLE_WORDS = "is_available"
+_TF_WORDS = "num gpus"
+_BUS_WORDS = "off the bus"
+_XLA_WORDS = "xla_gpu"
+_AVAILABLE = re.compile(r"is_available(?:\(\))?[`'\"*]{0,2}\s{0,3}(?:(?:is|was|returns?|returned|returning|gives|gave|shows|"
+                        r"showed|prints|printed|outputs|=|==|->|:)\s{0,3})?(?:(?:still|always|only|just)\s{1,3})?[`'\"*]{0,2}false\b",
+                        re.I)
+_TF_ZERO = re.compile(r"^\W{0,4}num gpus(?: available)?\s{0,3}[:=]\s{0,3}[`'\"]?0\b", re.I)
+_BUS = re.compile(r"\b(?:fell|falls|falling|fallen|fall|dropped|drops|dropping|drop)\s{1,3}off\s{1,3}the\s{1,3}bus\b", re.I)
+_XLA = re.compile(r"(?:device_type\s{0,2}=\s{0,2}['\"]XLA_GPU['\"]|/device:XLA_GPU:\d)", re.I)
+#: Words before a statement on its sentence that make it a question, a condition, or a denial.
+_NOT_SAID = re.compile(r"\b(?:if|whether|why|how|could|might|maybe|unless|not|no longer|never|instead of|"
+                       r"don't|doesn't|didn't|won't|isn't|wasn't)\b", re.I)
+
+
+def read(lines: list[str]) -> Optional[dict[str, Any]]:
+    """The statements in ``lines``, the first of each kind, each with its line; None when there are none."""
+    evidence: list[dict[str, Any]] = []
+    kinds: set[str] = set()
+    for number, line in enumerate(lines, 1):
+        lowered = line.lower()
+        for item in _items(line, lowered):
+            if item["kind"] + str(item.get("framework")) not in kinds:
+                kinds.add(item["kind"] + str(item.get("framework")))
+                evidence.append({**item, "line": number, "text": line.strip()[:300]})
+    return {"evidence": evidence, "notes": []} if evidence else None
+
+
+def _items(line: str, lowered: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if _AVAILABLE_WORDS in lowered:
+        m = _AVAILABLE.search(line)
+        if m and _stated(line, m.start(), m.end()):
+            framework = "TensorFlow" if "tf.test.is_gpu_available" in lowered else "PyTorch"
+            out.append({"kind": "no_gpu_seen", "framework": framework, "how": "said"})
+    if _TF_WORDS in lowered:
+        if _TF_ZERO.match(line):  # the line TensorFlow's install guide prints, as printed
+            out.append({"kind": "no_gpu_seen", "framework": "TensorFlow", "how": "printed"})
+    if _XLA_WORDS in lowered and _XLA.search(line):
+        out.append({"kind": "gpu_present", "how": "XLA_GPU"})
+    if _BUS_WORDS in lowered:
+        m = _BUS.search(line)
+        if m and _stated(line, m.start(), m.end()):
+            out.append({"kind": "gpu_lost_said"})
+    return out
+
+
+def _stated(line: str, start: int, end: int) -> bool:
+    """Whether the words at ``start:end`` state what happened: their sentence is no question and nothing before
+    them on it makes them a condition or a denial."""
+    opened = max(line.rfind(". ", 0, start), line.rfind("? ", 0, start), line.rfind("! ", 0, start))
+    closed = min((i for i in (line.find(". ", end), line.find("?", end), line.find("! ", end)) if i >= 0), default=len(line))
+    if line[closed:closed + 1] == "?":
+        return False
+    return not _NOT_SAID.search(line[opened + 1:start][-80:])
