@@ -610,7 +610,7 @@ _SHORT_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 def _allowed_env(report: dict[str, Any]) -> dict[str, Any]:
     """Only the variables gpudoctor reads, whatever a (hand-edited or older) report holds; also in the
     other nodes' reports that a torchrun job's report carries (``facts.cluster.nodes[*].report``)."""
-    facts = report.get("facts")
+    facts: Any = report.get("facts")
     cluster = facts.get("cluster") if isinstance(facts, dict) else None
     if isinstance(cluster, dict) and isinstance(cluster.get("nodes"), list):
         nodes = [{**n, "report": _allowed_env(n["report"])} if isinstance(n, dict) and isinstance(n.get("report"), dict)

@@ -184,7 +184,7 @@ def one_gpu(gpu: Optional[str], cc: Optional[str]) -> None:
     row = gpu_entry(gpu) if gpu and cc else None
     if row is not None and version(row["compute_capability"]) != version(cc):
         raise BadInput(f"--gpu {gpu!r} is compute capability {row['compute_capability']} in gpudoctor's matrix, "
-                       f"--cc says {cc.strip()}: give one of them")
+                       f"--cc says {str(cc).strip()}: give one of them")
 
 
 def driver_cuda_note(driver: Optional[str], driver_cuda: Optional[str], os_name: Optional[str]) -> Optional[str]:

@@ -37,7 +37,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, cast
 
 from gpudoctor.probes import processes, warden
 from gpudoctor.probes.childpath import BOOT, LIFELINE_ENV
@@ -176,7 +176,7 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
             proc = subprocess.Popen(
                 list(cmd), stdin=subprocess.PIPE if feed else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env={**processes.marked_env(env, token), **extra},
-                start_new_session=True, cwd="/", pass_fds=(life_in, written) if channel else (life_in,),
+                start_new_session=True, cwd="/", pass_fds=cast("tuple[int, ...]", (life_in, written) if channel else (life_in,)),
             )
         except OSError as exc:
             result.start_error = f"{type(exc).__name__}: {exc}"
@@ -192,7 +192,8 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         family = _families[proc] = processes.Family(proc.pid, token)
     what = " ".join(map(str, cmd[6:8])) if cmd[3:4] == ["-c"] else os.path.basename(str(cmd[0]))
     mark(f"spawned {what} as {proc.pid}")
-    ended, said = threading.Event(), Future()
+    ended = threading.Event()
+    said: Future[Any] = Future()
     lines = os.fdopen(said_on, "rb") if said_on is not None else proc.stdout
     readers = [
         threading.Thread(target=_read_lines, args=(lines, result.lines, on_line, said), daemon=True),
@@ -226,7 +227,7 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
         reader.join(timeout=1.0)
     streams = [lines, proc.stderr] + ([proc.stdout] if said_on is not None else [])
     for reader, stream in zip(readers, streams):
-        if not reader.is_alive():  # closed here, not left to the collector (ResourceWarning); a stuck one is abandoned
+        if not reader.is_alive() and stream is not None:  # closed here, not left to the collector; a stuck one is abandoned
             stream.close()
     # the reaper sets returncode once the child is gone; until then, the status it said it exits with
     result.returncode = proc.returncode if proc.returncode is not None else said.result() if said.done() else None
@@ -256,6 +257,7 @@ def shared(key: str, compute: Callable[[], Any]) -> Any:
         owner = future is None
         if owner:
             future = _shared[key] = Future()
+    assert future is not None
     if owner:
         try:
             future.set_result(compute())

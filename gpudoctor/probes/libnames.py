@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from gpudoctor import versions
 from gpudoctor.snapshot import unavailable
@@ -126,7 +126,7 @@ GETTERS: dict[str, Callable[[Any], Optional[str]]] = {
 }
 
 
-def version_from_library(family: str, path: str) -> dict[str, Any]:
+def version_from_library(family: str, path: str) -> Union[str, dict[str, Any]]:
     """Ask the library for its own version. Loading it runs only its initialisers: no GPU work."""
     getter = GETTERS.get(family)
     if getter is None:

@@ -15,7 +15,7 @@ import re
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from gpudoctor.probes.kernel_log import probe_legacy_notices
 from gpudoctor.snapshot import unavailable
@@ -144,6 +144,7 @@ def _kernel_module() -> dict[str, Any]:
         return {"loaded": False, "version": unavailable("not_found"), "flavour": unavailable("not_found")}
     first = text.splitlines()[0] if text else ""
     version = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", first + " ")
+    flavour: Union[str, dict[str, str]]
     if "Open Kernel Module" in first:
         flavour = "open"
     elif "Kernel Module" in first:

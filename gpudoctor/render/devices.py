@@ -23,7 +23,7 @@ def render_devices(facts: dict[str, Any], visible: dict[int, list[int]]) -> str:
     found = list(gpus(facts))
     if not found:
         return "No GPU listed by NVML.\n"
-    rows = [("GPU", "cuda", "Name", "UUID", "Bus id", "CC", "Memory used/total", "PCIe now/max", "Temp", "Power", "Persist", "MIG")]
+    rows: list[tuple[str, ...]] = [("GPU", "cuda", "Name", "UUID", "Bus id", "CC", "Memory used/total", "PCIe now/max", "Temp", "Power", "Persist", "MIG")]
     for g in found:
         pcie = g.get("pcie") or {}
         rows.append((
@@ -55,7 +55,7 @@ def _link(gen: Any, width: Any) -> str:
 
 
 def render_matrix(found: list[GpuFacts], pairs: list[dict[str, Any]]) -> str:
-    cell = {}
+    cell: dict[tuple[Any, ...], str] = {}
     for p in pairs:
         a, b = p["gpus"]
         cell[(a, b)] = cell[(b, a)] = link_label(p)

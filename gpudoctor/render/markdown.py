@@ -87,7 +87,7 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
     raw_facts = report.get("facts") or {}
     report = printable(report)
     facts = report.get("facts") or {}
-    summary = report.get("summary") or {}
+    summary: Any = report.get("summary") or {}
     counts = summary.get("counts") or {}
     tool = report.get("tool") or {}
     findings = report.get("findings") or []

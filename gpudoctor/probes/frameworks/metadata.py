@@ -154,7 +154,7 @@ def read_builds(path: Optional[List[str]] = None) -> Dict[str, Any]:
 
 # --- the environment ---------------------------------------------------------------------------------
 
-def _norm(name: str) -> str:
+def _norm(name: Optional[str]) -> str:
     return re.sub(r"[-_.]+", "-", name or "").lower()
 
 
@@ -369,8 +369,7 @@ def _local_tag(version: str, claims: _Claims) -> None:
     why = f"local version tag +{local}"
     if local == "cpu" or local.startswith("cpu."):
         claims.add("cpu", why)
-    elif _cu_tag(local.split(".")[0]):
-        built = _cu_tag(local.split(".")[0])
+    elif built := _cu_tag(local.split(".")[0]):
         claims.add("cuda", why, built.split(".")[0], built)
     elif local.startswith("rocm"):
         claims.add("rocm", why)
@@ -405,8 +404,8 @@ def _cuda_requirement(req: str) -> Optional[Tuple[Optional[str], Optional[str]]]
 
 def _cuda_requirements(dist: Any, claims: _Claims) -> None:
     """Requirements on CUDA packages that are not behind an extra: the wheel was built to run with them."""
-    found = [(r, _cuda_requirement(r)) for r in _requires(dist) if _req_extra(r) is None]
-    found = [(r, implied) for r, implied in found if implied is not None]
+    found = [(r, implied) for r in _requires(dist)
+             if _req_extra(r) is None and (implied := _cuda_requirement(r)) is not None]
     if not found:
         return
     best = sorted(found, key=lambda f: (f[1][1] is None, _req_name(f[0]) not in RUNTIMES, f[1][0] is None))[0]
@@ -423,8 +422,8 @@ def _cuda_requirements(dist: Any, claims: _Claims) -> None:
 
 def _installed_note(dist: Any, extra: str, index: _Index) -> Tuple[Optional[bool], Optional[str], str]:
     """Are the CUDA packages an extra names really installed? (all installed, the CUDA major, the sentence)."""
-    wanted = [(r, _cuda_requirement(r)) for r in _requires(dist) if _req_extra(r) == extra]
-    wanted = [(r, implied) for r, implied in wanted if implied is not None]
+    wanted = [(r, implied) for r in _requires(dist)
+              if _req_extra(r) == extra and (implied := _cuda_requirement(r)) is not None]
     if not wanted:
         return None, None, ""
     majors = {implied[0] for _, implied in wanted if implied[0]}
@@ -513,7 +512,7 @@ def _torch(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Cl
     if text:
         module_version = _py_str(text, "__version__")
         cuda, hip, rocm, xpu = (_py_value(text, k) for k in ("cuda", "hip", "rocm", "xpu"))
-        if cuda not in (None, "None"):
+        if cuda is not None and cuda != "None":
             built = re.match(r"(\d+)\.(\d+)", cuda.strip("'\""))
             claims.add("cuda", f"torch/version.py says cuda = {cuda}", built.group(1) if built else None,
                        f"{built.group(1)}.{built.group(2)}" if built else None, file=True)
@@ -543,7 +542,8 @@ def _torch_record(dist: Any, claims: _Claims) -> None:
             major = None
             cudart = next((f for f in libs if re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", f)), None)
             if backend == "cuda" and cudart:
-                major = re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", cudart).group(1)
+                found = re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", cudart)  # the pattern cudart was found by
+                major = found.group(1) if found else None
             claims.add(backend, f"RECORD lists {hit}" + (f" and {cudart}" if major else ""), major)
             return
     cpu_lib = next((f for f in libs if re.match(r"torch/lib/(lib)?torch_cpu\.(so|dll|dylib)$", f)), None)
@@ -587,6 +587,7 @@ def _tensorflow(owners: List[Any], mod_dir: Optional[str], index: _Index, claims
             claims.add("rocm", "distribution name tensorflow-rocm")
         elif name == "tensorflow":
             _plain_tensorflow(dist, index, claims, out)
+    return None
 
 
 def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: Dict[str, Any]) -> None:
@@ -618,6 +619,7 @@ def _jax(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Clai
     out["jaxlib_version"] = dist_version(jaxlib) if jaxlib else None
     for plugin in plugins:
         kind = re.match(r"^jax-(cuda|rocm)(\d*)-", plugin)
+        assert kind is not None  # plugins holds only names that match it
         dist = index.first(plugin)
         claims.add("cuda" if kind.group(1) == "cuda" else "rocm",
                    f"distribution {plugin} {dist_version(dist) if dist else ''} installed".replace("  ", " "),

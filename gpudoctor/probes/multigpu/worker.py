@@ -235,7 +235,7 @@ def _rank_result(path: str) -> dict[str, Any] | None:
 
 def _summarise(out: dict[str, Any], ranks: list[dict[str, Any]], timed_out: bool, budget_s: float) -> dict[str, Any]:
     out["ranks"] = ranks
-    versions = {r.get("nccl_version") for r in ranks if r.get("nccl_version")}
+    versions: set[Any] = {r.get("nccl_version") for r in ranks if r.get("nccl_version")}
     if versions:
         out["nccl_version"] = sorted(versions)[0]
     failed = [r for r in ranks if "error" in r]

@@ -210,7 +210,7 @@ def _ranges(mask_words: Any) -> str:
 def _memory(handle: Any) -> Any:
     """Version 2 reports reserved memory apart from used, as ``nvidia-smi -q`` does."""
     version = nv.constant("nvmlMemory_v2")
-    mem = nv.query("nvmlDeviceGetMemoryInfo", handle, version) if version else unavailable("function_not_found")
+    mem: Any = nv.query("nvmlDeviceGetMemoryInfo", handle, version) if version else unavailable("function_not_found")
     if is_unavailable(mem):
         mem = nv.query("nvmlDeviceGetMemoryInfo", handle)
     if is_unavailable(mem):
