@@ -49,6 +49,7 @@ def last_branch(cc: str) -> Optional[Branch]:
     last = entry.get("last_branch") if entry else None
     if not (isinstance(last, str) and last.isascii() and last.isdigit()):
         return None  # still driven, or a --matrix overlay's value that is not a branch: unknown, never a crash
+    assert entry is not None  # last was read from it
     newest = entry.get("newest_driver")
     return Branch(arch or "", int(last), newest if isinstance(newest, str) and branch_of(newest) == int(last) else None,
                   data["sources"].get(entry["source"], entry["source"]))
@@ -71,6 +72,7 @@ def first_branch(cc: str) -> Optional[Branch]:
     first = entry.get("first_branch") if entry else None
     if not (isinstance(first, str) and first.isascii() and first.isdigit()):
         return None
+    assert entry is not None  # first was read from it
     key = entry.get("first_branch_source") or entry["source"]
     return Branch(arch or "", int(first), None, data["sources"].get(key, key))
 
@@ -83,7 +85,8 @@ def first_driver(cc: str, os_name: str = "linux") -> Optional[str]:
                 if rules.version(r.get("compute_capability")) == rules.version(cc)), None)
     entry = rules.toolkit_entry(str(row.get("first_cuda"))) if branch and row and row.get("first_cuda") else None
     driver = (entry or {}).get("min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux")
-    return driver if isinstance(driver, str) and branch_of(driver) is not None and branch_of(driver) >= branch.last else None
+    return driver if (isinstance(driver, str) and branch is not None and (got := branch_of(driver)) is not None
+                      and got >= branch.last) else None
 
 
 def too_old(driver: Optional[str], cc: str) -> rules.Verdict:
@@ -168,7 +171,7 @@ def ceiling_line(branch: Branch, cc: str, os_name: str = "linux") -> str:
     fits = [r["version"] for r in load_topic("cuda_toolkits")["entries"]
             if rules.toolkit_targets(r["version"], cc).status == rules.OK
             and rules.driver_runs_cuda(r["version"], driver, rules.driver_cuda_of(driver, os_name), os_name).status in (rules.OK, rules.LIMITED)]
-    newest = max(fits, key=rules.version, default=None)
+    newest = max(fits, key=rules.known_version, default=None)
     cuda = f"; with it CUDA {rules.major_minor(newest)} is the newest CUDA for compute capability {cc}" if newest else ""
     return (f"Nothing newer will run on this GPU: R{branch.last} (newest {driver}) is the last driver branch for "
             f"{branch.architecture.title()} GPUs{cuda}, and newer builds need a newer driver or drop compute capability {cc}.")
@@ -179,7 +182,7 @@ DRIVER_MATRIX_DOCS = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-tool
 
 def _is_jetson_label(label: str) -> bool:
     entry = rules.gpu_entry(label)
-    return bool(entry) and entry.get("segment") == "jetson"
+    return entry is not None and entry.get("segment") == "jetson"
 
 
 def gpu_by_pci_id(device_id: str) -> Optional[dict[str, Any]]:
@@ -195,7 +198,9 @@ def undriven(device_id: Any, driver: Optional[str]) -> bool:
     """Whether the GPU with PCI ``device_id`` is one the ``driver``'s branch no longer drives (by the matrix):
     driver.branch names such a GPU (DRV021), and no other finding needs to speak for it."""
     entry = gpu_by_pci_id(str(device_id or ""))
-    return bool(entry) and drives(driver, entry["compute_capability"]).status == rules.FAIL
+    if not entry:
+        return False
+    return drives(driver, entry["compute_capability"]).status == rules.FAIL
 
 
 def _jetson_only(cc: str) -> bool:

@@ -38,7 +38,7 @@ def tagged_wheel(release: dict[str, Any], extra: str) -> Optional[Wheel]:
     cuda = str(row.get("cuda") or "") if isinstance(row, dict) else ""
     if not cuda.split(".")[0].isdigit():
         return None
-    floor = row.get("min_cudnn")
+    floor = row.get("min_cudnn") if isinstance(row, dict) else None  # a dict: cuda was read from it
     return Wheel(extra.lower(), cuda, floor if isinstance(floor, str) and rules.version(floor) else None)
 
 
@@ -54,7 +54,7 @@ def cudnn_floors(release: dict[str, Any], major: Optional[int], wheel: Optional[
                    and (major is None or str(k) == str(major))]
     if not floors and isinstance(release.get("min_cudnn"), str) and rules.version(release["min_cudnn"]):
         floors = [release["min_cudnn"]]
-    return sorted(set(floors), key=lambda f: rules.version(f))
+    return sorted(set(floors), key=lambda f: rules.known_version(f))
 
 
 def refusing_floor(have: str, floors: list[str]) -> Optional[str]:
@@ -64,7 +64,7 @@ def refusing_floor(have: str, floors: list[str]) -> Optional[str]:
     if not floors or any(v is not False for v in verdicts):
         return None
     got = rules.version(have)
-    same = [f for f in floors if got is not None and rules.version(f).major == got.major]
+    same = [f for f in floors if got is not None and rules.known_version(f).major == got.major]
     return same[0] if same else floors[0]
 
 
@@ -76,12 +76,12 @@ def jaxlib_lines_of(release: dict[str, Any], jax_version: str) -> Optional[tuple
     table = release.get("min_jaxlib")
     if want is None or release.get("no_jaxlib") is not True or not isinstance(table, dict):
         return None
-    known = [(rules.version(k), v) for k, v in table.items() if rules.version(k) and isinstance(v, str) and rules.version(v)]
+    known = [(rules.known_version(k), v) for k, v in table.items() if rules.version(k) and isinstance(v, str) and rules.version(v)]
     floor = max((kv for kv in known if kv[0] <= want), key=lambda kv: kv[0], default=None)
     if floor is None:
         return None
-    oldest = rules.version(floor[1])
-    lines = [rules.jax_release(v) for v in _line_starts() if oldest <= rules.version(v) < rules.version("0.2")]
+    oldest = rules.known_version(floor[1])
+    lines = [rules.jax_release(v) for v in _line_starts() if oldest <= rules.known_version(v) < rules.known_version("0.2")]
     first = rules.jax_release(floor[1])
     if first is None:
         return None

@@ -71,7 +71,7 @@ def _in_spec(value: str, spec: Any) -> bool:
     return v is not None and isinstance(spec, str) and bool(rules.in_range(v, spec))
 
 
-def _known_bad_finding(entry: dict[str, Any], build: Build, gpu_label: str, cc: str, stack: Stack,
+def _known_bad_finding(entry: Any, build: Build, gpu_label: str, cc: str, stack: Stack,
                        sources: dict[str, str]) -> Finding:
     fields = {"build": build.label, "gpu": gpu_label, "cc": cc, "os": _os_label(stack.os)}
     try:

@@ -5,7 +5,7 @@ the same ones `check` applies."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from gpudoctor import status
 from gpudoctor.compat import branches, rules
@@ -15,6 +15,9 @@ from gpudoctor.compat.stack import build_from_matrix, fitting_torch, judge_stack
 from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, Finding
 from gpudoctor.frameworks_table import KEYS
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 
 def stack_from_args(*, driver: Optional[str] = None, driver_cuda: Optional[str] = None, gpu: Optional[str] = None,
@@ -105,7 +108,7 @@ def suggest(driver: str, cc: str, python: Optional[str], os_name: Optional[str] 
         if choice and args:
             release, variant = choice
             lines.append(f"PyTorch {release['version']} ({variant['name']}{_mvc(variant.get('cuda'), stack)}): pip install {args}")
-    for release in sorted(load_topic("tensorflow")["entries"], key=lambda r: rules.version(r["version"]), reverse=True):
+    for release in sorted(load_topic("tensorflow")["entries"], key=lambda r: rules.known_version(r["version"]), reverse=True):
         if os_name in ("windows", "macos") and not (os_name == "windows" and release.get("windows_native_gpu") is True):
             continue
         if python and rules.python_in(release.get("python"), python) is False:
@@ -138,12 +141,12 @@ def _unlock(stack: Stack, cc: str) -> Optional[str]:
     if not stack.driver_cuda:
         return None
     column = "min_driver_windows" if stack.driver_os == "windows" else "min_driver_linux"
-    have = rules.version(stack.driver_cuda)
+    have = rules.known_version(stack.driver_cuda)
     rows = [r for r in load_topic("cuda_toolkits")["entries"] if r.get(column) and rules.major_minor(r.get("version"))]
-    rows = [r for r in rows if rules.major_minor(r["version"]) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK
+    rows = [r for r in rows if cast("Version", rules.major_minor(r["version"])) > have and rules.toolkit_targets(r["version"], cc).status == rules.OK
             and (stack.driver_os == "windows" or branches.drives(r[column], cc).status != rules.FAIL)
             and branches.too_old(r[column], cc).status != rules.FAIL]
-    best = max(rows, key=lambda r: rules.version(r["version"]), default=None)
+    best = max(rows, key=lambda r: rules.known_version(r["version"]), default=None)
     if best is None:
         return None
     return f"Driver {best[column]} or newer unlocks builds for CUDA {rules.major_minor(best['version'])}, the newest CUDA that still targets compute capability {cc}."
@@ -155,4 +158,4 @@ def _mvc(cuda: Optional[str], stack: Stack) -> str:
 
 
 def _works(cuda: Optional[str], stack: Stack) -> bool:
-    return bool(cuda) and rules.driver_runs_cuda(cuda, stack.driver, stack.driver_cuda, stack.driver_os).status in (rules.OK, rules.LIMITED)
+    return bool(cuda) and rules.driver_runs_cuda(cuda or "", stack.driver, stack.driver_cuda, stack.driver_os).status in (rules.OK, rules.LIMITED)

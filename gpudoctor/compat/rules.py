@@ -23,7 +23,7 @@ import functools
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, cast
 
 from packaging.version import InvalidVersion, Version
 
@@ -42,6 +42,12 @@ class Verdict:
 
 def version(text: Any) -> Optional[Version]:
     return _parsed(str(text).strip()) if text not in (None, "") else None
+
+
+def known_version(text: Any) -> Version:
+    """version() of a version that always parses: one the bundled matrix holds (its loader's tests parse
+    every one) or gpudoctor's code spells. The same call, typed without None so that mypy lets two compare."""
+    return cast(Version, version(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,7 +119,7 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
         if have_cuda >= want:
             return Verdict(OK, f"the driver supports CUDA up to {have_cuda}")
     elif driver is not None and full_driver:
-        if version(driver) and version(driver) >= version(full_driver):
+        if (given := version(driver)) and given >= known_version(full_driver):
             return Verdict(OK, f"driver {driver} is at least {full_driver}, which CUDA {want} needs")
     if row is None and have_cuda is None:
         newest = newest_known_cuda()
@@ -131,10 +137,10 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
     if driver_v is None and have_cuda is not None and floor:
         # only the driver's CUDA is known: the oldest driver that reports it is its toolkit's Table 3 minimum
         implied = (toolkit_entry(str(have_cuda)) or {}).get(f"min_driver_{os_name}")
-        driver_v = version(implied) if implied and version(implied) >= version(floor[f"min_driver_{os_name}"]) else None
+        driver_v = known_version(implied) if implied and known_version(implied) >= known_version(floor[f"min_driver_{os_name}"]) else None
     who = f"driver {driver}" if driver else f"a driver supporting CUDA {have_cuda}"
     same_major = have_cuda.major == want.major if have_cuda is not None else None
-    if floor and driver_v is not None and driver_v >= version(floor[f"min_driver_{os_name}"]) \
+    if floor and driver_v is not None and driver_v >= known_version(floor[f"min_driver_{os_name}"]) \
             and (same_major is not False):
         return Verdict(LIMITED, f"CUDA {want} runs on {who} only under minor-version compatibility: "
                                 f"{floor.get('limits', 'PTX newer than the driver cannot be JIT-compiled')}",
@@ -243,7 +249,7 @@ def _toolkit_targets(targets: int, toolkits: int, cuda: str, cc: str) -> Verdict
         return Verdict(FAIL, f"nvcc {want} cannot compile for compute capability {gpu}: it arrived in CUDA {first}", str(first))
     if last and want > last:
         return Verdict(FAIL, f"nvcc {want} cannot compile for compute capability {gpu}: CUDA {last} was the last toolkit that could")
-    if newest_known_cuda() and want > newest_known_cuda() and last is None:
+    if (newest := newest_known_cuda()) and want > newest and last is None:
         return Verdict(UNKNOWN, f"CUDA {want} is newer than gpudoctor's matrix knows; update gpudoctor or pass --matrix")
     return Verdict(OK, f"nvcc {want} can compile for compute capability {gpu}")
 
@@ -399,9 +405,11 @@ def driver_cuda_of(driver: str, os_name: str = "linux", bounded: bool = False) -
     have = version(driver)
     column = "min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux"
     rows = [(version(r.get(column)), major_minor(r.get("version"))) for r in load_topic("cuda_toolkits")["entries"]]
-    rows = [(need, cuda) for need, cuda in rows if have and need and cuda]
-    best = max((cuda for need, cuda in rows if have >= need), default=None)
-    above = best is not None and any(cuda > best and need > have for need, cuda in rows)
+    if have is None:
+        return None
+    known = [(need, cuda) for need, cuda in rows if need and cuda]
+    best = max((cuda for need, cuda in known if have >= need), default=None)
+    above = best is not None and any(cuda > best and need > have for need, cuda in known)
     return str(best) if best and (above or not bounded) else None
 
 
@@ -413,15 +421,15 @@ def jax_release(jax_version: str) -> Optional[dict[str, Any]]:
     if want is None:
         return None
     rows = sorted((r for r in load_topic("jax")["entries"] if version(r.get("version"))),
-                  key=lambda r: version(r["version"]))
-    if not rows or want < version(rows[0]["version"]):
+                  key=lambda r: known_version(r["version"]))
+    if not rows or want < known_version(rows[0]["version"]):
         return None
-    newest = version(rows[-1]["version"])
+    newest = known_version(rows[-1]["version"])
     if (want.major, want.minor) > (newest.major, newest.minor):
         return None
     merged: dict[str, Any] = {"version": jax_version}
     for row in rows:
-        if version(row["version"]) <= want:
+        if known_version(row["version"]) <= want:
             merged.update({k: v for k, v in row.items() if k != "version"})
             merged["matrix_version"] = row["version"]
     return merged

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from gpudoctor import frameworks_table
 from gpudoctor.compat import branches, rules
@@ -105,7 +105,7 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     build = Build(label, "torch", variant.get("cuda"), python_spec=python, version=text, sass=_flags(variant.get(f"{arch}arch_list")),
                   ptx=_flags(variant.get(f"{arch}ptx")), installed=installed, release=release)
     if build.sass and build.ptx is None:
-        newest = max((rules.parse_arch(a) for a in build.sass if rules.parse_arch(a)), key=lambda p: p[1], default=None)
+        newest = max((p for p in map(rules.parse_arch, build.sass) if p), key=lambda p: p[1], default=None)
         if newest is not None:
             build.ptx_floor, build.ptx_floor_why = f"compute_{newest[1].major}{newest[1].minor}", _TORCH_PTX_WHY
     return build
@@ -167,7 +167,7 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
         stack.unknown.append(f"JAX {text} (extra {extra!r}: expected cuda12, cuda13, cuda12-local or cuda13-local)")
         return None
     major = int(want.group(1)) if want else (max(majors) if majors else None)
-    local = bool(want) and want.group(2) == "local"
+    local = want is not None and want.group(2) == "local"
     extra_name = f"jax[cuda{major}{'-local' if local else ''}]" if major else None
     extra_row = next((e for e in release.get("extras") or [] if isinstance(e, dict) and e.get("name") == extra_name), {})
     if major is not None and majors and major not in majors:
@@ -249,7 +249,7 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
 
 def _is_jetson(label: str) -> bool:
     entry = rules.gpu_entry(label)
-    return bool(entry) and entry.get("segment") == "jetson"
+    return entry is not None and entry.get("segment") == "jetson"
 
 
 def _on_tegra(build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
@@ -408,7 +408,7 @@ def _cudnn_findings(stack: Stack, build: Build) -> list[Finding]:
     ok = rules.cudnn_satisfies(loaded, need)
     if ok is not False:
         return []
-    have, want = rules.version(loaded), rules.version(need)
+    have, want = rules.known_version(loaded), rules.known_version(need)  # cudnn_satisfies read both
     code = "FWK006" if have.major != want.major else "FWK007"
     how, commands = _tf_cudnn_fix(stack, build) if build.framework == "tensorflow" else ("", [])
     return [finding(code, f"{build.label} refuses cuDNN {loaded}: it was built with cuDNN {need}",
@@ -453,9 +453,10 @@ def _cpu_only_findings(stack: Stack, build: Build) -> list[Finding]:
 
 
 def _toolkit_findings(stack: Stack) -> list[Finding]:
+    toolkit = cast(str, stack.toolkit_cuda)  # asked only of a stack that names one
     out = []
     if stack.driver or stack.driver_cuda:
-        verdict = rules.driver_runs_cuda(stack.toolkit_cuda, stack.driver, stack.driver_cuda, stack.driver_os)
+        verdict = rules.driver_runs_cuda(toolkit, stack.driver, stack.driver_cuda, stack.driver_os)
         if verdict.status == rules.FAIL:
             out.append(finding("CMP006", f"the CUDA toolkit ({stack.toolkit_cuda}) needs a newer driver than this one",
                                detail=verdict.reason, severity=ERROR,
@@ -470,7 +471,7 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
                                     "cannot be JIT-compiled by this driver. Install a toolkit no newer than the driver's CUDA, "
                                     "or a newer driver.", links=[COMPAT_DOCS]))
     for label, cc in stack.gpus:
-        dropped = rules.cuda_dropped(stack.toolkit_cuda, cc)
+        dropped = rules.cuda_dropped(toolkit, cc)
         if dropped is not None:
             out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} builds nothing that runs on {label} (compute capability {cc})",
                                detail=dropped.reason, severity=ERROR,
@@ -478,7 +479,7 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
                                     "for execution on the device'), and its libraries carry no code for it. Use a toolkit "
                                     "that still supports the GPU."))
             continue
-        verdict = rules.toolkit_targets(stack.toolkit_cuda, cc)
+        verdict = rules.toolkit_targets(toolkit, cc)
         if verdict.status == rules.FAIL:
             out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} cannot build code for {label} (compute capability {cc})",
                                detail=verdict.reason,
@@ -513,14 +514,14 @@ def _before_extras(release: dict[str, Any]) -> bool:
     """A jaxlib older than 0.4.1 is versioned apart from jax, and its CUDA wheels came from JAX's own index,
     not from a jax[cudaNN] extra: no pip command names it."""
     first = rules.version(release.get("matrix_version"))
-    return first is not None and first < rules.version("0.4.1")
+    return first is not None and first < rules.known_version("0.4.1")
 
 
 def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
     """(release, variant) of the PyTorch build that runs on this stack: the ``prefer`` release first,
     then the newest; within a release the variant fully supported by the driver, else one it runs
     under minor-version compatibility; machine code for every GPU; a wheel for the Python."""
-    releases = sorted(load_topic("pytorch")["entries"], key=lambda r: rules.version(r.get("version")) or rules.version("0"),
+    releases = sorted(load_topic("pytorch")["entries"], key=lambda r: rules.version(r.get("version")) or rules.known_version("0"),
                       reverse=True)
     if prefer:
         releases.sort(key=lambda r: r.get("version") != prefer)
@@ -542,5 +543,5 @@ def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[
                 ranked[status].append(variant)
         for status in (rules.OK, rules.LIMITED):
             if ranked[status]:
-                return release, max(ranked[status], key=lambda v: rules.version(v["cuda"]))
+                return release, max(ranked[status], key=lambda v: rules.known_version(v["cuda"]))
     return None

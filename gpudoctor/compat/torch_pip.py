@@ -27,21 +27,21 @@ def pip_args(release: dict[str, Any], variant: dict[str, Any], os_name: Optional
     released = rules.version(release.get("version"))
     if released is None or not name:
         return None
-    if released >= rules.version("2.0"):
+    if released >= rules.known_version("2.0"):
         return f"'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{name}"
     pinned = variant.get("pip_version") or release.get("pip_version")
     if not isinstance(pinned, str) or rules.version(pinned) is None:
         return None
     if name == release.get("default_pypi_variant") and variant.get("pip_version") is None:
         return _default_variant(release, pinned, os_name)
-    if released >= rules.version("1.11"):
+    if released >= rules.known_version("1.11"):
         return f"torch=={pinned}+{name} --extra-index-url {TORCH_INDEX}/{name}"
-    if released < rules.version("1.2"):
+    if released < rules.known_version("1.2"):
         # the per-CUDA page's wheels carry no local version: only that page may be searched, or PyPI's
         # manylinux wheel of the same version (another CUDA) is preferred over its linux_x86_64 one
         return f"--no-index --no-deps -f {TORCH_INDEX}/{name}/torch_stable.html torch=={pinned}"
     # 1.10's commands name the per-CUDA page (1.10.1+cu111, 1.10.0+cu113), earlier ones the shared page
-    page = _STABLE if released < rules.version("1.10") else f"{TORCH_INDEX}/{name}/torch_stable.html"
+    page = _STABLE if released < rules.known_version("1.10") else f"{TORCH_INDEX}/{name}/torch_stable.html"
     return f"torch=={pinned}+{name} -f {page}"
 
 
