@@ -58,8 +58,8 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
         yield _arch_finding(item)
     wsl = (facts.get("host") or {}).get("wsl") is True
     for item in _evidence(facts, ("driver_too_old", "driver_insufficient")):
-        found = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
-        yield finding("FWK202", f"the framework says the NVIDIA driver is too old for its CUDA{found}", detail=_quote(item),
+        supports = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
+        yield finding("FWK202", f"the framework says the NVIDIA driver is too old for its CUDA{supports}", detail=_quote(item),
                       text=(WSL_DRIVER + " Update it on Windows to one that supports the CUDA the framework was built with, "
                             "or install a framework build for an older CUDA.") if wsl else
                            "Install a newer NVIDIA driver (one that supports the CUDA the framework was built with), "

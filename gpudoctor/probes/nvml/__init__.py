@@ -62,7 +62,8 @@ def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stde
     last_progress = ""
     finished = False
     for line in lines:
-        section, data = line.get("section"), line.get("data")
+        section = line.get("section")
+        data: Any = line.get("data")  # as the worker wrote it
         if section == "progress":
             last_progress = str(data)
         elif section in ("bindings", "init"):
