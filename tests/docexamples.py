@@ -654,6 +654,7 @@ EXAMPLES: dict[str, Facts] = {
     "DRV020": {"evidence": [_said("xid", "NVRM: Xid (PCI:0000:41:00): 79, pid=1234, GPU has fallen off the bus.",
                                   bus_id="0000:41:00", xid=79, detail="pid=1234, GPU has fallen off the bus.")]},
     "DRV024": {"evidence": [_said("gpu_lost_said", "The GPU randomly falls off the bus when I play games.")]},
+    "DRV025": {"host": {"os": "Linux", "wsl": True, "wsl_version": 1, "source": "collect_env"}},
     "DRV022": {"evidence": [_said("system_not_ready", "E external/xla/xla/stream_executor/cuda/cuda_driver.cc:152] failed "
                                   "call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_SYSTEM_NOT_READY: "
                                   "system not yet initialized")]},

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from gpudoctor import versions
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
+from gpudoctor.pastes.to_facts import WSL1_KERNEL
 
 FORMS = ("messages", "session", "template", "tools", "prose", "observed")
 #: The source every fact read from prose carries: checks and renderers can tell it is the weakest.
@@ -380,6 +381,8 @@ def _host(facts: dict[str, Any], template: Optional[Paste]) -> None:
     host: dict[str, Any] = {"source": f"template ({template.where})", "distro": text[:120]}
     if "wsl" in lowered or "microsoft-standard" in lowered:
         host.update(os="Linux", wsl=True)
+    elif "microsoft" in lowered and WSL1_KERNEL.search(text):
+        host.update(os="Linux", wsl=True, wsl_version=1)
     elif re.search(r"\bwindows\b|\bwin ?1[01]\b", lowered):
         host["os"] = "Windows"
     elif re.search(r"\b(?:macos|mac os|darwin)\b", lowered):

@@ -141,6 +141,11 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
                                       "code": None}, "source": failed.kind}
 
 
+#: WSL 1's kernel release, "4.4.0-19041-Microsoft" (WSL 2's is "5.15.153.1-microsoft-standard-WSL2"): the spellings
+#: yast/yast-yast2#1084 and 4U6U57/wsl-open#4 match on. WSL 1 translates Linux calls and has no GPU; CUDA runs under WSL 2.
+WSL1_KERNEL = re.compile(r"\b4\.4\.0-\d{4,5}-Microsoft\b")
+
+
 #: The source of a driver version read from the kernel module alone: NVML itself was not seen to start.
 PROC_VERSION = "/proc/driver/nvidia/version"
 
@@ -225,6 +230,8 @@ def _host_and_python(facts: dict[str, Any], paste: Paste) -> None:
             host["machine"] = machine
     if "microsoft" in platform.lower() or "wsl" in platform.lower():
         host["wsl"] = True
+        if WSL1_KERNEL.search(platform):
+            host["wsl_version"] = 1
     if values.get("python_version"):
         host["python"] = {"version": values["python_version"]}
     if len(host) > 1:
@@ -356,6 +363,8 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     stated = any(isinstance(g, dict) and g.get("stated") for g in facts.get("gpus") or [])
     if (ok or stated) and (frameworks or facts.get("toolkit")):  # a named GPU is judged against the builds
         run.add("compat.stack")
+    if (facts.get("host") or {}).get("wsl_version") == 1:  # WSL 1 has no GPU at all: the check that says so runs
+        run.add("driver.wsl1")
     if (facts.get("host") or {}).get("os") == "Darwin":  # no CUDA on macOS: a CUDA stack there is judged by
         run -= {"compat.stack", "frameworks.gpu"}  # compat.known_bad alone (CMP009), never as Linux CUDA
     return run
