@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Collection, Optional, Sequence
 
 from gpudoctor.probes import forking, interpreter, processes
 from gpudoctor.probes.child import kill_all
@@ -83,7 +83,7 @@ GPU_WORK = ("smoke", "workload", "multigpu")
 DEEP_ONLY = ("multigpu",)
 
 
-def select_probes(names: Sequence[str], quick: bool = False, deep: bool = False) -> list[Probe]:
+def select_probes(names: Collection[str], quick: bool = False, deep: bool = False) -> list[Probe]:
     """The probes among ``names`` that this kind of run makes: ``quick`` runs no GPU work (and so no
     deep work either) and each probe's quick variant (frameworks from package metadata, without
     importing them); ``deep`` adds the deep-only probes and runs each probe's deep variant."""

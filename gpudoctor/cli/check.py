@@ -142,5 +142,5 @@ def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadl
     facts = {**(report or {}).get("facts", {}), "cluster": distributed.cluster_facts(launch, data)}
     if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
         facts["probes"] = {**facts.get("probes", {}), "node_check": {
-            "status": "error", "title": "this node's own check", "error": report["error"], "duration_s": 0.0}}
+            "status": "error", "title": "this node's own check", "error": (report or {})["error"], "duration_s": 0.0}}
     return pipeline.judge(facts, checks=pipeline.select_checks(only, skip))
