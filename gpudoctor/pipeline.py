@@ -9,7 +9,7 @@ from gpudoctor.checks.base import Check
 from gpudoctor.checks.registry import CHECKS, run_checks, select_checks, selection
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
 from gpudoctor.probes.child import kill_all, reopen
-from gpudoctor.runner import run_probes, select_probes
+from gpudoctor.runner import Progress, run_probes, select_probes
 from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands ask the pipeline for it
 
 
@@ -17,7 +17,7 @@ from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands
 BASE_PROBES = ("host", "driver_files", "nvml", "python")
 
 
-def check(on_progress: Optional[Callable[[str], None]] = None, quick: bool = False, deadline: Optional[float] = None,
+def check(on_progress: Optional[Callable[[Progress], None]] = None, quick: bool = False, deadline: Optional[float] = None,
           only: Sequence[str] = (), skip: Sequence[str] = (), options: Optional[dict[str, Any]] = None,
           deep: bool = False) -> dict[str, Any]:
     """Probe this machine and judge it. ``quick`` runs no work on the GPUs (it wins over ``deep``);
