@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
-from gpudoctor.probes.child import child_env, kill_all, reopen, run_module
+from gpudoctor.procs.child import child_env, kill_all, reopen, run_module
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.multigpu.cluster import MEASURE_TIMEOUT_S
 from gpudoctor.probes.multigpu.worker import BYTES, busbw

@@ -8,7 +8,7 @@ from gpudoctor import report as rep
 from gpudoctor.checks.base import Check
 from gpudoctor.checks.registry import CHECKS, run_checks, select_checks, selection
 from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
-from gpudoctor.probes.child import kill_all, reopen
+from gpudoctor.procs.child import kill_all, reopen
 from gpudoctor.runner import Progress, run_probes, select_probes
 from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands ask the pipeline for it
 

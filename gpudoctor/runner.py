@@ -1,7 +1,7 @@
 """Runs probes side by side, each isolated and time-limited, and assembles the snapshot.
 
 Each probe runs in its own daemon thread (probes that can hang the interpreter go further and
-use a child process, see probes/child.py). A probe that raises or overruns its limit leaves a
+use a child process, see procs/child.py). A probe that raises or overruns its limit leaves a
 record in ``facts["probes"]`` that a check turns into a finding; the rest of the report still
 comes out. A record says why a probe was stopped as data (``reason``: its own limit, or the run's
 --timeout deadline), which the checks read, beside the sentence (``error``) that people read.
@@ -16,8 +16,9 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Optional, Sequence
 
-from gpudoctor.probes import forking, interpreter, processes
-from gpudoctor.probes.child import kill_all
+from gpudoctor.probes import interpreter
+from gpudoctor.procs import forking, processes
+from gpudoctor.procs.child import kill_all
 from gpudoctor.probes.driver_events import QUICK_BUDGET_S, probe_driver_events
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
 from gpudoctor.probes.libraries import probe_libraries
@@ -118,7 +119,7 @@ _EARLY: dict[str, tuple[Probe, threading.Thread, dict[str, Any], float]] = {}
 
 
 #: The --quick probes whose work is all Python (reading files, a program or two): start_early can run each in
-#: a forked copy of this process (probes/forking.py), on a core of its own instead of the interpreter lock's turn.
+#: a forked copy of this process (procs/forking.py), on a core of its own instead of the interpreter lock's turn.
 FORKED_QUICK = ("cuda_stack", "python", "frameworks")
 
 

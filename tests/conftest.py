@@ -51,9 +51,9 @@ def h200x2() -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def _children_allowed():
-    """A test that ran `check --timeout` or an interrupt closed the child gate (probes/child.py); every
+    """A test that ran `check --timeout` or an interrupt closed the child gate (procs/child.py); every
     test starts with it open, as every gpudoctor process does."""
-    from gpudoctor.probes.child import reopen
+    from gpudoctor.procs.child import reopen
 
     reopen()
     yield

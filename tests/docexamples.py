@@ -551,7 +551,7 @@ EXAMPLES: dict[str, Facts] = {
         "frameworks": _torch("crashed", stage=None, signal=None, started=False,
                              error="its process ended (exit status 1) before it said anything",
                              last_error="ModuleNotFoundError: No module named 'psutil'",
-                             stderr_tail="  File \"/opt/gpudoctor/gpudoctor/probes/processes.py\", line 41, in <module>\n"
+                             stderr_tail="  File \"/opt/gpudoctor/gpudoctor/procs/processes.py\", line 41, in <module>\n"
                                          "    import psutil\nModuleNotFoundError: No module named 'psutil'\n"),
     },
     "FWK006": {

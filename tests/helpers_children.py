@@ -10,7 +10,7 @@ import psutil
 
 def children_left(within_s: float = 5.0) -> list[Any]:
     """This process's children still there after ``within_s``: a child that said its exit status is
-    reaped in the background (probes/child.py _reap) and may take a moment to be gone."""
+    reaped in the background (procs/child.py _reap) and may take a moment to be gone."""
     deadline = time.monotonic() + within_s
     while (left := psutil.Process().children(recursive=True)) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -1,7 +1,7 @@
 """Shared helpers for fault-injection tests: a fake ``pynvml`` for the NVML worker child process.
 
 The fake is written into a temporary directory that the test puts on PYTHONPATH; the worker
-child (started through probes/child.py, whose child_env() keeps PYTHONPATH after the package
+child (started through procs/child.py, whose child_env() keeps PYTHONPATH after the package
 root) then imports it instead of the real nvidia-ml-py. One fake serves every case; its faults
 are chosen by environment variables read when the child imports it:
 

@@ -180,7 +180,7 @@ def test_mig_instances_are_not_pinned(monkeypatch):
     """A MIG instance needs CUDA's MIG- UUID form to be named in CUDA_VISIBLE_DEVICES: its children run as CUDA
     numbers them."""
     from gpudoctor.probes import smoke, workload
-    from gpudoctor.probes.child import ChildResult
+    from gpudoctor.procs.child import ChildResult
 
     seen = []
     count = {"devices": [{"ordinal": 0, "name": "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
@@ -206,7 +206,7 @@ def test_smoke_children_start_cuda_on_their_gpu_alone_and_share_the_count(monkey
     time, and a child that sees all four starts it on all four); the count is one child for the smoke probe
     and the workloads."""
     from gpudoctor.probes import smoke
-    from gpudoctor.probes.child import ChildResult
+    from gpudoctor.procs.child import ChildResult
 
     uuids = [f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(2)]
     count = {"devices": [{"ordinal": i, "name": "NVIDIA H200", "uuid": u} for i, u in enumerate(uuids)]}

@@ -1,4 +1,4 @@
-"""probes/child.py: real child processes that hang, crash, flood stderr or never start."""
+"""procs/child.py: real child processes that hang, crash, flood stderr or never start."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from gpudoctor.probes.child import STDERR_TAIL_BYTES, child_env, run_json_lines, run_module
+from gpudoctor.procs.child import STDERR_TAIL_BYTES, child_env, run_json_lines, run_module
 from gpudoctor.probes.system import probe_driver_files
 from helpers_children import children_left
 
@@ -99,7 +99,7 @@ def test_clean_exit_has_no_signal():
 def test_end_child_says_its_status_and_leaves_no_exit_line():
     result = run_json_lines(py("""
         import sys
-        from gpudoctor.probes.ending import end_child
+        from gpudoctor.procs.ending import end_child
         print('{"section": "workload", "data": 1}')
         sys.stderr.write("last words\\n")
         end_child(3)
@@ -146,7 +146,7 @@ def test_a_child_that_said_its_status_but_keeps_an_output_open_is_waited_for():
 
 
 def test_a_child_that_said_its_status_can_still_be_killed_until_it_is_gone(tmp_path):
-    from gpudoctor.probes.child import kill_all
+    from gpudoctor.procs.child import kill_all
 
     result = run_json_lines(py("""
         import json, os, time
@@ -206,7 +206,7 @@ def test_command_that_does_not_exist(tmp_path):
 def test_run_module_uses_the_package_and_the_env(tmp_path):
     (tmp_path / "probe_mod.py").write_text(textwrap.dedent("""
         import os, gpudoctor
-        from gpudoctor.probes import protocol
+        from gpudoctor.procs import protocol
         protocol.emit("probe", {"pkg": os.path.dirname(gpudoctor.__file__), "extra": os.environ.get("EXTRA_VAR"),
                                 "channel_name_kept": protocol.ENV in os.environ,
                                 "lifeline_name_kept": "GPUDOCTOR_LIFELINE_FD" in os.environ})
@@ -223,7 +223,7 @@ def test_run_module_uses_the_package_and_the_env(tmp_path):
 def test_child_env_keeps_pythonpath_as_it_is_and_marks_the_run(monkeypatch, tmp_path):
     """PYTHONPATH decides which framework the user's import gets: children keep it untouched (they find
     gpudoctor through their start, childpath.BOOT) and carry the run's token (workload/sharing.py)."""
-    from gpudoctor.probes.warden import RUN_ENV, run_mark
+    from gpudoctor.procs.warden import RUN_ENV, run_mark
 
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     monkeypatch.setenv(RUN_ENV, "an outer run's mark")
@@ -248,7 +248,7 @@ def test_real_nvml_worker_on_this_machine(monkeypatch):
 def test_shared_computes_once_per_run_for_every_probe_that_asks():
     import threading
 
-    from gpudoctor.probes.child import reopen, shared
+    from gpudoctor.procs.child import reopen, shared
 
     calls = []
 
@@ -269,7 +269,7 @@ def test_shared_computes_once_per_run_for_every_probe_that_asks():
 
 
 def test_a_shared_failure_reaches_every_caller():
-    from gpudoctor.probes.child import shared
+    from gpudoctor.procs.child import shared
 
     with pytest.raises(ZeroDivisionError):
         shared("fails", lambda: 1 / 0)
@@ -282,8 +282,8 @@ def test_the_end_of_a_run_does_not_wait_for_an_exit_under_way(monkeypatch):
     not waited for. Here the signal is held back, so a wait would last kill_all's whole 2 s."""
     import signal
 
-    from gpudoctor.probes import child
-    from gpudoctor.probes.child import kill_all
+    from gpudoctor.procs import child
+    from gpudoctor.procs.child import kill_all
 
     result = run_json_lines(py("""
         import json, os, time
@@ -313,7 +313,7 @@ HOSTILE_OUTPUT = {
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_OUTPUT))
 def test_what_a_child_prints_on_stdout_is_not_its_word(tmp_path, case):
-    (tmp_path / "noisy.py").write_text(HOSTILE_OUTPUT[case] + "\nfrom gpudoctor.probes import protocol\n"
+    (tmp_path / "noisy.py").write_text(HOSTILE_OUTPUT[case] + "\nfrom gpudoctor.procs import protocol\n"
                                        "protocol.emit('real', {'ok': True})\n")
     start = time.monotonic()
     result = run_module("noisy", timeout_s=60, env=child_env({"PYTHONPATH": str(tmp_path)}))
@@ -324,7 +324,7 @@ def test_what_a_child_prints_on_stdout_is_not_its_word(tmp_path, case):
 
 def test_an_oversized_or_nested_line_on_the_channel_is_dropped_not_fatal(tmp_path):
     (tmp_path / "loud.py").write_text(textwrap.dedent("""
-        from gpudoctor.probes import protocol
+        from gpudoctor.procs import protocol
         out = protocol._stream
         out.write("[" * 100000 + "]" * 100000 + "\\n")
         out.write("y" * (protocol.MAX_LINE_BYTES + 10) + "\\n")

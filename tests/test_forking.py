@@ -1,4 +1,4 @@
-"""The --quick probes in forked copies of gpudoctor's process (probes/forking.py, runner.start_early): the
+"""The --quick probes in forked copies of gpudoctor's process (procs/forking.py, runner.start_early): the
 same facts as threads, only while no other thread exists, and nothing left behind at a deadline or a
 copy's crash. Each case runs in a fresh Python: the test process has threads of its own."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.probes import forking
+from gpudoctor.procs import forking
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ def _python(code: str, env: dict | None = None, timeout: float = 60.0) -> subpro
 def test_no_fork_beside_another_thread_or_when_turned_off():
     out = _python("""
         import threading, time
-        from gpudoctor.probes import forking
+        from gpudoctor.procs import forking
         alone = forking.safe()
         stop = threading.Event()
         t = threading.Thread(target=stop.wait); t.start()
@@ -35,14 +35,14 @@ def test_no_fork_beside_another_thread_or_when_turned_off():
         print(alone, beside)
     """)
     assert out.stdout.split() == ["True", "False"], out.stderr
-    off = _python("from gpudoctor.probes import forking; print(forking.safe())", env={forking.ENV: "0"})
+    off = _python("from gpudoctor.procs import forking; print(forking.safe())", env={forking.ENV: "0"})
     assert off.stdout.strip() == "False"
 
 
 def test_copies_send_results_and_say_how_they_ended():
     out = _python("""
         import json, os, signal
-        from gpudoctor.probes import forking
+        from gpudoctor.procs import forking
         def good(): return {"pid": os.getpid(), "text": "caf\\udce9", "n": [1, 2.5, None]}
         def broken(): raise RuntimeError("boom")
         def killed(): os.kill(os.getpid(), signal.SIGKILL)
@@ -62,7 +62,7 @@ def test_a_copy_holds_none_of_the_parents_output():
     """A caller reading gpudoctor's output to its end is not kept waiting by a copy still working."""
     out = _python("""
         import sys, time
-        from gpudoctor.probes import forking, processes
+        from gpudoctor.procs import forking, processes
         copies = forking.fork_all([lambda: time.sleep(30)])
         print("parent done", flush=True)
         processes.stop_all()
@@ -102,7 +102,7 @@ def test_a_forked_probe_past_the_deadline_is_a_timeout_and_leaves_nothing():
     out = _python("""
         import json, os, time
         from gpudoctor import runner
-        from gpudoctor.probes import child, pids
+        from gpudoctor.procs import child, pids
         def hang(read_versions=True):
             time.sleep(60)
         runner._cuda_stack = hang
@@ -179,7 +179,7 @@ def test_what_a_copy_started_dies_when_gpudoctor_is_killed(tmp_path):
     folder = fake_nvcc(tmp_path, f"sleep 60 &\necho $! >> {pidfile}\necho $$ >> {pidfile}\nwait\n")
     gpudoctor = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
-        from gpudoctor.probes import forking, processes
+        from gpudoctor.procs import forking, processes
         def work():
             return processes.run_bounded([{str(folder / 'nvcc')!r}], timeout=60).rc
         forking.fork_all([work])

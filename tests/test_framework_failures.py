@@ -15,7 +15,7 @@ import copy
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.probes.child import ChildResult
+from gpudoctor.procs.child import ChildResult
 from gpudoctor.probes.frameworks import last_error_line, summarise
 from test_framework_faults import GENEROUS_S, install_fake, probe
 

@@ -1,7 +1,7 @@
 """Framework faults in real child processes: a FAKE framework package shadows the real one.
 
 The fake (a package named ``cupy``, or ``torch`` where said) is written into tmp_path, which goes
-first on PYTHONPATH for the worker child (probes/child.py's child_env keeps PYTHONPATH after the
+first on PYTHONPATH for the worker child (procs/child.py's child_env keeps PYTHONPATH after the
 package root) and on sys.path here, since probe_frameworks asks importlib.util.find_spec in the
 parent whether a framework is installed. Everything else is real: the parallel runner, the time
 limit, the process-group kill, the stderr tail, the worker, and the checks, which judge each

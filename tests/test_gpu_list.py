@@ -15,8 +15,9 @@ from typing import Any, Callable, Optional
 import pytest
 
 from gpudoctor import pipeline
-from gpudoctor.probes import child as child_module, nvml, smoke
-from gpudoctor.probes.child import ChildResult, reopen, run_json_lines
+from gpudoctor.probes import nvml, smoke
+from gpudoctor.procs import child as child_module
+from gpudoctor.procs.child import ChildResult, reopen, run_json_lines
 from gpudoctor.probes.smoke.listing import cuda_list
 
 from conftest import REAL

@@ -21,9 +21,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpudoctor.probes import processes, toolkit
-from gpudoctor.probes.child import child_env, kill_all, run_module
-from gpudoctor.probes.processes import run_bounded
+from gpudoctor.probes import toolkit
+from gpudoctor.procs import processes
+from gpudoctor.procs.child import child_env, kill_all, run_module
+from gpudoctor.procs.processes import run_bounded
 from helpers_children import children_left
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,7 +171,7 @@ def test_a_program_run_bounded_runs_dies_with_gpudoctor_killed(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from gpudoctor.probes.processes import run_bounded
+        from gpudoctor.procs.processes import run_bounded
         run_bounded([{str(folder / 'nvcc')!r}], timeout=60)
     """)])
     [pid] = pids_in(pidfile, 1)
@@ -188,7 +189,7 @@ def write_module(tmp_path: Path, name: str, code: str) -> dict[str, str]:
 
 DOUBLE_FORK = """
     import os, sys, time
-    from gpudoctor.probes import protocol
+    from gpudoctor.procs import protocol
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
@@ -251,7 +252,7 @@ def test_a_thread_that_ends_does_not_kill_a_healthy_child(tmp_path):
     done = tmp_path / "done"
     env = write_module(tmp_path, "outlives", f"""
         import os, time
-        from gpudoctor.probes import protocol
+        from gpudoctor.procs import protocol
         protocol.emit("pid", os.getpid())
         protocol.emit("exit", 0)
         protocol.close(); os.close(1); os.close(2)
@@ -286,7 +287,7 @@ FAKE_GPUDOCTOR = """
     sys.path.insert(0, {root!r})
     from dataclasses import replace
     from gpudoctor import runner
-    from gpudoctor.probes.child import child_env, run_module
+    from gpudoctor.procs.child import child_env, run_module
 
     def hang():
         run_module("sleeper", timeout_s=60, env=child_env({{"PYTHONPATH": {tmp!r}}}))

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 
 from gpudoctor.probes import interpreter
-from gpudoctor.probes.child import child_env, run_module
+from gpudoctor.procs.child import child_env, run_module
 from helpers_stdlib import stdlib_module_names
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules that run inside children under the diagnosed interpreter: Python 3.9 and the standard library.
-CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py", "gpudoctor/probes/childpath.py",
-                 "gpudoctor/probes/interpreter.py", "gpudoctor/probes/child.py", "gpudoctor/probes/ending.py",
+CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py", "gpudoctor/procs/childpath.py",
+                 "gpudoctor/probes/interpreter.py", "gpudoctor/procs/child.py", "gpudoctor/procs/ending.py",
                  "gpudoctor/trace.py", "gpudoctor/versions.py", "gpudoctor/probes/libnames.py",
                  "gpudoctor/probes/frameworks/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
@@ -167,7 +167,7 @@ def test_pythonpath_comes_first_as_in_the_users_own_import(tmp_path, monkeypatch
 
 
 def test_user_path_keeps_relative_pythonpath_entries_from_the_users_folder(monkeypatch):
-    from gpudoctor.probes.childpath import user_path
+    from gpudoctor.procs.childpath import user_path
 
     monkeypatch.setenv("PYTHONPATH", "lib:/abs")
     path = user_path("/home/u/proj")
@@ -184,7 +184,7 @@ def test_workers_start_under_a_venv_without_gpudoctors_dependencies(tmp_path: Pa
     """A venv of the user's with nothing in it (no psutil, click, packaging or pynvml), as gpudoctor installed
     with pipx diagnoses it: every worker that runs under the diagnosed interpreter must start there and say
     what it found, not die importing gpudoctor's own dependencies on its way in (a package's __init__ that
-    reaches probes/child.py, which reaches probes/processes.py)."""
+    reaches procs/child.py, which reaches procs/processes.py)."""
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.probes import multigpu
-from gpudoctor.probes.child import PACKAGE_ROOT, ChildResult, child_env, run_module
+from gpudoctor.procs.child import PACKAGE_ROOT, ChildResult, child_env, run_module
 from gpudoctor.runner import DEEP_ONLY, GPU_WORK, PROBES, select_probes
 
 from helpers_deep import GB, REAL, deep, deep_section

@@ -2,7 +2,7 @@
 it leaves can hide behind init: every way of ending (a usage error, a normal end, SIGKILL in the middle
 of a program that has a child of its own) is followed by an empty process table below the harness.
 
-SIGKILL runs none of gpudoctor's code: the warden (probes/warden.py) kills what carries the run's mark.
+SIGKILL runs none of gpudoctor's code: the warden (procs/warden.py) kills what carries the run's mark.
 Every other end reaps every child, orphans included (gpudoctor is a subreaper itself), before exiting."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudoctor.probes import pids, warden
+from gpudoctor.procs import pids, warden
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = Path(__file__).resolve().parent / "reaper.py"
@@ -120,7 +120,7 @@ def test_the_warden_kills_what_carries_the_runs_mark(tmp_path):
 
 
 def test_every_program_carries_the_runs_mark():
-    from gpudoctor.probes import processes
+    from gpudoctor.procs import processes
 
     env = processes.marked_env({"A": "1"}, "token")
     assert env[warden.RUN_ENV] == warden.run_mark() and env[processes.MARK_ENV] == "token"
@@ -132,7 +132,7 @@ def test_the_warden_holds_no_output_of_gpudoctors():
     """A caller reading gpudoctor's output to its end is not kept waiting by the warden."""
     code = textwrap.dedent("""
         import time
-        from gpudoctor.probes import warden
+        from gpudoctor.procs import warden
         assert warden.start()
         print("started", flush=True)
     """)

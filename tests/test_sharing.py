@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 
-from gpudoctor.probes.child import child_env
-from gpudoctor.probes.warden import RUN_ENV, run_mark
+from gpudoctor.procs.child import child_env
+from gpudoctor.procs.warden import RUN_ENV, run_mark
 from gpudoctor.probes.workload import sharing
 
 

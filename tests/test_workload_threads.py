@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gpudoctor.probes import workload
-from gpudoctor.probes.child import child_env, run_json_lines
+from gpudoctor.procs.child import child_env, run_json_lines
 from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worker
 
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
@@ -34,7 +34,7 @@ def test_without_a_gpu_only_frameworks_that_train_on_the_cpu_run():
 
 class _Child:
     def __init__(self, lines, timed_out=False, returncode=0):
-        from gpudoctor.probes.child import ChildResult
+        from gpudoctor.procs.child import ChildResult
 
         self.result = ChildResult(lines=[{"section": "workload", "data": d} for d in lines], timed_out=timed_out,
                                   returncode=returncode, stderr_tail="Fatal Python error: ...")
@@ -196,7 +196,7 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
 
 
 def _counted(*names):
-    from gpudoctor.probes.child import ChildResult
+    from gpudoctor.procs.child import ChildResult
 
     return ChildResult(lines=[{"section": "count", "data": {"devices": [
         {"ordinal": i, "name": n, "uuid": UUIDS[str(i)]} for i, n in enumerate(names)]}}])
@@ -256,7 +256,7 @@ CRASHES = "import os, sys; print('Fatal Python error: Segmentation fault', file=
 def _scripted(monkeypatch, tmp_path, script):
     """FrameworkChild's child replaced by ``script`` (the real child machinery otherwise), with a count of
     two GPUs already done for this run."""
-    from gpudoctor.probes import child as child_module
+    from gpudoctor.procs import child as child_module
 
     path = tmp_path / "child.py"
     path.write_text(textwrap.dedent(script))

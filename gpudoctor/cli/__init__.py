@@ -19,11 +19,11 @@ __all__ = ["cli", "main", "progress_line"]
 def main() -> None:
     """The entry point. SIGTERM and SIGHUP (the terminal closed, a job scheduler's stop) end gpudoctor as
     Ctrl-C does: through the same clean-up, children killed, exit 3. A hang-up that was ignored when
-    gpudoctor started (``nohup``) stays ignored. Nothing gpudoctor starts outlives it (probes/warden.py):
+    gpudoctor started (``nohup``) stays ignored. Nothing gpudoctor starts outlives it (procs/warden.py):
     the warden is started first, while this process is still one thread."""
     import signal
 
-    from gpudoctor.probes import warden
+    from gpudoctor.procs import warden
 
     warden.start()
 

@@ -50,7 +50,7 @@ class DoctorGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
-            from gpudoctor.probes.child import kill_all
+            from gpudoctor.procs.child import kill_all
 
             kill_all()
             click.echo("gpudoctor: interrupted", err=True)

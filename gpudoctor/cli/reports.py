@@ -330,7 +330,7 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
 
             ctx.meta.setdefault(LOADED_REPORTS, []).extend(str(p) for p in paths)
         chunk = max(1, len(paths) // (workers * 4))
-        from gpudoctor.probes.processes import die_with_parent
+        from gpudoctor.procs.processes import die_with_parent
 
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:

@@ -102,7 +102,7 @@ def _from_kmsg(path: str, left: float) -> dict[str, Any]:
 
 
 def _from_journal(argv: tuple[str, ...], left: float) -> dict[str, Any]:
-    from gpudoctor.probes.processes import run_bounded
+    from gpudoctor.procs.processes import run_bounded
 
     try:
         ran = run_bounded(list(argv), max(0.05, left), MAX_TEXT_BYTES)

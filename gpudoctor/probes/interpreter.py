@@ -153,7 +153,7 @@ def _cwd() -> str:
 
 
 def _own_facts() -> dict[str, Any]:
-    from gpudoctor.probes.childpath import user_path
+    from gpudoctor.procs.childpath import user_path
 
     facts = describe()
     facts["path"] = [p for p in user_path(_cwd()) if p != _cwd()]
@@ -175,19 +175,19 @@ def describe() -> dict[str, Any]:
 
 
 #: Printed by the diagnosed interpreter: what it is and the path its user's imports search.
-_FACTS_CODE = ("import json,os,sys\nfrom gpudoctor.probes import childpath, interpreter\n"
+_FACTS_CODE = ("import json,os,sys\nfrom gpudoctor.procs import childpath\nfrom gpudoctor.probes import interpreter\n"
                "f=interpreter.describe(); f['path']=childpath.user_path(os.environ.get('GPUDOCTOR_CWD') or '/')\n"
                "print(json.dumps(f))\n")
 
 
 def _child_facts(target: Target) -> dict[str, Any]:
-    from gpudoctor.probes.child import PACKAGE_ROOT
-    from gpudoctor.probes.childpath import BOOT
+    from gpudoctor.procs.child import PACKAGE_ROOT
+    from gpudoctor.procs.childpath import BOOT
 
     boot = BOOT.replace("childpath.start(c,sys.argv[2],sys.argv[3:])\n", _FACTS_CODE)
     cmd = [target.executable, "-I", "-c", boot, json.dumps({"root": PACKAGE_ROOT})]
     env = {**os.environ, "GPUDOCTOR_CWD": _cwd()}
-    from gpudoctor.probes.processes import run_bounded
+    from gpudoctor.procs.processes import run_bounded
 
     try:  # bounded like every program gpudoctor runs: its output capped, it and what it starts killed at the end
         ran = run_bounded(cmd, FACTS_TIMEOUT_S, 4 << 20, env=env, cwd="/")

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gpudoctor.probes import interpreter
-from gpudoctor.probes.child import child_env, run_module
+from gpudoctor.procs.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
-from gpudoctor.probes.processes import closed, run_bounded
+from gpudoctor.procs.processes import closed, run_bounded
 from gpudoctor.snapshot import unavailable
 
 SYSTEM_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from gpudoctor.probes import protocol
+from gpudoctor.procs import protocol
 from gpudoctor.probes.libnames import version_from_library
 
 

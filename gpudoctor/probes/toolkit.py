@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from gpudoctor import versions
-from gpudoctor.probes.processes import NotStarted, run_bounded
+from gpudoctor.procs.processes import NotStarted, run_bounded
 from gpudoctor.snapshot import unavailable
 
 SEARCH = ("/usr/local/cuda", "/usr/local/cuda-*", "/opt/cuda", "/opt/nvidia/cuda*", "/usr/lib/cuda")

@@ -22,7 +22,7 @@ ORDERS = (None, "FASTEST_FIRST", "PCI_BUS_ID")
 
 def cuda_counts(mask: Optional[str], order: Optional[str]) -> Any:
     """The smoke worker's count in this environment: its ``count`` section, or its error."""
-    from gpudoctor.probes.child import child_env, run_module
+    from gpudoctor.procs.child import child_env, run_module
 
     env = child_env()
     for name, value in (("CUDA_VISIBLE_DEVICES", mask), ("CUDA_DEVICE_ORDER", order)):

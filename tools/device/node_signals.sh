@@ -34,7 +34,7 @@ import json, os, statistics, sys, time
 from gpudoctor.checks.base import NotApplicable
 from gpudoctor.checks.xid_events import check_xid_events, not_read_reason
 from gpudoctor.probes.driver_events import BUDGET_S, QUICK_BUDGET_S, probe_driver_events
-from gpudoctor.probes import processes  # noqa: F401 - imported while root may still read every module
+from gpudoctor.procs import processes  # noqa: F401 - imported while root may still read every module
 d = sys.argv[1]
 for budget in (BUDGET_S, QUICK_BUDGET_S):
     times = []

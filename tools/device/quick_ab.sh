@@ -2,7 +2,7 @@
 # `check --quick` of two source trees side by side on one GPU machine, installed as users install it
 # (tools/device/tool_venv.sh: a venv of its own, bytecode compiled) and run from the source tree (bytecode
 # compiled first, as benchmarks/quick_start.py does), alternating runs; then whether this tree's forked
-# --quick probes (probes/forking.py) give the facts and findings the threads give (GPUDOCTOR_FORK=0).
+# --quick probes (procs/forking.py) give the facts and findings the threads give (GPUDOCTOR_FORK=0).
 # Reads only. Usage (device tool, repo root): bash tools/device/quick_ab.sh OLD_TREE [N]
 set -u
 old=$1; n=${2:-15}

@@ -12,7 +12,7 @@ leftovers() {  # processes started from this tree that are still alive (by the c
   sleep 1
   local n=0
   for p in /proc/[0-9]*; do
-    # a child by its mark, or a forked copy of gpudoctor (probes/forking.py: no mark, gpudoctor's own command line)
+    # a child by its mark, or a forked copy of gpudoctor (procs/forking.py: no mark, gpudoctor's own command line)
     if { tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -q '^GPUDOCTOR_CHILD=' \
        || { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q -- '-m gpudoctor check'; then n=$((n+1)); echo "  left: $(cat $p/cmdline | tr '\0' ' ' | cut -c1-120)" >> "$d/summary.txt"; fi
   done
@@ -36,7 +36,7 @@ mkdir -p "$d/bin"; printf '#!/bin/sh\nsleep 300\n' > "$d/bin/nvcc"; chmod +x "$d
 t0=$EPOCHREALTIME; PATH="$d/bin:$PATH" python3 -m gpudoctor check --timeout 3 --format json -o "$d/nvcc-hang.json" 2> "$d/nvcc-hang.err"; rc=$?
 echo "nvcc-hang --timeout 3 rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
 leftovers nvcc-hang
-# the same under --quick, whose cuda_stack probe runs in a forked copy of gpudoctor (probes/forking.py)
+# the same under --quick, whose cuda_stack probe runs in a forked copy of gpudoctor (procs/forking.py)
 t0=$EPOCHREALTIME; PATH="$d/bin:$PATH" python3 -m gpudoctor check --quick --timeout 2 --format json -o "$d/nvcc-hang-quick.json" 2> "$d/nvcc-hang-quick.err"; rc=$?
 echo "nvcc-hang --quick --timeout 2 rc=$rc wall=$(awk "BEGIN{printf \"%.2f\", $EPOCHREALTIME - $t0}") s" | tee -a "$d/summary.txt"
 leftovers nvcc-hang-quick

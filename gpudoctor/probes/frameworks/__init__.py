@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
-from gpudoctor.probes.child import ChildResult, child_env, run_module
+from gpudoctor.procs.child import ChildResult, child_env, run_module
 
 WORKER = "gpudoctor.probes.frameworks.worker"
 #: The frameworks probed, in the order the reports list them.

@@ -19,8 +19,8 @@ import warnings
 from typing import Any, Callable
 
 from gpudoctor import versions as codes
-from gpudoctor.probes import protocol
-from gpudoctor.probes.ending import end_child
+from gpudoctor.procs import protocol
+from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.libnames import describe, mapped_libraries
 from gpudoctor.snapshot import unavailable
 from gpudoctor.trace import mark

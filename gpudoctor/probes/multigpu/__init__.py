@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.probes.child import child_env, gpu_lock_dir, run_module
+from gpudoctor.procs.child import child_env, gpu_lock_dir, run_module
 from gpudoctor.probes.frameworks import installed, python
 
 #: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,

@@ -36,8 +36,8 @@ import time
 import traceback
 from typing import Any, Iterator
 
-from gpudoctor.probes import protocol
-from gpudoctor.probes.child import command
+from gpudoctor.procs import protocol
+from gpudoctor.procs.child import command
 from gpudoctor.probes.multigpu import SAFE_ENV
 from gpudoctor.probes.workload.common import BUSY_USED_SHARE
 from gpudoctor.probes.workload.locks import _lock

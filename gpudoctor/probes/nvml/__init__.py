@@ -22,7 +22,7 @@ def probe_nvml(timeout_s: float = 15.0) -> dict[str, Any]:
     """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot."""
     from concurrent.futures import Future  # here, as below: the worker's own start (this package) needs none of them
 
-    from gpudoctor.probes.child import run_epoch, run_module
+    from gpudoctor.procs.child import run_epoch, run_module
 
     global _published
     future: Future = Future()
@@ -42,7 +42,7 @@ def published_facts(wait_s: float) -> Optional[dict[str, Any]]:
     """This run's NVML facts, once its NVML probe has them (waiting ``wait_s`` at most); None when no NVML
     probe runs in this run, or it failed or did not finish in time. Read only: the same dictionary
     becomes the snapshot's."""
-    from gpudoctor.probes.child import run_epoch
+    from gpudoctor.procs.child import run_epoch
 
     with _published_lock:
         published = _published

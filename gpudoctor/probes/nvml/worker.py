@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from gpudoctor.probes import protocol
+from gpudoctor.procs import protocol
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.probes.nvml.counters import read_counters, read_fabric
 from gpudoctor.snapshot import is_unavailable, unavailable
@@ -353,6 +353,6 @@ def _pair(handles: dict[int, Any], a: int, b: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from gpudoctor.probes.ending import end_child
+    from gpudoctor.procs.ending import end_child
 
     end_child(main())  # the parent reads the end without waiting for the process's teardown (~60 ms on an H100)

@@ -7,7 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gpudoctor.probes.child import ChildResult, child_env, pinned, run_module, shared
+from gpudoctor.procs.child import ChildResult, child_env, pinned, run_module, shared
 from gpudoctor.trace import mark
 
 WORKER = "gpudoctor.probes.smoke.worker"

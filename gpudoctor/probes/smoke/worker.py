@@ -18,7 +18,7 @@ import time
 from array import array
 from typing import Any
 
-from gpudoctor.probes import protocol
+from gpudoctor.procs import protocol
 from gpudoctor.trace import mark
 
 N = 1 << 18  # 1 MiB per buffer: enough varied data to catch a wrong result, fast on any GPU

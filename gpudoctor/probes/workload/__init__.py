@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
-from gpudoctor.probes.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
+from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed, python
 from gpudoctor.probes.smoke import count_gpus, pin_uuids
 

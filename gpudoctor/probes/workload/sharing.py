@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, Optional
 
-from gpudoctor.probes.warden import RUN_ENV
+from gpudoctor.procs.warden import RUN_ENV
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
 _lock = threading.Lock()

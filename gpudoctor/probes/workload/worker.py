@@ -30,8 +30,8 @@ import time
 import traceback
 from typing import Any, Optional
 
-from gpudoctor.probes import protocol
-from gpudoctor.probes.ending import end_child
+from gpudoctor.procs import protocol
+from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
 from gpudoctor.probes.workload.cupy_run import run_cupy

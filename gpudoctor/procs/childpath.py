@@ -32,7 +32,7 @@ import sys
 import threading
 from typing import Any
 
-from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
+from gpudoctor.procs.pids import descendant_pids, marked_pids, start_ticks
 
 #: Names the descriptor of the child's end of its lifeline (see the module's docstring).
 LIFELINE_ENV = "GPUDOCTOR_LIFELINE_FD"
@@ -47,7 +47,7 @@ BOOT = (
     " def find_spec(n,p=None,t=None):\n"
     "  return m.PathFinder.find_spec(n,[c['root']]) if n=='gpudoctor' else None\n"
     "sys.meta_path.insert(0,F)\n"
-    "from gpudoctor.probes import childpath\n"
+    "from gpudoctor.procs import childpath\n"
     "childpath.start(c,sys.argv[2],sys.argv[3:])\n"
 )
 
@@ -57,7 +57,7 @@ def start(config: dict[str, Any], module: str, args: list[str]) -> None:
     children that need its dependencies such as NVML's bindings) and run ``module`` as ``__main__``."""
     import faulthandler
 
-    from gpudoctor.probes import protocol
+    from gpudoctor.procs import protocol
     from gpudoctor.trace import mark
 
     mark(f"child: {module} starts")

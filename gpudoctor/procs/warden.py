@@ -31,7 +31,7 @@ import signal
 import time
 from typing import Any, Optional
 
-from gpudoctor.probes.pids import marked_pids, single_threaded, start_ticks
+from gpudoctor.procs.pids import marked_pids, single_threaded, start_ticks
 
 #: In the environment of every process gpudoctor starts (processes.marked_env, child.child_env): this run's
 #: mark. It also tells this run's GPU processes from others' (workload/sharing.py).

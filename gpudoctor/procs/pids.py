@@ -1,7 +1,7 @@
 """Finding processes from /proc with the standard library only.
 
-Both sides need it: gpudoctor (probes/processes.py, which wraps the pids in psutil handles before it
-signals them) and a child whose lifeline broke (probes/childpath.py), which runs under the diagnosed
+Both sides need it: gpudoctor (procs/processes.py, which wraps the pids in psutil handles before it
+signals them) and a child whose lifeline broke (procs/childpath.py), which runs under the diagnosed
 Python, where psutil may not be installed."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import NoReturn
 
-from gpudoctor.probes import protocol
+from gpudoctor.procs import protocol
 
 #: The section of the last line a child prints through end_child: its exit status, said before it exits.
 EXIT_SECTION = "exit"

@@ -27,8 +27,8 @@ import os
 import signal
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.probes import processes, warden
-from gpudoctor.probes.pids import single_threaded
+from gpudoctor.procs import processes, warden
+from gpudoctor.procs.pids import single_threaded
 
 #: The variable that turns forking off ("0").
 ENV = "GPUDOCTOR_FORK"

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, cast
 
-from gpudoctor.probes import processes, warden
-from gpudoctor.probes.childpath import BOOT, LIFELINE_ENV
-from gpudoctor.probes.ending import EXIT_SECTION
-from gpudoctor.probes.protocol import ENV, MAX_LINE_BYTES
+from gpudoctor.procs import processes, warden
+from gpudoctor.procs.childpath import BOOT, LIFELINE_ENV
+from gpudoctor.procs.ending import EXIT_SECTION
+from gpudoctor.procs.protocol import ENV, MAX_LINE_BYTES
 from gpudoctor.trace import mark
 
 STDERR_TAIL_BYTES = 4000

@@ -36,14 +36,14 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
-from gpudoctor.probes import warden
-from gpudoctor.probes.pids import descendant_pids, marked_pids, start_ticks
+from gpudoctor.procs import warden
+from gpudoctor.procs.pids import descendant_pids, marked_pids, start_ticks
 
 if TYPE_CHECKING:
     import psutil
 
 # psutil is imported where a process is handled, not here: the package's workers import this module on
-# their way in (probes/child.py) under the diagnosed interpreter, which need not have psutil (a pipx
+# their way in (procs/child.py) under the diagnosed interpreter, which need not have psutil (a pipx
 # install of gpudoctor checking a venv without it). Only gpudoctor's own process handles processes.
 
 #: In the environment of every process gpudoctor starts, a token of that process alone; inherited by
