@@ -113,9 +113,9 @@ _CODES = (
          "No CUDA program starts on any GPU of the machine while the daemon is down, although nvidia-smi lists the GPUs and the driver looks healthy.",
          "Install the nvidia-fabricmanager package of exactly the driver's version and start its service (systemctl enable --now nvidia-fabricmanager); its log says why it stopped."),
     Code("DRV023", "cuda-init-failed", ERROR,
-         "A pasted message says CUDA's initialisation failed on this host: error 803 (the CUDA driver library and the kernel module are different versions), error 804 (the forward-compatibility package in use on a GPU that does not support it), or PyTorch's 'CUDA unknown error' (999).",
+         "A pasted message says CUDA's initialisation failed on this host: error 803 (the CUDA driver library and the kernel module are different versions), error 804 (the forward-compatibility package in use on a GPU that does not support it), PyTorch's 'CUDA unknown error' (999), or its 'CUDA driver initialization failed' (error 3).",
          "No CUDA program starts; the framework reports no GPU although nvidia-smi may work.",
-         "803: make libcuda match the kernel module (reboot; take a mismatched cuda-compat off LD_LIBRARY_PATH). 804: forward compatibility is for data-center GPUs only, so use a CUDA the host driver supports. 999: reload nvidia_uvm or reboot (common after suspend)."),
+         "803: make libcuda match the kernel module (reboot; take a mismatched cuda-compat off LD_LIBRARY_PATH). 804: forward compatibility is for data-center GPUs only, so use a CUDA the host driver supports. 999: reload nvidia_uvm or reboot (common after suspend). 3: make nvidia-smi list the GPU in the same environment and let the user open /dev/nvidia*."),
     # --- gpus: health and state of each GPU ------------------------------------------------------
     Code("DRV024", "gpu-fell-off-bus-stated", ERROR,
          "The reporter says, as what happened, that the GPU fell off the bus (the kernel's 'GPU has fallen off the bus', Xid 79), without the log line itself.",

@@ -9,6 +9,7 @@ checks are skipped there.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
@@ -106,7 +107,7 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
 _CAUSES = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient", "no_driver",
            "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu", "jax_backend_failed",
            "no_binary_for_gpu", "no_gpu_visible", "system_not_ready", "system_driver_mismatch", "compat_not_supported",
-           "cuda_unknown_error", "container_no_gpu_driver", "container_init_error", "driver_library_mismatch",
+           "cuda_unknown_error", "cuda_init_error", "container_no_gpu_driver", "container_init_error", "driver_library_mismatch",
            "smi_failure", "contradiction", "gpu_worked", "gpu_lost_said", "xid")
 #: The frameworks' own one-liners that print what they see, to paste back.
 _SEES = {"PyTorch": 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"',
@@ -130,13 +131,17 @@ def _no_gpu_findings(facts: Facts) -> Iterator[Finding]:
     """FWK211 for each framework that says it sees no GPU, where nothing else in the pastes says why: an error when
     the pastes show an NVIDIA GPU there, a warning when they do not (a machine without one answers the same). The
     reporter's own words never outrank a paste's answer, and a run that reached the GPU outranks them all."""
-    if (facts.get("host") or {}).get("os") == "Darwin" or _evidence(facts, _CAUSES):
-        return  # macOS has no CUDA (its own rules); a pasted cause has its own finding
+    host = facts.get("host") or {}
+    if host.get("os") == "Darwin" or host.get("wsl_version") == 1 or _evidence(facts, _CAUSES):
+        return  # macOS has no CUDA and WSL 1 no GPU (their own findings); a pasted cause has its own finding
     nvml = facts.get("nvml") or {}
     if nvml and not (nvml.get("init") or {}).get("ok"):
         return  # nvidia-smi's failure is the cause, judged by driver.nvml
     listed = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
-    shown = bool(listed) or bool(nvml.get("device_count")) or bool(_evidence(facts, ("gpu_present",)))
+    present = _evidence(facts, ("gpu_present",))
+    shown = bool(listed) or bool(nvml.get("device_count")) or bool(present)
+    seen_by = {"XLA_GPU": " on a machine whose CUDA driver lists a GPU (TensorFlow's XLA_GPU)"}.get(
+        str((present or [{}])[0].get("how")), " on a machine where PyTorch sees a GPU") if present else ""
     done: set[str] = set()
     for item in _no_gpu_answers(facts):
         name = str(item.get("framework"))
@@ -147,14 +152,14 @@ def _no_gpu_findings(facts: Facts) -> Iterator[Finding]:
         if fw.get("status") == "ok" and any(not g.get("stated") for g in listed) and nvml.get("init"):
             continue  # frameworks.gpu judges a framework that answered beside nvidia-smi's list (FWK002)
         done.add(name)
-        yield _no_gpu_finding(name, item, info, listed, shown)
+        yield _no_gpu_finding(name, item, info, listed, seen_by if shown and not listed else "", shown,
+                              str(host.get("os") or ""))
 
 
-def _no_gpu_finding(name: str, item: dict[str, Any], info: dict[str, Any], listed: list[dict[str, Any]],
-                    shown: bool) -> Finding:
+def _no_gpu_finding(name: str, item: dict[str, Any], info: dict[str, Any], listed: list[dict[str, Any]], seen_by: str,
+                    shown: bool, system: str) -> Finding:
     said = {"said": "the reporter says", "printed": "the paste prints"}.get(str(item.get("how")), "a session shows")
-    gpu = f" on a machine with {listed[0].get('name')}" if listed and listed[0].get("name") else \
-        " on a machine whose CUDA driver lists a GPU (XLA_GPU)" if shown else ""
+    gpu = f" on a machine with {listed[0].get('name')}" if listed and listed[0].get("name") else seen_by
     build = ""
     if info.get("version"):
         build = f" PyTorch {info['version']} is a CPU-only build." if info.get("cpu_only_build") is True else \
@@ -164,12 +169,21 @@ def _no_gpu_finding(name: str, item: dict[str, Any], info: dict[str, Any], liste
             f"this driver from {TORCH_INSTALL}.") if name == "PyTorch" else \
         ("After 2.10 TensorFlow uses a GPU on Linux and WSL 2 only, and it loads the CUDA and cuDNN versions its "
          "tested-build table names: install tensorflow[and-cuda] on Linux, or run it under WSL 2.")
+    if name == "TensorFlow" and system == "Windows" and _release(info.get("version")) >= (2, 11):
+        text = (f"TensorFlow {info['version']} has no GPU build for native Windows (2.10 was the last): run it under WSL 2 "
+                "(pip install 'tensorflow[and-cuda]' there), or use TensorFlow 2.10 with CUDA 11.2 and cuDNN 8.1.")
     expression = _EXPRESSIONS.get(str(item.get("kind")))
     quoted = f"{item.get('where')}: {expression} printed {item.get('text')}" if expression else _quote(item)
     return finding("FWK211", f"{name} sees no GPU ({said} so){gpu}", detail=quoted + build,
                    severity=ERROR if shown else WARNING,
                    text=text + ("" if shown else " If this machine has no NVIDIA GPU, the CPU is all it can use."),
                    commands=[_SEES[name], "nvidia-smi"])
+
+
+def _release(version: Any) -> tuple[int, int]:
+    """(major, minor) of a version string, (0, 0) when it has none."""
+    m = re.match(r"^(?:tf\s?)?(\d{1,3})\.(\d{1,3})", str(version or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 #: Under WSL 2 the GPU driver is the Windows one: NVIDIA's CUDA on WSL guide says no Linux driver may be installed
@@ -374,6 +388,13 @@ _CUDA_INIT = {
         "the host driver.",
         ["nvidia-smi", "echo $LD_LIBRARY_PATH", "ldconfig -p | grep libcuda.so"],
         "https://docs.nvidia.com/deploy/cuda-compatibility/"),
+    "cuda_init_error": (
+        "CUDA's driver failed to initialise (error 3), so the framework sees no GPU",
+        "The driver could not start CUDA: check that nvidia-smi lists the GPU in the same environment (a container needs "
+        "--gpus), that the user may open /dev/nvidia* (the video group), and that the kernel log holds no NVRM or Xid "
+        "errors; a driver upgraded without a reboot fails this way too.",
+        ["nvidia-smi", "ls -l /dev/nvidia*", DRIVER_LOG_COMMAND],
+        "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"),
     "cuda_unknown_error": (
         "CUDA failed to start with an unknown error (999), so the framework sees no GPU",
         "Most often after suspend and resume: reload the nvidia_uvm module with no GPU program running, or reboot; if it "
@@ -424,10 +445,24 @@ def check_rocm(facts: Facts) -> Iterator[Finding]:
                   commands=["rocminfo", "rocm-smi", ROCM_ONE_LINER], links=[ROCM_MATRIX])
 
 
+def check_wsl1(facts: Facts) -> Iterator[Finding]:
+    """A paste from WSL 1, whose kernel release says so: it has no GPU for CUDA to find, whatever is installed."""
+    host = facts.get("host") or {}
+    if host.get("wsl_version") != 1:
+        raise NotApplicable("no pasted WSL 1 kernel release (a live check does not tell WSL 1 apart)")
+    yield finding("DRV025", "this is WSL 1, which has no GPU: CUDA runs under WSL 2 only",
+                  detail=f"{host.get('source') or 'the paste'} names a WSL 1 kernel (4.4.0-NNNNN-Microsoft); WSL 2's "
+                         "kernel release ends in microsoft-standard.",
+                  text="Convert the distribution to WSL 2 in Windows (wsl --set-version <distribution> 2), keep the "
+                       "Windows NVIDIA driver current, and install no Linux NVIDIA driver inside it.",
+                  commands=["wsl -l -v", "wsl --set-version Ubuntu 2"], links=[WSL_DOCS])
+
+
 CHECKS = (
     Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023", "DRV024"),
           check_driver_messages,
           ()),
+    Check("driver.wsl1", "driver", "the pasted Linux is not WSL 1", ("DRV025",), check_wsl1, ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",

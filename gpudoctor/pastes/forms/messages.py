@@ -111,6 +111,9 @@ FIXED = (
     ("forward compatibility was attempted on non supported hw", "compat_not_supported"),
     ("cuda_error_compat_not_supported_on_device", "compat_not_supported"),
     ("cuda initialization: cuda unknown error", "cuda_unknown_error"),
+    # PyTorch's words for cudaErrorInitializationError (3): the driver did not start CUDA (no usable GPU, a driver
+    # that is not loaded or is broken, device files it may not open)
+    ("cuda driver initialization failed", "cuda_init_error"),
     # PyTorch when CUDA started and counts no GPU (CUDA_VISIBLE_DEVICES, a container without GPUs)
     ("no cuda gpus are available", "no_gpu_visible"),
 )

@@ -23,6 +23,11 @@ _AVAILABLE = re.compile(r"is_available(?:\(\))?[`'\"*]{0,2}\s{0,3}(?:(?:is|was|r
                         re.I)
 _TF_ZERO = re.compile(r"^\W{0,4}num gpus(?: available)?\s{0,3}[:=]\s{0,3}[`'\"]?0\b", re.I)
 _BUS = re.compile(r"\b(?:fell|falls|falling|fallen|fall|dropped|drops|dropping|drop)\s{1,3}off\s{1,3}the\s{1,3}bus\b", re.I)
+#: An answer written as a comment after the code that printed it: "torch.cuda.is_available() # false is returned",
+#: "tf.config.list_physical_devices('GPU') # [] is returned".
+_COMMENTED_AVAILABLE = re.compile(r"is_available\(\)\)?;?\s{0,8}#\s{0,3}(?:->\s{0,3}|returns?\s{1,3})?[`'\"]?(true|false)\b", re.I)
+_COMMENTED_TF_NONE = re.compile(r"list_physical_devices\(\s{0,2}['\"]GPU['\"]\s{0,2}\)\)?;?\s{0,8}#\s{0,3}(?:->\s{0,3}|returns?\s{1,3})?"
+                                r"\[\s{0,2}\]", re.I)
 _XLA = re.compile(r"(?:device_type\s{0,2}=\s{0,2}['\"]XLA_GPU['\"]|/device:XLA_GPU:\d)", re.I)
 #: Words before a statement on its sentence that make it a question, a condition, or a denial.
 _NOT_SAID = re.compile(r"\b(?:if|whether|why|how|could|might|maybe|unless|not|no longer|never|instead of|"
@@ -45,10 +50,17 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
 def _items(line: str, lowered: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if _AVAILABLE_WORDS in lowered:
+        framework = "TensorFlow" if "tf.test.is_gpu_available" in lowered else "PyTorch"
         m = _AVAILABLE.search(line)
+        commented = _COMMENTED_AVAILABLE.search(line) if "#" in line else None
         if m and _stated(line, m.start(), m.end()):
-            framework = "TensorFlow" if "tf.test.is_gpu_available" in lowered else "PyTorch"
             out.append({"kind": "no_gpu_seen", "framework": framework, "how": "said"})
+        elif commented and commented.group(1).lower() == "false":
+            out.append({"kind": "no_gpu_seen", "framework": framework, "how": "printed"})
+        elif commented and framework == "PyTorch":  # PyTorch answered True there: the machine has a GPU CUDA can use
+            out.append({"kind": "gpu_present", "how": "torch.cuda.is_available() True"})
+    if "list_physical_devices" in lowered and "#" in line and _COMMENTED_TF_NONE.search(line):
+        out.append({"kind": "no_gpu_seen", "framework": "TensorFlow", "how": "printed"})
     if _TF_WORDS in lowered:
         if _TF_ZERO.match(line):  # the line TensorFlow's install guide prints, as printed
             out.append({"kind": "no_gpu_seen", "framework": "TensorFlow", "how": "printed"})
