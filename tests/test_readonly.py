@@ -141,6 +141,8 @@ def test_only_binding_imports_pynvml():
 @pytest.mark.parametrize("layer,forbidden", [
     ("checks", ("click", "gpudoctor.render")),
     ("probes", ("click", "gpudoctor.render")),
+    ("procs", ("click", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.checks", "gpudoctor.probes",
+               "gpudoctor.runner", "gpudoctor.pipeline", "gpudoctor.distributed")),
     ("render", ("gpudoctor.probes",)),
     ("compat", ("click", "gpudoctor.checks", "gpudoctor.render", "gpudoctor.cli")),
     ("pastes", ("click", "gpudoctor.render", "gpudoctor.cli", "gpudoctor.probes")),
