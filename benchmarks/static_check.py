@@ -18,7 +18,7 @@ import sys
 import time
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 5
-RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(quick=True); "
+RSS_SNIPPET = ("import resource, sys; from gpudoctor import pipeline; r = pipeline.check(pipeline.RunOptions(quick=True)); "
                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, "
                "'torch' in sys.modules, 'tensorflow' in sys.modules)")
 

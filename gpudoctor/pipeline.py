@@ -1,52 +1,101 @@
-"""Facts, then judgement: the two steps every command shares, importable without the CLI."""
+"""Facts, then judgement: the two steps every command shares, importable without the CLI.
+
+`check` takes its options as one value (RunOptions), made once by the command line: the interpreter
+diagnosed, the deadline, the --matrix overlays, the selection and the probes already started travel
+from here to the runner and the probes as parameters. The checks are imported when first needed, so the
+command line can start the early probes (start_early) before that import."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Optional, Sequence
 
 from gpudoctor import report as rep
-from gpudoctor.checks.base import Check
-from gpudoctor.checks.registry import CHECKS, run_checks, select_checks, selection
-from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
+from gpudoctor import runner
+from gpudoctor.compat.data import in_force as overlays_in_force  # noqa: F401 - the --matrix files this command was given
+from gpudoctor.compat.data import overlaid
+from gpudoctor.probes import interpreter
 from gpudoctor.procs.child import kill_all, reopen
-from gpudoctor.runner import Progress, run_probes, select_probes
+from gpudoctor.probes.interpreter import BadPython, Target  # noqa: F401 - the command line's one layer
+from gpudoctor.probes.interpreter import own as own_interpreter  # noqa: F401
+from gpudoctor.run_options import RunOptions, Started
+from gpudoctor.runner import FORKED_QUICK, Progress, run_probes, select_probes
 from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands ask the pipeline for it
 
+if TYPE_CHECKING:
+    from gpudoctor.checks.base import Check
+
+__all__ = ["BadPython", "RunOptions", "Target", "check", "choose_interpreter", "judge", "judge_only",
+           "device_facts", "overlays_in_force", "own_interpreter", "run_options", "select_checks", "start_early"]
 
 #: Probes every selection needs: what the machine is, whether the driver answers, and which Python is diagnosed.
 BASE_PROBES = ("host", "driver_files", "nvml", "python")
 
 
-def check(on_progress: Optional[Callable[[Progress], None]] = None, quick: bool = False, deadline: Optional[float] = None,
-          only: Sequence[str] = (), skip: Sequence[str] = (), options: Optional[dict[str, Any]] = None,
-          deep: bool = False) -> dict[str, Any]:
-    """Probe this machine and judge it. ``quick`` runs no work on the GPUs (it wins over ``deep``);
-    ``deep`` adds the multi-GPU tests and longer workloads; ``only``/``skip`` select checks by area
-    or id, and only the probes those checks read are run."""
-    checks = select_checks(only, skip, require_gpus=required_gpus({"options": options or {}}) is not None)
+def choose_interpreter(python: Optional[str]) -> Target:
+    """The Python the run diagnoses: ``--python`` (``python``), else as interpreter.choose's rule says;
+    BadPython, with a one-line message, for a ``--python`` that names no interpreter."""
+    return interpreter.choose(python)
+
+
+def start_early(target: Target, quick: bool) -> tuple[Started, ...]:
+    """Start what can run while the command imports the checks, for ``target``: NVML's child, and for
+    ``quick`` the probes whose work is all Python, each in a forked copy of this process. The run adopts
+    them through RunOptions.early."""
+    return runner.start_early(("nvml",), target, fork=FORKED_QUICK if quick else ())
+
+
+def run_options(target: Target, timeout_s: Optional[float] = None, only: Sequence[str] = (), skip: Sequence[str] = (),
+                quick: bool = False, deep: bool = False, require_gpus: Optional[int] = None,
+                early: tuple[Started, ...] = ()) -> RunOptions:
+    """The run's options, made once from the command's: --timeout becomes a deadline counted from now, and
+    the --matrix overlays the command was given (cli/base.py) are the ones the verdicts rest on."""
+    import time
+
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    return RunOptions(interpreter=target, deadline=deadline, overlays=overlays_in_force(), only=tuple(only),
+                      skip=tuple(skip), quick=quick, deep=deep, require_gpus=require_gpus, early=early)
+
+
+def device_facts() -> dict[str, Any]:
+    """What `gpudoctor devices` lists of this machine: the host and NVML probes' facts, judged by nothing."""
+    return run_probes([p for p in runner.PROBES if p.name in ("host", "nvml")], RunOptions())
+
+
+def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gpus: bool = False) -> list[Check]:
+    """The checks ``--only``/``--skip`` select (registry.select_checks); ValueError names an unknown one."""
+    from gpudoctor.checks.registry import select_checks as select
+
+    return select(only, skip, require_gpus=require_gpus)
+
+
+def check(options: RunOptions, on_progress: Optional[Callable[[Progress], None]] = None) -> dict[str, Any]:
+    """Probe this machine and judge it as ``options`` ask: only the probes the selected checks read are
+    run, and the verdicts use the --matrix overlays it names."""
+    from gpudoctor.checks.selection import required_gpus
+
+    recorded = options.recorded()
+    checks = select_checks(options.only, options.skip, require_gpus=required_gpus({"options": recorded}) is not None)
     needed = set(BASE_PROBES) | {name for c in checks for name in c.needs}
-    probes = select_probes(needed, quick=quick, deep=deep)
+    probes = select_probes(needed, quick=options.quick, deep=options.deep)
     reopen()
     try:
-        facts = run_probes(probes, on_progress=on_progress, deadline=deadline)
+        facts = run_probes(probes, options, on_progress=on_progress)
     finally:
         kill_all()
     # the selection travels with the facts, so the gates (checks/gates.py) judge it again in `analyze`
-    options = {**(options or {}), **({"only": list(only)} if only else {}), **({"skip": list(skip)} if skip else {})}
-    from gpudoctor.compat.data import overlay_files
-
-    overlays = overlay_files()
-    if overlays:  # the verdicts rest on them: `analyze` without them says so (cli/reports.py)
-        options["matrix_overlays"] = overlays
-    if options:
-        facts["options"] = options
-    return judge(facts, checks=checks)
+    if recorded:
+        facts["options"] = recorded
+    with overlaid(options.overlays):
+        return judge(facts, checks=checks)
 
 
 def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional[Sequence[Check]] = None) -> dict[str, Any]:
     """Judge facts (fresh, or from a saved report) with this version's checks: ``checks``, or those the run
     selected as its facts record it (all without ``options``). ``--require-gpus N``, as the facts record it,
     always brings its check, whatever the selection."""
+    from gpudoctor.checks.registry import CHECKS, run_checks, selection
+    from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
+
     checks = list(checks if checks is not None else selection(facts))
     if required_gpus(facts) is not None and all(c.id != REQUIRED_GPUS_CHECK for c in checks):
         order = {c.id: i for i, c in enumerate(CHECKS)}
@@ -60,7 +109,7 @@ def judge_only(facts: dict[str, Any], run: Collection[str], reasons: Mapping[str
     """Judge facts that hold only part of a machine (read from a paste: gpudoctor/pastes/) with the checks
     named in ``run``; every other check is reported skipped, with the reason ``reasons`` gives for its id or
     its area, so nothing that was not judged shows as passed."""
-    from gpudoctor.checks.registry import run_check
+    from gpudoctor.checks.registry import CHECKS, run_check
     from gpudoctor.findings import SKIP, CheckResult
 
     results = [run_check(c, facts) if c.id in run else

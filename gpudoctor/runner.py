@@ -18,6 +18,7 @@ from typing import Any, Callable, Collection, Optional, Sequence
 
 from gpudoctor.probes import interpreter
 from gpudoctor.procs import forking, processes
+from gpudoctor.probes.interpreter import Target
 from gpudoctor.procs.child import kill_all
 from gpudoctor.probes.driver_events import QUICK_BUDGET_S, probe_driver_events
 from gpudoctor.probes.frameworks import probe_frameworks, probe_frameworks_metadata
@@ -29,23 +30,31 @@ from gpudoctor.probes.smoke import probe_smoke
 from gpudoctor.probes.workload import framework_facts, probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
+from gpudoctor.run_options import RunOptions, Started
 from gpudoctor.snapshot import DEADLINE_SENTENCE
 from gpudoctor.status import PROBE_ERROR, PROBE_OK, PROBE_TIMEOUT, STOPPED_DEADLINE, STOPPED_TIMEOUT
 from gpudoctor.trace import mark
+
+
+#: What a probe runs: given the interpreter the run diagnoses, its facts.
+ProbeRun = Callable[[Target], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Probe:
     name: str
     title: str  # what it was doing, for "could not check <title>"
-    run: Callable[[], dict[str, Any]]
+    run: ProbeRun
     timeout_s: float
-    deep_run: Optional[Callable[[], dict[str, Any]]] = None  # what it runs instead under `check --deep`
-    quick_run: Optional[Callable[[], dict[str, Any]]] = None  # ...and under `check --quick`
+    deep_run: Optional[ProbeRun] = None  # what it runs instead under `check --deep`
+    quick_run: Optional[ProbeRun] = None  # ...and under `check --quick`
     #: Stopped at the --timeout deadline, what it had read still goes into the facts. Only for a probe whose
     #: facts say themselves that they are incomplete (NVML's ``incomplete``): other checks read facts
     #: without knowing which probe they came from, and must not take a half-read section for the whole.
     keeps_partial: bool = False
+    #: Which of its runs ``run`` is ("quick", "deep", "shared"; "" for the plain one): a probe started
+    #: early is adopted by a run that wants the same one (start_early).
+    variant: str = ""
 
 
 NVML_TIMEOUT_S = 20.0
@@ -54,29 +63,30 @@ SMOKE_TIMEOUT_S = 30.0
 WORKLOAD_TIMEOUT_S = 90.0
 
 
-def _cuda_stack(read_versions: bool = True) -> dict[str, Any]:
+def _cuda_stack(target: Target, read_versions: bool = True) -> dict[str, Any]:
     toolkit = probe_toolkit()
     roots = [i["path"] for i in toolkit["installs"]]
-    return {"toolkit": toolkit, "libraries": probe_libraries(roots, read_versions=read_versions)}
+    return {"toolkit": toolkit, "libraries": probe_libraries(roots, target, read_versions=read_versions)}
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
-    Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
-    Probe("kernel_log", "the kernel log's Xid and driver errors", lambda: {"kernel_log": probe_driver_events()}, 5.0,
-          quick_run=lambda: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
-    Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
+    Probe("host", "the host and its environment", lambda target: {"host": probe_host()}, 5.0),
+    Probe("driver_files", "the kernel driver and device nodes", lambda target: {"driver": probe_driver_files()}, 5.0),
+    Probe("kernel_log", "the kernel log's Xid and driver errors", lambda target: {"kernel_log": probe_driver_events()},
+          5.0, quick_run=lambda target: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
+    Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
           keeps_partial=True),
-    Probe("cuda_stack", "the CUDA toolkit and libraries", _cuda_stack, 40.0,
-          quick_run=lambda: _cuda_stack(read_versions=False)),
-    Probe("python", "the Python environment", lambda: {"python": probe_python()}, 10.0),
+    Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target: _cuda_stack(target), 40.0,
+          quick_run=lambda target: _cuda_stack(target, read_versions=False)),
+    Probe("python", "the Python environment", lambda target: {"python": probe_python(target)}, 10.0),
     Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
-          lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
-          quick_run=lambda: probe_frameworks_metadata(path=interpreter.target_path())),
-    Probe("smoke", "a smoke kernel on every GPU", lambda: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
-    Probe("workload", "framework workloads on every GPU", lambda: probe_workload(WORKLOAD_TIMEOUT_S), WORKLOAD_TIMEOUT_S + 40.0,
-          deep_run=lambda: probe_workload(WORKLOAD_TIMEOUT_S, deep=True)),
-    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", probe_multigpu, MULTIGPU_TIMEOUT_S),
+          lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
+          quick_run=lambda target: probe_frameworks_metadata(path=interpreter.target_path(target))),
+    Probe("smoke", "a smoke kernel on every GPU", lambda target: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
+    Probe("workload", "framework workloads on every GPU", lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S),
+          WORKLOAD_TIMEOUT_S + 40.0, deep_run=lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S, deep=True)),
+    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", lambda target: probe_multigpu(target),
+          MULTIGPU_TIMEOUT_S),
 )
 #: Probes that run work on the GPUs; `check --quick` leaves them out.
 GPU_WORK = ("smoke", "workload", "multigpu")
@@ -91,12 +101,12 @@ def select_probes(names: Collection[str], quick: bool = False, deep: bool = Fals
     chosen = [p for p in PROBES if p.name in names and not (quick and p.name in GPU_WORK)
               and (deep or p.name not in DEEP_ONLY)]
     if quick:
-        return [replace(p, run=p.quick_run) if p.quick_run else p for p in chosen]
-    chosen = [replace(p, run=p.deep_run) if deep and p.deep_run else p for p in chosen]
+        return [replace(p, run=p.quick_run, variant="quick") if p.quick_run else p for p in chosen]
+    chosen = [replace(p, run=p.deep_run, variant="deep") if deep and p.deep_run else p for p in chosen]
     if any(p.name == "workload" for p in chosen):  # one child per framework serves both probes
         facts = framework_facts(deep, WORKLOAD_TIMEOUT_S)
-        chosen = [replace(p, run=lambda: probe_frameworks(FRAMEWORK_TIMEOUT_S, facts_from=facts)) if p.name == "frameworks"
-                  else p for p in chosen]
+        chosen = [replace(p, run=lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S, facts_from=facts),
+                          variant="shared") if p.name == "frameworks" else p for p in chosen]
     return chosen
 
 
@@ -114,28 +124,26 @@ class Progress:
 PROGRESS_EVERY_S = 0.1
 
 
-#: Probes started before the checks were imported (start_early), waiting for run_probes to adopt them.
-_EARLY: dict[str, tuple[Probe, threading.Thread, dict[str, Any], float]] = {}
-
-
 #: The --quick probes whose work is all Python (reading files, a program or two): start_early can run each in
 #: a forked copy of this process (procs/forking.py), on a core of its own instead of the interpreter lock's turn.
 FORKED_QUICK = ("cuda_stack", "python", "frameworks")
 
 
-def start_early(names: Sequence[str], fork: Sequence[str] = ()) -> None:
-    """Start these probes now, in the background: the NVML child (a Python start, NVML's own start) then runs
-    while the command imports the checks, instead of after. The next run_probes adopts each one it would
-    have started itself (the same Probe); one it does not need is left to the run's end, where kill_all
-    stops its child. Only a probe that waits on a child gains as a thread: the others' work is Python's,
-    and would only contend with the import for the one interpreter lock (started here as threads, the
-    --quick probes make `check --quick` slower, not faster).
+def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = ()) -> tuple[Started, ...]:
+    """Start these probes now, in the background, for ``target`` (the interpreter the run diagnoses): the
+    NVML child (a Python start, NVML's own start) then runs while the command imports the checks, instead
+    of after. The run adopts each one it would have started itself (the same name, variant and
+    interpreter: RunOptions.early holds what this returns); one it does not need is left to the run's end,
+    where kill_all stops its child. Only a probe that waits on a child gains as a thread: the others' work
+    is Python's, and would only contend with the import for the one interpreter lock (started here as
+    threads, the --quick probes make `check --quick` slower, not faster).
 
     ``fork`` names --quick probes to start in forked copies of this process instead (FORKED_QUICK), where
     forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads."""
+    started: dict[str, Started] = {}
     if fork and forking.safe():
-        probes = [p for p in select_probes(fork, quick=True) if p.name not in _EARLY]
-        copies = forking.fork_all([_work_of(p) for p in probes])  # every copy before the first thread
+        probes = select_probes(fork, quick=True)
+        copies = forking.fork_all([_work_of(p, target) for p in probes])  # every copy before the first thread
         for probe, copy in zip(probes, copies):
             if copy is None:
                 continue  # not forked: run_probes runs it as a thread
@@ -143,21 +151,23 @@ def start_early(names: Sequence[str], fork: Sequence[str] = ()) -> None:
             thread = threading.Thread(target=_collect, args=(probe, copy, slot), name=f"probe-{probe.name}",
                                       daemon=True)
             thread.start()
-            _EARLY[probe.name] = (probe, thread, slot, time.monotonic())
+            started[probe.name] = Started(probe.name, probe.variant, target, thread, slot, time.monotonic())
     for probe in PROBES:
-        if probe.name in names and probe.name not in _EARLY:
+        if probe.name in names and probe.name not in started:
             slot = {}
-            thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
+            thread = threading.Thread(target=_run_one, args=(probe, slot, target), name=f"probe-{probe.name}",
+                                      daemon=True)
             thread.start()
-            _EARLY[probe.name] = (probe, thread, slot, time.monotonic())
+            started[probe.name] = Started(probe.name, probe.variant, target, thread, slot, time.monotonic())
+    return tuple(started.values())
 
 
-def _work_of(probe: Probe) -> Callable[[], dict[str, Any]]:
+def _work_of(probe: Probe, target: Target) -> Callable[[], dict[str, Any]]:
     """What a forked copy runs for ``probe``: the probe, as a thread would, returning its slot."""
 
     def work() -> dict[str, Any]:
         slot: dict[str, Any] = {}
-        _run_one(probe, slot)
+        _run_one(probe, slot, target)
         return slot
 
     return work
@@ -175,25 +185,27 @@ def _collect(probe: Probe, copy: forking.Copy, slot: dict[str, Any]) -> None:
                       "error": f"its process ({ended}) ended before it sent its facts"}
 
 
-def run_probes(probes: Sequence[Probe] = PROBES, on_progress: Optional[Callable[[Progress], None]] = None,
-               deadline: Optional[float] = None) -> dict[str, Any]:
-    """Run the probes side by side. ``deadline`` (a time.monotonic() value) is a hard end for the
-    whole run: probes unfinished then are reported as timed out, and their children are killed.
+def run_probes(probes: Sequence[Probe], options: RunOptions,
+               on_progress: Optional[Callable[[Progress], None]] = None) -> dict[str, Any]:
+    """Run the probes side by side, each given ``options.interpreter``, adopting those of ``options.early``
+    started for the same run of them. ``options.deadline`` (a time.monotonic() value) is a hard end for
+    the whole run: probes unfinished then are reported as timed out, and their children are killed.
     ``on_progress`` is called every PROGRESS_EVERY_S while probes run, and once when all have ended."""
+    deadline = options.deadline
+    target = options.interpreter
     results: dict[str, dict[str, Any]] = {}
     threads = []
     begun = time.monotonic()
-    early = dict(_EARLY)
-    _EARLY.clear()
+    early = {s.name: s for s in options.early}
     for probe in probes:
-        if probe.name in early and early[probe.name][0] == probe:
-            _, thread, slot, started = early[probe.name]
-            results[probe.name] = slot
-            threads.append((probe, thread, started))
+        early_run = early.get(probe.name)
+        if early_run is not None and (early_run.variant, early_run.target) == (probe.variant, target):
+            results[probe.name] = early_run.slot
+            threads.append((probe, early_run.thread, early_run.began))
             continue
-        slot = {}
+        slot: dict[str, Any] = {}
         results[probe.name] = slot
-        thread = threading.Thread(target=_run_one, args=(probe, slot), name=f"probe-{probe.name}", daemon=True)
+        thread = threading.Thread(target=_run_one, args=(probe, slot, target), name=f"probe-{probe.name}", daemon=True)
         thread.start()
         threads.append((probe, thread, time.monotonic()))
     processes.load()  # the run's end kills its children with psutil: imported now, while this thread would only wait
@@ -252,12 +264,12 @@ def _limit(probe: Probe, started: float, deadline: Optional[float]) -> float:
     return end if deadline is None else min(end, deadline)
 
 
-def _run_one(probe: Probe, slot: dict[str, Any]) -> None:
+def _run_one(probe: Probe, slot: dict[str, Any], target: Target) -> None:
     start = time.monotonic()
     record: dict[str, Any] = {"status": PROBE_OK, "title": probe.title}
     mark(f"probe {probe.name} begins")
     try:
-        slot["facts"] = probe.run()
+        slot["facts"] = probe.run(target)
     except Exception as exc:  # noqa: BLE001 - any probe failure must become a finding
         record.update(status=PROBE_ERROR, error=f"{type(exc).__name__}: {exc}",
                       traceback_tail=traceback.format_exc()[-1500:])

@@ -507,13 +507,14 @@ def full_facts(nvml_timeout_s: float = 10.0) -> dict[str, Any]:
     """
     from gpudoctor.probes.nvml import probe_nvml
     from gpudoctor.probes.system import probe_driver_files, probe_host
+    from gpudoctor.run_options import RunOptions
     from gpudoctor.runner import Probe, run_probes
 
     return run_probes((
-        Probe("host", "the host and its environment", lambda: {"host": probe_host()}, 5.0),
-        Probe("driver_files", "the kernel driver and device nodes", lambda: {"driver": probe_driver_files()}, 5.0),
-        Probe("nvml", "the driver and GPUs through NVML", lambda: probe_nvml(nvml_timeout_s), nvml_timeout_s + 5.0),
-    ))
+        Probe("host", "the host and its environment", lambda target: {"host": probe_host()}, 5.0),
+        Probe("driver_files", "the kernel driver and device nodes", lambda target: {"driver": probe_driver_files()}, 5.0),
+        Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(nvml_timeout_s), nvml_timeout_s + 5.0),
+    ), RunOptions())
 
 
 def codes(results: Iterable[Any]) -> list[str]:

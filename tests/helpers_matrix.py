@@ -13,11 +13,9 @@ from gpudoctor.compat import data
 
 
 def clear_overlays() -> None:
-    """Forget every --matrix overlay loaded in this process: the CLI adds them for its one run, and a test
-    process runs many."""
-    data._overlays.clear()
-    data._overlay_files.clear()
-    data.load_topic.cache_clear()
+    """Hold that no --matrix overlay is in force here: each command reads the matrix with its own, in a
+    context of its own, so none reaches the next test."""
+    assert data.in_force() == ()
 
 
 @pytest.fixture(autouse=True)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from gpudoctor import pipeline
+from gpudoctor.probes.interpreter import own
 from gpudoctor.probes.workload import sharing
 from helpers_facts import with_fact
 
@@ -137,7 +138,7 @@ def test_quick_runs_no_gpu_work():
     from gpudoctor.runner import GPU_WORK
 
     assert set(GPU_WORK) == {"smoke", "workload", "multigpu"}
-    report = pipeline.check(quick=True, only=("acceleration",))
+    report = pipeline.check(pipeline.RunOptions(quick=True, only=("acceleration",)))
     assert "smoke" not in report["facts"] and "workload" not in report["facts"]
     assert {c["status"] for c in report["checks"] if c["area"] == "acceleration"} == {"skip"}
 
@@ -192,8 +193,8 @@ def test_mig_instances_are_not_pinned(monkeypatch):
 
     monkeypatch.setattr(workload, "run_module", fake_run_module)
     monkeypatch.setattr(smoke, "run_module", fake_run_module)  # the count, shared with the smoke probe
-    monkeypatch.setattr(workload, "installed", lambda name: name in ("torch", "tensorflow"))
-    workload.probe_workload(5.0)
+    monkeypatch.setattr(workload, "installed", lambda name, target: name in ("torch", "tensorflow"))
+    workload.probe_workload(own(), 5.0)
     assert sorted(seen, key=str) == sorted([(("count",), None, None), (("torch", "-", "--facts"), "0\n", None),
                                             (("tensorflow", "0"), None, None)], key=str)  # TensorFlow's one-GPU child too
     seen.clear()

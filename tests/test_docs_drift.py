@@ -32,6 +32,7 @@ from gpudoctor.codes import CATALOGUE
 from gpudoctor.render import facts_view
 from gpudoctor.render.markdown import render_markdown
 from gpudoctor.render.text import render_text
+from gpudoctor.run_options import RunOptions
 from gpudoctor.runner import PROBES, run_probes, select_probes
 from helpers_faults import HOST_ENV
 
@@ -107,8 +108,8 @@ def test_every_probe_of_the_runner_is_documented():
 def probed() -> dict[str, Any]:
     """What the probes write on this machine (no GPU here): every probe of a full run, and the deep-only
     multi-GPU probe on its own."""
-    facts = run_probes(select_probes([p.name for p in PROBES]))
-    facts.update(run_probes(select_probes(["multigpu"], deep=True)))
+    facts = run_probes(select_probes([p.name for p in PROBES]), RunOptions())
+    facts.update(run_probes(select_probes(["multigpu"], deep=True), RunOptions()))
     return facts
 
 

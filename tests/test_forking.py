@@ -102,13 +102,17 @@ def test_a_forked_probe_past_the_deadline_is_a_timeout_and_leaves_nothing():
     out = _python("""
         import json, os, time
         from gpudoctor import runner
+        from gpudoctor.probes import interpreter
         from gpudoctor.procs import child, pids
-        def hang(read_versions=True):
+        from gpudoctor.run_options import RunOptions
+        def hang(target, read_versions=True):
             time.sleep(60)
         runner._cuda_stack = hang
-        runner.start_early((), fork=("cuda_stack",))
-        (probe, thread, slot, started), = runner._EARLY.values()
-        facts = runner.run_probes(runner.select_probes(["cuda_stack"], quick=True), deadline=time.monotonic() + 1.0)
+        target = interpreter.own()
+        early = runner.start_early((), target, fork=("cuda_stack",))
+        (started,) = early
+        options = RunOptions(interpreter=target, deadline=time.monotonic() + 1.0, early=early)
+        facts = runner.run_probes(runner.select_probes(["cuda_stack"], quick=True), options)
         child.kill_all()
         print(json.dumps([facts["probes"]["cuda_stack"], pids.descendant_pids(os.getpid())]))
     """, timeout=30)
@@ -121,11 +125,14 @@ def test_a_forked_probe_that_raises_is_its_error_record():
     out = _python("""
         import json
         from gpudoctor import runner
-        def broken(read_versions=True):
+        from gpudoctor.probes import interpreter
+        from gpudoctor.run_options import RunOptions
+        def broken(target, read_versions=True):
             raise OSError("disk on fire")
         runner._cuda_stack = broken
-        runner.start_early((), fork=("cuda_stack",))
-        facts = runner.run_probes(runner.select_probes(["cuda_stack"], quick=True))
+        target = interpreter.own()
+        early = runner.start_early((), target, fork=("cuda_stack",))
+        facts = runner.run_probes(runner.select_probes(["cuda_stack"], quick=True), RunOptions(interpreter=target, early=early))
         print(json.dumps(facts["probes"]["cuda_stack"]))
     """)
     record = json.loads(out.stdout)
@@ -139,10 +146,11 @@ def test_start_early_without_fork_leaves_the_probes_to_threads(threads):
     out = _python(f"""
         import threading, os
         from gpudoctor import runner
+        from gpudoctor.probes import interpreter
         if {threads}:
             threading.Thread(target=threading.Event().wait, daemon=True).start()
-        runner.start_early((), fork=runner.FORKED_QUICK)
-        print(sorted(runner._EARLY))
+        early = runner.start_early((), interpreter.own(), fork=runner.FORKED_QUICK)
+        print(sorted(s.name for s in early))
     """, env={} if threads else {forking.ENV: "0"})
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -151,6 +159,8 @@ def test_a_refused_fork_leaves_that_probe_and_the_rest_to_threads():
     out = _python("""
         import json, os
         from gpudoctor import runner
+        from gpudoctor.probes import interpreter
+        from gpudoctor.run_options import RunOptions
         real, calls = os.fork, []
         def fork():
             calls.append(1)
@@ -158,10 +168,12 @@ def test_a_refused_fork_leaves_that_probe_and_the_rest_to_threads():
                 raise BlockingIOError(11, "Resource temporarily unavailable")
             return real()
         os.fork = fork
-        runner.start_early((), fork=runner.FORKED_QUICK)
-        early = sorted(runner._EARLY)
+        target = interpreter.own()
+        started = runner.start_early((), target, fork=runner.FORKED_QUICK)
+        early = sorted(s.name for s in started)
         os.fork = real
-        facts = runner.run_probes(runner.select_probes(list(runner.FORKED_QUICK), quick=True))
+        facts = runner.run_probes(runner.select_probes(list(runner.FORKED_QUICK), quick=True),
+                                  RunOptions(interpreter=target, early=started))
         print(json.dumps([early, {k: v["status"] for k, v in facts["probes"].items()}]))
     """)
     early, statuses = json.loads(out.stdout)
@@ -239,11 +251,8 @@ def test_the_forked_probes_facts_survive_json_exactly():
     from gpudoctor import runner
     from gpudoctor.probes import interpreter
 
-    interpreter.use(interpreter.choose(None))
-    try:
-        for probe in runner.select_probes(list(runner.FORKED_QUICK), quick=True):
-            slot = runner._work_of(probe)()
-            assert slot["record"]["status"] == "ok", slot["record"]
-            assert json.loads(json.dumps(slot)) == slot, probe.name
-    finally:
-        interpreter.use(None)
+    target = interpreter.choose(None)
+    for probe in runner.select_probes(list(runner.FORKED_QUICK), quick=True):
+        slot = runner._work_of(probe, target)()
+        assert slot["record"]["status"] == "ok", slot["record"]
+        assert json.loads(json.dumps(slot)) == slot, probe.name

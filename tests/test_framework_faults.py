@@ -22,6 +22,7 @@ import pytest
 
 from gpudoctor import pipeline
 from gpudoctor.probes import frameworks as fw_probe
+from gpudoctor.probes.interpreter import own
 from helpers_faults import CUPY_ON_OLD_DRIVER
 
 #: The limit for imports that hang; the others get GENEROUS_S, so a slow machine cannot turn a
@@ -41,13 +42,13 @@ def install_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, n
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     monkeypatch.syspath_prepend(root)
     monkeypatch.setattr(fw_probe, "FRAMEWORKS", (name,))
-    assert fw_probe.installed(name)
+    assert fw_probe.installed(name, own())
     return pkg
 
 
 def probe(name: str = "cupy", timeout_s: float = GENEROUS_S) -> tuple[dict[str, Any], float]:
     start = time.monotonic()
-    result = fw_probe.probe_frameworks(timeout_s=timeout_s)["frameworks"]
+    result = fw_probe.probe_frameworks(own(), timeout_s=timeout_s)["frameworks"]
     elapsed = time.monotonic() - start
     assert set(result) == {name}
     return result[name], elapsed
@@ -174,7 +175,7 @@ def test_frameworks_are_probed_in_parallel(tmp_path, monkeypatch):
         install_fake(tmp_path / name, monkeypatch, "import time\ntime.sleep(600)\n", name)
     monkeypatch.setattr(fw_probe, "FRAMEWORKS", ("cupy", "torch"))
     start = time.monotonic()
-    result = fw_probe.probe_frameworks(timeout_s=TIMEOUT_S)["frameworks"]
+    result = fw_probe.probe_frameworks(own(), timeout_s=TIMEOUT_S)["frameworks"]
     elapsed = time.monotonic() - start
     assert {n: r["status"] for n, r in result.items()} == {"cupy": "timeout", "torch": "timeout"}
     assert elapsed < 2 * TIMEOUT_S

@@ -102,7 +102,7 @@ def test_a_hanging_nvcc_ends_at_the_runs_deadline(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     limit = 1.5
     start = time.monotonic()
-    report = pipeline.check(quick=True, deadline=start + limit, only=("toolkit",))
+    report = pipeline.check(pipeline.RunOptions(quick=True, deadline=start + limit, only=("toolkit",)))
     elapsed = time.monotonic() - start
     assert limit <= elapsed < limit + 1.0  # before: limit + 2 s, the grace the runner gives a probe to hand in
     assert report["facts"]["probes"]["cuda_stack"]["status"] == "timeout"
@@ -289,7 +289,7 @@ FAKE_GPUDOCTOR = """
     from gpudoctor import runner
     from gpudoctor.procs.child import child_env, run_module
 
-    def hang():
+    def hang(target):
         run_module("sleeper", timeout_s=60, env=child_env({{"PYTHONPATH": {tmp!r}}}))
         return {{}}
 

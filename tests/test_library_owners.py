@@ -25,26 +25,24 @@ def _wheel(site: Path, dist_info: str, name: str, version: str, files: list[str]
     (info / "RECORD").write_text("\n".join(record + [f"{dist_info}/RECORD,,"]) + "\n")
 
 
-def test_each_copy_names_the_wheel_that_installed_it(tmp_path, monkeypatch):
+def test_each_copy_names_the_wheel_that_installed_it(tmp_path):
     site = tmp_path / "site-packages"
     _wheel(site, "nvidia_cudnn_cu13-9.19.0.56.dist-info", "nvidia-cudnn-cu13", "9.19.0.56",
            ["nvidia/cudnn/lib/libcudnn.so.9", "nvidia/cudnn/include/cudnn.h"])
     _wheel(site, "torch-2.11.0.dist-info", "torch", "2.11.0", ["torch/lib/libc10_cuda.so", "torch/__init__.py"])
     _wheel(site, "numpy-2.3.0.dist-info", "numpy", "2.3.0", ["numpy.libs/libcudart.so.13"])  # never an owner
-    monkeypatch.setattr(libraries, "_site_dirs", lambda: [str(site)])
     copies = {str(p): libraries._entry(str(p)) for p in (site / "nvidia/cudnn/lib/libcudnn.so.9",
                                                          site / "numpy.libs/libcudart.so.13")}
-    libraries._attach_distributions(copies)
+    libraries._attach_distributions(copies, [str(site)])
     owned = {Path(p).name: e.get("distribution") for p, e in copies.items()}
     assert owned == {"libcudnn.so.9": {"name": "nvidia-cudnn-cu13", "version": "9.19.0.56"}, "libcudart.so.13": None}
 
 
-def test_a_broken_dist_info_is_skipped(tmp_path, monkeypatch):
+def test_a_broken_dist_info_is_skipped(tmp_path):
     site = tmp_path / "site-packages"
     (site / "nvidia_nccl_cu13-2.28.9.dist-info").mkdir(parents=True)  # no METADATA, no RECORD
-    monkeypatch.setattr(libraries, "_site_dirs", lambda: [str(site)])
     copies = {"/x/libnccl.so.2": libraries._entry("/x/libnccl.so.2")}
-    libraries._attach_distributions(copies)
+    libraries._attach_distributions(copies, [str(site)])
     assert "distribution" not in copies["/x/libnccl.so.2"]
 
 

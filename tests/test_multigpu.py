@@ -24,6 +24,7 @@ from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.probes import multigpu
 from gpudoctor.procs.child import PACKAGE_ROOT, ChildResult, child_env, run_module
+from gpudoctor.probes.interpreter import own
 from gpudoctor.runner import DEEP_ONLY, GPU_WORK, PROBES, select_probes
 
 from helpers_deep import GB, REAL, deep, deep_section
@@ -57,13 +58,13 @@ def test_the_headline_reports_the_slowest_pair_against_the_median():
 
 def test_the_probe_skips_cleanly_here():
     """This machine has neither PyTorch nor a GPU."""
-    data = multigpu.probe_multigpu()["multigpu"]
+    data = multigpu.probe_multigpu(own())["multigpu"]
     assert data["skipped"] and "p2p" not in data and "allreduce" not in data
 
 
 def test_the_probe_skips_below_two_gpus(monkeypatch):
-    monkeypatch.setattr(multigpu, "installed", lambda name: True)
-    data = multigpu.probe_multigpu()["multigpu"]  # no libcuda here: CUDA enumerates nothing
+    monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
+    data = multigpu.probe_multigpu(own())["multigpu"]  # no libcuda here: CUDA enumerates nothing
     assert data == {"devices": [], "skipped": "CUDA enumerates 0 GPU(s); the multi-GPU tests need two or more"}
 
 
@@ -152,11 +153,11 @@ def _probe_with_fake_torch(monkeypatch, tmp_path: Path, mode: str = "ok") -> dic
         assert all(env[k] == v for k, v in multigpu.SAFE_ENV.items())
         return real_run(module, args, timeout_s=timeout_s, env=env, python=python)
 
-    monkeypatch.setattr(multigpu, "installed", lambda name: True)
+    monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
     monkeypatch.setattr(multigpu, "run_module", run)
     monkeypatch.setenv("PYTHONPATH", FAKES)
     monkeypatch.setenv("FAKE_TORCH_MODE", mode)
-    facts.update(multigpu.probe_multigpu())
+    facts.update(multigpu.probe_multigpu(own()))
     return facts
 
 

@@ -169,14 +169,10 @@ def test_format_follows_the_extension(tmp_path):
 def test_fifo_without_reader_is_bounded_by_the_deadline(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    writing.set_deadline(time.monotonic() + 0.3)
-    try:
-        started = time.monotonic()
-        with pytest.raises(writing.Failure) as failed:
-            writing.write(fifo, "report\n")
-        took = time.monotonic() - started
-    finally:
-        writing.set_deadline(None)
+    started = time.monotonic()
+    with pytest.raises(writing.Failure) as failed:
+        writing.write(fifo, "report\n", deadline=time.monotonic() + 0.3)
+    took = time.monotonic() - started
     assert took < writing.SPECIAL_FILE_GRACE_S + 2
     assert "nothing read it before the --timeout deadline" in str(failed.value.message)
 
@@ -187,11 +183,7 @@ def test_fifo_with_a_reader_gets_the_report(tmp_path):
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    writing.set_deadline(time.monotonic() + 5)
-    try:
-        writing.write(fifo, "report – ✅\n" * 20000)  # more than a pipe holds at once
-    finally:
-        writing.set_deadline(None)
+    writing.write(fifo, "report – ✅\n" * 20000, deadline=time.monotonic() + 5)  # more than a pipe holds at once
     reader.join(10)
     assert got == [("report – ✅\n" * 20000).encode("utf-8")]
 

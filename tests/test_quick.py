@@ -23,7 +23,7 @@ def h200_facts_with(frameworks: dict) -> dict:
 
 
 def test_quick_imports_no_framework_and_starts_no_framework_child():
-    code = ("import sys, json; from gpudoctor import pipeline; r = pipeline.check(quick=True); "
+    code = ("import sys, json; from gpudoctor import pipeline; r = pipeline.check(pipeline.RunOptions(quick=True)); "
             "print(json.dumps([sorted(m for m in ('torch', 'tensorflow', 'jax', 'cupy') if m in sys.modules), "
             "sorted({fw.get('status') for fw in r['facts']['frameworks'].values() if fw.get('installed')}), "
             "sorted(r['facts']['probes'])]))")

@@ -84,7 +84,7 @@ def planted(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{UUIDS[1]},{UNKNOWN_UUID}")
     monkeypatch.setattr(socket, "gethostname", lambda: HOSTNAME)
 
-    def run_probes(probes, on_progress=None, deadline=None):
+    def run_probes(probes, options, on_progress=None):
         facts = _real()
         facts["host"] = probe_host()
         facts["host"]["env"]["AWS_SECRET_ACCESS_KEY"] = AWS_SECRET  # a probe that let one more through

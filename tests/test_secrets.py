@@ -267,7 +267,7 @@ def test_analyze_prints_no_secret_in_any_format(injected, fmt, no_redact):
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: " ".join(f))
 def test_check_prints_no_secret_in_any_format(monkeypatch, tmp_path, fmt, no_redact):
     """`check` (the one command with --quiet) probing the same facts."""
-    monkeypatch.setattr(pipeline, "run_probes", lambda probes, on_progress=None, deadline=None: _injected()["facts"])
+    monkeypatch.setattr(pipeline, "run_probes", lambda probes, options, on_progress=None: _injected()["facts"])
     out_file = tmp_path / "out.txt"
     result = CliRunner().invoke(cli, ["check", *fmt, *no_redact])
     assert result.exit_code == 1, result.output

@@ -30,6 +30,7 @@ from gpudoctor.checks import registry
 from gpudoctor.probes.frameworks import probe_frameworks
 from gpudoctor.probes.libnames import version_from_library
 from gpudoctor.probes.libraries import probe_libraries
+from gpudoctor.probes.interpreter import own
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.toolkit import probe_toolkit
 from helpers_builds import installed_or_skip, tensorflow_build, torch_build
@@ -50,7 +51,7 @@ def real_frameworks() -> dict[str, Any]:
     """One real run of the framework workers (each framework in its own child process)."""
     installed_or_skip("torch")
     installed_or_skip("tensorflow")
-    return probe_frameworks(timeout_s=180.0)["frameworks"]
+    return probe_frameworks(own(), timeout_s=180.0)["frameworks"]
 
 
 def _findings(facts: dict[str, Any]) -> list[dict[str, Any]]:
@@ -95,7 +96,7 @@ def test_toolkit_env_reflects_cuda_home(monkeypatch):
 # --- libraries --------------------------------------------------------------------------------------
 
 def test_libraries_find_libcudart_with_its_own_version(toolkit):
-    libs = probe_libraries([i["path"] for i in toolkit["installs"]])
+    libs = probe_libraries([i["path"] for i in toolkit["installs"]], own())
     cudart = [c for c in libs["copies"] if c["family"] == "libcudart"]
     assert cudart, libs["copies"]
     in_toolkit = [c for c in cudart if c["real_path"].startswith(TOOLKIT + "/")]
@@ -113,7 +114,7 @@ def test_libraries_find_libcudart_with_its_own_version(toolkit):
 def test_libraries_honour_ld_library_path(toolkit, monkeypatch):
     lib_dir = os.path.dirname(os.path.realpath(os.path.join(TOOLKIT, "lib64", "libcudart.so.13")))
     monkeypatch.setenv("LD_LIBRARY_PATH", lib_dir)
-    libs = probe_libraries([], read_versions=False)
+    libs = probe_libraries([], own(), read_versions=False)
     assert libs["ld_library_path"] == [lib_dir]
     found = [c for c in libs["copies"] if c["family"] == "libcudart" and os.path.dirname(c["path"]) == lib_dir]
     assert found and all("LD_LIBRARY_PATH" in c["origins"] for c in found)
@@ -125,7 +126,7 @@ def test_python_lists_the_environment():
     import sys
     from importlib import metadata
 
-    py = probe_python()
+    py = probe_python(own())
     assert py["executable"] == sys.executable
     assert py["prefix"] == sys.prefix
     assert py["version"].split(".")[:2] == [str(sys.version_info.major), str(sys.version_info.minor)]
@@ -179,7 +180,7 @@ def test_frameworks_not_installed_are_marked_so(real_frameworks):
     from gpudoctor.probes.frameworks import installed
 
     for name in ("jax", "cupy"):
-        if not installed(name):
+        if not installed(name, own()):
             assert real_frameworks[name] == {"installed": False}
 
 

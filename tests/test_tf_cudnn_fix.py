@@ -69,12 +69,12 @@ def test_no_release_with_the_extra_carries_conda_commands_and_each_command_list_
 
 
 def test_an_overlays_command_list_that_is_not_a_list_gives_no_commands(tmp_path):
-    from gpudoctor.compat.data import set_overlay
+    from gpudoctor.compat.data import overlaid, read_overlay
 
     overlay = tmp_path / "tf.json"
     overlay.write_text('{"topic": "tensorflow", "as_of": "2026-11-27", "sources": {"X": "test"}, "entries": '
                        '[{"version": "2.10", "cuda": "11.2", "cudnn": "8.1", "gpu_install_linux": "conda install x", "source": "X"}]}',
                        encoding="utf-8")
-    set_overlay(str(overlay))
-    found = _cudnn_finding("2.10.0", "7.6.5")
+    with overlaid([read_overlay(str(overlay))]):
+        found = _cudnn_finding("2.10.0", "7.6.5")
     assert list(found.remediation.commands) == []

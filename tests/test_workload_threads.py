@@ -14,6 +14,7 @@ import pytest
 
 from gpudoctor.probes import workload
 from gpudoctor.procs.child import child_env, run_json_lines
+from gpudoctor.probes.interpreter import own
 from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worker
 
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
@@ -203,14 +204,14 @@ def _counted(*names):
 
 
 def test_children_started_before_the_count_read_it_on_stdin(monkeypatch):
-    monkeypatch.setattr(workload, "installed", lambda name: name in ("torch", "jax", "cupy"))
+    monkeypatch.setattr(workload, "installed", lambda name, target: name in ("torch", "jax", "cupy"))
     four = _counted(*["NVIDIA H100 80GB HBM3"] * 4)
-    assert workload.devices_line("torch", four) == "0,1,2,3\n"
-    assert workload.devices_line("jax", four) == f"3 {UUIDS['3']}\n"  # one GPU, and the UUID to pin itself to
-    assert workload.devices_line("cupy", four) == f"2 {UUIDS['2']}\n"
-    assert workload.devices_line("jax", _counted("NVIDIA H100 80GB HBM3")) == "0\n"  # one GPU: nothing to pin
-    assert workload.devices_line("torch", _counted()) == "cpu\n"  # no GPU: PyTorch still trains on the CPU
-    assert workload.devices_line("cupy", _counted()) == "\n"  # ...CuPy has nothing to do
+    assert workload.devices_line("torch", four, own()) == "0,1,2,3\n"
+    assert workload.devices_line("jax", four, own()) == f"3 {UUIDS['3']}\n"  # one GPU, and the UUID to pin itself to
+    assert workload.devices_line("cupy", four, own()) == f"2 {UUIDS['2']}\n"
+    assert workload.devices_line("jax", _counted("NVIDIA H100 80GB HBM3"), own()) == "0\n"  # one GPU: nothing to pin
+    assert workload.devices_line("torch", _counted(), own()) == "cpu\n"  # no GPU: PyTorch still trains on the CPU
+    assert workload.devices_line("cupy", _counted(), own()) == "\n"  # ...CuPy has nothing to do
 
 
 def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
@@ -268,7 +269,7 @@ def _scripted(monkeypatch, tmp_path, script):
 
 def test_the_framework_probe_reads_the_facts_as_soon_as_the_shared_child_prints_them(monkeypatch, tmp_path):
     _scripted(monkeypatch, tmp_path, FACTS_THEN_WORK)
-    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=30.0)
+    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=30.0, target=own())
     facts = shared_child.facts(20.0)
     assert not shared_child._done.done()  # the workloads are still running
     assert facts.section("framework") == {"version": "9.9"} and not facts.timed_out and facts.returncode == 0
@@ -279,7 +280,7 @@ def test_the_framework_probe_reads_the_facts_as_soon_as_the_shared_child_prints_
 
 def test_a_shared_child_that_hangs_before_its_facts_is_a_framework_timeout(monkeypatch, tmp_path):
     _scripted(monkeypatch, tmp_path, HANGS_BEFORE_FACTS)
-    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=3.0)
+    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=3.0, target=own())
     facts = shared_child.facts(0.5)
     assert facts.timed_out and facts.section("framework") is None
     from gpudoctor.probes.frameworks import summarise
@@ -293,7 +294,7 @@ def test_a_shared_child_that_crashes_is_a_crashed_import(monkeypatch, tmp_path):
     from gpudoctor.probes.frameworks import summarise
 
     _scripted(monkeypatch, tmp_path, CRASHES)
-    facts = workload.FrameworkChild("torch", deep=False, timeout_s=10.0).facts(10.0)
+    facts = workload.FrameworkChild("torch", deep=False, timeout_s=10.0, target=own()).facts(10.0)
     out = summarise(facts, 10.0)
     assert out["status"] == "crashed" and "SIGABRT" in out["error"] and "Segmentation fault" in out["stderr_tail"]
 
@@ -309,7 +310,7 @@ def test_a_check_imports_each_threaded_framework_once(monkeypatch):
     real_frameworks, real_workload = frameworks.run_module, workload.run_module
     monkeypatch.setattr(frameworks, "run_module", lambda module, args, **kw: started.append(("frameworks", *args)) or real_frameworks(module, args, **kw))
     monkeypatch.setattr(workload, "run_module", lambda module, args, **kw: started.append(("workload", *args)) or real_workload(module, args, **kw))
-    report = pipeline.check(only=("frameworks", "acceleration"))
+    report = pipeline.check(pipeline.RunOptions(only=("frameworks", "acceleration")))
     torch_children = [s for s in started if "torch" in s]
     assert torch_children == [("workload", "torch", "-", "--facts")]
     assert report["facts"]["frameworks"]["torch"]["status"] == "ok"
@@ -361,17 +362,17 @@ def test_a_shared_child_that_cannot_be_set_up_leaves_the_framework_probe_its_own
 
     monkeypatch.setattr(workload, "FrameworkChild", broken)
     facts = workload.framework_facts(deep=False, timeout_s=5.0)
-    assert facts("torch", 1.0) is None  # the probe then starts its own child
-    assert facts("tensorflow", 1.0) is None  # never shared
+    assert facts("torch", 1.0, own()) is None  # the probe then starts its own child
+    assert facts("tensorflow", 1.0, own()) is None  # never shared
 
 
 def test_xla_autotuning_is_off_in_the_workloads_unless_the_user_chose_a_level(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    assert workload.workload_env()["XLA_FLAGS"] == "--xla_gpu_autotune_level=0"
+    assert workload.workload_env(own())["XLA_FLAGS"] == "--xla_gpu_autotune_level=0"
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/d")
-    assert workload.workload_env()["XLA_FLAGS"] == "--xla_dump_to=/tmp/d --xla_gpu_autotune_level=0"
+    assert workload.workload_env(own())["XLA_FLAGS"] == "--xla_dump_to=/tmp/d --xla_gpu_autotune_level=0"
     monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/d")
-    assert workload.workload_env()["XLA_FLAGS"] == "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/d"
+    assert workload.workload_env(own())["XLA_FLAGS"] == "--xla_gpu_autotune_level=4 --xla_dump_to=/tmp/d"
 
 
 @pytest.mark.parametrize("flags, autotunes", [
@@ -391,7 +392,7 @@ def test_a_jax_compile_takes_the_gpu_lock_only_while_xla_autotunes_on_the_gpu(mo
 
 def test_the_flags_the_workloads_get_turn_autotuning_off_for_the_worker_too(monkeypatch):
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.setenv("XLA_FLAGS", workload.workload_env()["XLA_FLAGS"])
+    monkeypatch.setenv("XLA_FLAGS", workload.workload_env(own())["XLA_FLAGS"])
     assert locks.xla_autotunes() is False
 
 

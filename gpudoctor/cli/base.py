@@ -45,8 +45,10 @@ class DoctorGroup(click.Group):
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
+        import contextvars
+
+        try:  # in a context of its own: what a command sets there (its --matrix overlay) ends with it
+            return contextvars.copy_context().run(super().invoke, ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -113,11 +115,13 @@ def _stdout_to_devnull() -> None:
 
 
 def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """Read and validate ``--matrix FILE`` while the options are parsed (a bad file is a one-line error), and
+    read the matrix with it for this command: DoctorGroup.invoke runs each command in a context of its own."""
     if value:
-        from gpudoctor.compat.data import MatrixError, set_overlay
+        from gpudoctor.compat.data import MatrixError, read_overlay, use_overlay
 
         try:
-            set_overlay(value)
+            use_overlay(read_overlay(value))
         except MatrixError as exc:
             raise BadInput(f"--matrix: {exc}") from None
     return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
@@ -13,7 +13,9 @@ from gpudoctor.cli.base import EXIT_CODES_HELP, NO_REDACT_OPTION, _names, cli, r
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.output import emit, prepare
 from gpudoctor.cli.progress import clear_progress, progress_printer
-from gpudoctor.cli.writing import set_deadline
+
+if TYPE_CHECKING:
+    from gpudoctor import pipeline
 
 
 class Seconds(click.FloatRange):
@@ -60,41 +62,30 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
-    from gpudoctor import runner
-    from gpudoctor.probes import interpreter
+    from gpudoctor import pipeline
     from gpudoctor.trace import mark
 
     mark("cli: check command starts")
     started = time.monotonic()
     try:  # before the probes start: they read the interpreter chosen (a bad --python is said after a bad --only)
-        interpreter.use(interpreter.choose(python))
+        target = pipeline.choose_interpreter(python)
         bad_python = None
-    except interpreter.BadPython as exc:
-        bad_python = exc
+    except pipeline.BadPython as exc:
+        target, bad_python = pipeline.own_interpreter(), exc
     # NVML's child (gpudoctor's own Python) starts while the checks are imported, and so do the --quick
     # probes that are all Python, each in a forked copy of this process
-    runner.start_early(("nvml",), fork=runner.FORKED_QUICK if quick and bad_python is None else ())
-    from gpudoctor import pipeline
-
-    mark("cli: checks imported")
+    early = pipeline.start_early(target, quick=quick and bad_python is None)
     try:
         pipeline.select_checks(only, skip)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+    mark("cli: checks imported")
     if bad_python is not None:
         raise BadInput(str(bad_python)) from None
     prepare(fmt, quiet)  # while the probes started above run
     mark("cli: output prepared")
-    deadline = time.monotonic() + timeout_s if timeout_s else None
-    set_deadline(deadline)  # a FIFO named by --output waits no longer than the rest of the run
-    options = {"require_gpus": require_gpus} if require_gpus is not None else None
-
-    def node_check(until: Optional[float] = deadline) -> dict[str, Any]:
-        try:
-            return pipeline.check(on_progress=None if quiet else progress_printer(), quick=quick, deep=deep,
-                                  deadline=until, only=only, skip=skip, options=options)
-        finally:
-            clear_progress()  # also before "interrupted" or an internal error
+    options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
+                                   require_gpus=require_gpus, early=early)
 
     launch = _launch()
     if launch is not None and not (deep and not quick) and launch.local_rank != 0:
@@ -104,14 +95,25 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
                    "(add --deep to test the GPUs of every node together)", err=True)
         sys.exit(rep.EXIT_OK)
     if launch is None or not deep or quick:
-        report = node_check()
+        report = _node_check(options, quiet)
     else:
-        report = _cluster_check(launch, node_check, deadline, only, skip, quiet, redact=not no_redact)
+        report = _cluster_check(launch, options, quiet, redact=not no_redact)
     mark("cli: judged")
+    # a FIFO named by --output waits no longer than the rest of the run
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
-         duration_s=time.monotonic() - started)
+         duration_s=time.monotonic() - started, deadline=options.deadline)
     mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
+
+
+def _node_check(options: pipeline.RunOptions, quiet: bool) -> dict[str, Any]:
+    """This node's check, as ``options`` (pipeline.RunOptions) ask, with a progress line unless ``quiet``."""
+    from gpudoctor import pipeline
+
+    try:
+        return pipeline.check(options, on_progress=None if quiet else progress_printer())
+    finally:
+        clear_progress()  # also before "interrupted" or an internal error
 
 
 def _launch() -> Any:
@@ -128,13 +130,18 @@ def _launch() -> Any:
         raise BadInput(str(exc)) from None
 
 
-def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadline: Optional[float],
-                   only: tuple[str, ...], skip: tuple[str, ...], quiet: bool, redact: bool = True) -> dict[str, Any]:
+def _cluster_check(launch: Any, options: pipeline.RunOptions, quiet: bool, redact: bool = True) -> dict[str, Any]:
     """``check --deep`` as one rank of a torchrun job (gpudoctor/distributed.py): rank 0 gets the combined
-    report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish."""
+    report; every other rank says what it sent and exits 0, so that torchrun lets rank 0 finish. The
+    node's own check ends by the node deadline run_rank gives it, within the run's."""
+    from dataclasses import replace
+
     from gpudoctor import distributed, pipeline
 
-    report, data = distributed.run_rank(launch, node_check, deadline, redact=redact)
+    def node_check(until: Optional[float]) -> dict[str, Any]:
+        return _node_check(replace(options, deadline=until), quiet)
+
+    report, data = distributed.run_rank(launch, node_check, options.deadline, redact=redact)
     if launch.rank != 0:
         if not quiet or (data.get("rank") or {}).get("error"):
             click.echo(distributed.describe_rank(launch, data, report), err=True)
@@ -143,4 +150,4 @@ def _cluster_check(launch: Any, node_check: Callable[..., dict[str, Any]], deadl
     if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
         facts["probes"] = {**facts.get("probes", {}), "node_check": {
             "status": "error", "title": "this node's own check", "error": (report or {})["error"], "duration_s": 0.0}}
-    return pipeline.judge(facts, checks=pipeline.select_checks(only, skip))
+    return pipeline.judge(facts, checks=pipeline.select_checks(options.only, options.skip))

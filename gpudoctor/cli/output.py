@@ -17,9 +17,11 @@ from gpudoctor.render import formats
 
 
 def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool, redact: bool = True,
-         quiet: bool = False, fail_on: str = "error", duration_s: Optional[float] = None) -> None:
+         quiet: bool = False, fail_on: str = "error", duration_s: Optional[float] = None,
+         deadline: Optional[float] = None) -> None:
     """Redact (secrets always; host names, UUIDs, serials and home directories unless ``redact`` is
-    false), then render and print or write. Every report leaves through here; every renderer but JSON
+    false), then render and print or write (a FIFO or device ``output`` waits for its reader no later than
+    ``deadline``, the run's --timeout, a ``time.monotonic()`` value). Every report leaves through here; every renderer but JSON
     shows the report's strings as untrusted text (render/safe.py), so nothing reaches the terminal raw."""
     from gpudoctor.redact import redact_report
     from gpudoctor.render.safe import terminal
@@ -30,7 +32,7 @@ def emit(report: dict[str, Any], fmt: str, output: Optional[Path], verbose: bool
     if output is None:
         click.echo(text, nl=False)
         return
-    write(output, text, atomic=formats.BY_NAME[fmt].atomic)
+    write(output, text, atomic=formats.BY_NAME[fmt].atomic, deadline=deadline)
     if kind != "quiet":  # a quiet check says nothing when healthy, not even where it wrote
         click.echo(f"gpudoctor: report written to {terminal(output)}", err=True)
 

@@ -208,9 +208,7 @@ def devices(as_json: bool, report_file: Optional[Path]) -> None:
     if report_file:
         facts = load_report(report_file)["facts"]
     else:
-        from gpudoctor.runner import PROBES, run_probes
-
-        facts = run_probes([p for p in PROBES if p.name in ("host", "nvml")])
+        facts = pipeline.device_facts()
     unanswered = nvml_unanswered(facts)
     if as_json:
         click.echo(json.dumps({k: facts.get(k) for k in ("nvml", "gpus", "topology")}, indent=2))

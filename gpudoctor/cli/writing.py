@@ -14,19 +14,11 @@ from gpudoctor.cli.errors import Failure
 from gpudoctor.cli.streams import ESCAPE_ERRORS
 
 
-def set_deadline(deadline: Optional[float]) -> None:
-    """The run's --timeout deadline (``time.monotonic()``), which bounds how long writing the report to a
-    FIFO or a device may wait for its reader."""
-    global _deadline
-    _deadline = deadline
-
-
-_deadline: Optional[float] = None
 #: Even past the deadline, a FIFO or device gets this long: a reader that is already waiting is served.
 SPECIAL_FILE_GRACE_S = 1.0
 
 
-def write(path: Path, text: str, atomic: bool = False) -> None:
+def write(path: Path, text: str, atomic: bool = False, deadline: Optional[float] = None) -> None:
     """Write the report to ``path`` as the shell's ``>`` would, and say so when it could not; ``atomic``:
     replace the file whole instead (``write_atomic``), for a format read while it may be written.
 
@@ -37,8 +29,9 @@ def write(path: Path, text: str, atomic: bool = False) -> None:
     memory first, then written, flushed and fsynced; when that fails half-way the file is truncated
     (a regular file is left empty, never holding a partial report) and the error says so, exit 3.
     A FIFO or a device (``/dev/stdout``, a terminal) is opened and written in a helper thread bounded by
-    the time left before ``--timeout``'s deadline (at least ``SPECIAL_FILE_GRACE_S``), so a FIFO
-    nobody reads never holds gpudoctor past it; without ``--timeout`` it waits, as ``>`` does."""
+    the time left before ``deadline``, the run's --timeout (``time.monotonic()``; at least
+    ``SPECIAL_FILE_GRACE_S``), so a FIFO nobody reads never holds gpudoctor past it; without ``--timeout``
+    it waits, as ``>`` does."""
     if atomic:
         write_atomic(path, text)
         return
@@ -47,8 +40,8 @@ def write(path: Path, text: str, atomic: bool = False) -> None:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         special = False  # not there yet (or unreadable): the open below says why, if anything
-    if special and _deadline is not None:
-        _write_bounded(path, data, max(_deadline - time.monotonic(), SPECIAL_FILE_GRACE_S))
+    if special and deadline is not None:
+        _write_bounded(path, data, max(deadline - time.monotonic(), SPECIAL_FILE_GRACE_S))
         return
     _write_file(path, data)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator, Optional
 
 
 class MatrixError(ValueError):
@@ -26,19 +29,36 @@ def data_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "compat_matrix"
 
 
-_overlays: list[dict[str, Any]] = []
-_overlay_files: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class Overlay:
+    """A user's matrix file (``--matrix FILE``), read and validated. Its topics are kept as the JSON text
+    they were read from, so an overlay is immutable and hashable: the merged matrix is cached per set of
+    overlays (load_topic), never changed in place."""
+
+    path: str  # absolute
+    sha256: str  # of the file's bytes: the same path with other contents is another overlay
+    topics_json: str
+    topic_names: tuple[str, ...]
+
+    def recorded(self) -> dict[str, Any]:
+        """How a report records it (options.matrix_overlays)."""
+        return {"path": self.path, "sha256": self.sha256, "topics": list(self.topic_names)}
+
+
+#: The overlays the matrix is read with, for the command or run that set them (overlaid); none by default.
+#: A context variable, not a list: one command's --matrix never reaches the next one in the same process.
+_in_force: ContextVar[tuple[Overlay, ...]] = ContextVar("gpudoctor_matrix_overlays", default=())
 
 #: The largest --matrix file read (the same cap as a saved report): /dev/zero or a huge file is refused,
 #: not read without limit.
 MAX_OVERLAY_BYTES = 16 * 1024 * 1024
 
 
-def set_overlay(path: str) -> None:
-    """Overlay a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}.
-    Its entries come first, so they win over the bundled ones; nothing bundled is changed. The file is
-    validated like the bundled ones, plus the types of the fields the rules read (shapes), so a wrong
-    type is a one-line error, never an internal one."""
+def read_overlay(path: str) -> Overlay:
+    """Read a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}. Overlaid
+    (overlaid), its entries come first, so they win over the bundled ones; nothing bundled is changed. The
+    file is validated like the bundled ones, plus the types of the fields the rules read (shapes), so a
+    wrong type is a one-line error, never an internal one."""
     from gpudoctor.files import TooLarge, read_capped
 
     try:
@@ -60,32 +80,68 @@ def set_overlay(path: str) -> None:
         where = f"{path} (topic {i + 1})"
         validate(topic, where)
         validate_shapes(topic, where)
-    _overlays.extend(topics)
-    _overlay_files.append({"path": os.path.abspath(path), "sha256": hashlib.sha256(raw).hexdigest(),
-                           "topics": [str(t.get("topic")) for t in topics]})
-    load_topic.cache_clear()
+    return Overlay(os.path.abspath(path), hashlib.sha256(raw).hexdigest(), json.dumps(topics),
+                   tuple(str(t.get("topic")) for t in topics))
 
 
-def overlay_files() -> list[dict[str, Any]]:
-    """The --matrix files in force, as the report records them (options.matrix_overlays): each file's path,
-    the SHA-256 of its bytes and its topics. A verdict that rests on an overlay is only reproducible with
-    it, so `analyze` compares them with the ones it is given."""
-    return [dict(f) for f in _overlay_files]
+@contextmanager
+def overlaid(overlays: Iterable[Overlay]) -> Iterator[None]:
+    """Read the matrix with ``overlays`` (after any already in force) until the block ends."""
+    token = _in_force.set(in_force() + tuple(o for o in overlays if o not in in_force()))
+    try:
+        yield
+    finally:
+        _in_force.reset(token)
 
+
+def use_overlay(overlay: Overlay) -> None:
+    """Read the matrix with ``overlay`` for the rest of the current context: the CLI runs each command in a
+    context of its own (cli/base.py), so this holds for that command alone."""
+    if overlay not in in_force():
+        _in_force.set(in_force() + (overlay,))
+
+
+def in_force() -> tuple[Overlay, ...]:
+    """The overlays the matrix is read with here and now."""
+    return _in_force.get()
+
+
+def overlay_files(overlays: Optional[Iterable[Overlay]] = None) -> list[dict[str, Any]]:
+    """``overlays`` (default: those in force), as the report records them (options.matrix_overlays): each
+    file's path, the SHA-256 of its bytes and its topics. A verdict that rests on an overlay is only
+    reproducible with it, so `analyze` compares them with the ones it is given."""
+    return [o.recorded() for o in (in_force() if overlays is None else overlays)]
+
+
+def load_topic(topic: str) -> dict[str, Any]:
+    """The topic's table: the bundled file with the overlays in force merged over it."""
+    return _merged_topic(topic, in_force())
 
 
 @lru_cache(maxsize=None)
-def load_topic(topic: str) -> dict[str, Any]:
+def _merged_topic(topic: str, overlays: tuple[Overlay, ...]) -> dict[str, Any]:
+    data = _bundled_topic(topic)
+    for overlay in overlays:
+        for part in _topics_of(overlay):
+            if part.get("topic") == topic:
+                data = _merge(part, data)
+    return data
+
+
+@lru_cache(maxsize=None)
+def _bundled_topic(topic: str) -> dict[str, Any]:
     path = data_dir() / f"{topic}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise MatrixError(f"{path}: {exc}") from None
     validate(data, str(path))
-    for overlay in _overlays:
-        if overlay.get("topic") == topic:
-            data = _merge(overlay, data)
     return data
+
+
+@lru_cache(maxsize=None)
+def _topics_of(overlay: Overlay) -> list[dict[str, Any]]:
+    return json.loads(overlay.topics_json)
 
 
 def _merge(overlay: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:

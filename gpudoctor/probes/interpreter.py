@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from gpudoctor.frameworks_table import MODULES
@@ -35,35 +35,25 @@ FACTS_TIMEOUT_S = 20.0
 
 @dataclass(frozen=True)
 class Target:
+    """The interpreter a run diagnoses, chosen once by ``choose`` and passed to every probe that reads it."""
+
     executable: str
     own: bool
     reason: str  # why this interpreter, for the report
+    #: What it said of itself (target_facts), read once for the run that chose it: several probes ask at once.
+    said: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
 
 class BadPython(ValueError):
     """``--python`` names no usable interpreter; the message is one line for the user."""
 
 
-_current: Optional[Target] = None
-_facts: dict[tuple[Any, ...], dict[str, Any]] = {}
+#: Guards each Target's ``said``: the probes that ask run in threads of their own.
 _lock = threading.Lock()
 
 
 def own() -> Target:
     return Target(sys.executable, True, "gpudoctor's own interpreter")
-
-
-def current() -> Target:
-    """The interpreter this run diagnoses (set by ``use``; gpudoctor's own until then)."""
-    return _current or own()
-
-
-def use(target: Optional[Target]) -> None:
-    """Diagnose ``target`` from now on (None: gpudoctor's own), and forget what was read of the last one."""
-    global _current
-    with _lock:
-        _current = target
-        _facts.clear()
 
 
 def choose(python: Optional[str] = None, environ: Optional[dict[str, str]] = None) -> Target:
@@ -115,9 +105,9 @@ def holds_frameworks(path: list[str]) -> bool:
     return any(installed(name, path) for name in MODULES)
 
 
-def installed(name: str, path: Optional[list[str]] = None) -> bool:
-    """``import name`` would find something on ``path`` (the diagnosed interpreter's, by default)."""
-    search = [p for p in (path if path is not None else target_path()) if p]
+def installed(name: str, path: list[str]) -> bool:
+    """``import name`` would find something on ``path`` (the diagnosed interpreter's: target_path)."""
+    search = [p for p in path if p]
     try:
         return importlib.machinery.PathFinder.find_spec(name, search) is not None
     except (ImportError, ValueError, OSError):
@@ -129,20 +119,20 @@ def _prefix_holds_frameworks(prefix: str) -> bool:
     return any(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", name)) for name in MODULES)
 
 
-def target_path() -> list[str]:
-    return list(target_facts().get("path") or [])
+def target_path(target: Target) -> list[str]:
+    """The search path ``import`` uses in ``target``, as its user would run it."""
+    return list(target_facts(target).get("path") or [])
 
 
-def target_facts() -> dict[str, Any]:
-    """What the diagnosed interpreter says of itself (version, prefixes, the search path the user's
-    import would use), read once per run. For gpudoctor's own, read in this process; for another, from
-    a child started under it; ``{"unavailable": ...}`` with the error if it would not start."""
-    target = current()
-    key = (target, os.environ.get("PYTHONPATH"), os.environ.get("PYTHONNOUSERSITE"), _cwd())
+def target_facts(target: Target) -> dict[str, Any]:
+    """What ``target`` says of itself (version, prefixes, the search path the user's import would use),
+    read once per run (per Target). For gpudoctor's own, read in this process; for another, from a child
+    started under it; ``{"unavailable": ...}`` with the error if it would not start."""
+    key = (os.environ.get("PYTHONPATH"), os.environ.get("PYTHONNOUSERSITE"), _cwd())
     with _lock:  # what decides the path: a run in the same process (tests) may change it
-        if key not in _facts:
-            _facts[key] = _own_facts() if target.own else _child_facts(target)
-        return _facts[key]
+        if key not in target.said:
+            target.said[key] = _own_facts() if target.own else _child_facts(target)
+        return target.said[key]
 
 
 def _cwd() -> str:

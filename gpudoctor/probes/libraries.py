@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gpudoctor.probes import interpreter
+from gpudoctor.probes.interpreter import Target
 from gpudoctor.procs.child import child_env, run_module
 from gpudoctor.probes.libnames import family_of, is_stub, version_from_name
 from gpudoctor.procs.processes import closed, run_bounded
@@ -34,9 +35,13 @@ LDCONFIG_TIMEOUT_S = 10.0
 LDCONFIG_MAX_BYTES = 16 << 20
 
 
-def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeout_s: float = 20.0) -> dict[str, Any]:
+def probe_libraries(toolkit_roots: list[str], target: Target, read_versions: bool = True,
+                    timeout_s: float = 20.0) -> dict[str, Any]:
+    """Every copy under ``toolkit_roots``, the loader's folders and the site-packages of ``target`` (the
+    interpreter diagnosed, whose frameworks load them)."""
+    sites = _site_dirs(target)
     copies: dict[str, dict[str, Any]] = {}
-    for origin, directory in search_dirs(toolkit_roots):
+    for origin, directory in search_dirs(toolkit_roots, sites):
         for path in _library_files(directory):
             entry = copies.setdefault(path, _entry(path))
             if origin not in entry["origins"]:
@@ -47,7 +52,7 @@ def probe_libraries(toolkit_roots: list[str], read_versions: bool = True, timeou
             entry["origins"].append("ldconfig")
     if closed():  # stopped at the run's deadline: what follows is slow, and its facts would not be used
         return {"ld_library_path": _ld_library_path(), "copies": list(copies.values()), "stopped": True}
-    _attach_distributions(copies)
+    _attach_distributions(copies, sites)
     if read_versions:
         _read_versions(copies, timeout_s)
     return {"ld_library_path": _ld_library_path(), "copies": list(copies.values())}
@@ -62,13 +67,13 @@ def _ld_library_path() -> list[str]:
     return [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
 
 
-def search_dirs(toolkit_roots: list[str]) -> list[tuple[str, str]]:
+def search_dirs(toolkit_roots: list[str], sites: list[str]) -> list[tuple[str, str]]:
     dirs: list[tuple[str, str]] = [("LD_LIBRARY_PATH", d) for d in _ld_library_path()]
     dirs += [("system", d) for d in SYSTEM_DIRS]
     for root in dict.fromkeys(os.path.realpath(r) for r in toolkit_roots):
         for sub in TOOLKIT_SUBDIRS:
             dirs += [("toolkit", d) for d in sorted(glob.glob(os.path.join(root, sub)))]
-    for sp in _site_dirs():
+    for sp in sites:
         dirs += [("pip", d) for d in sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))]
         dirs += [("pip", d) for d in sorted(glob.glob(os.path.join(sp, "nvidia", "cu*", "lib")))]
         dirs += [("pip", os.path.join(sp, "torch", "lib"))]
@@ -77,12 +82,12 @@ def search_dirs(toolkit_roots: list[str]) -> list[tuple[str, str]]:
     return dirs
 
 
-def _site_dirs() -> list[str]:
+def _site_dirs(target: Target) -> list[str]:
     """The site-packages folders of the diagnosed interpreter (interpreter.py), whose wheels' libraries
     its frameworks load; gpudoctor's own when that is the one diagnosed."""
-    path = interpreter.target_path()
+    path = interpreter.target_path(target)
     found = [p for p in path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]
-    if interpreter.current().own:
+    if target.own:
         try:
             found += site.getsitepackages() + [site.getusersitepackages()]
         except AttributeError:  # virtualenv's old site.py
@@ -118,14 +123,14 @@ def _ldconfig_paths() -> list[str]:
     return []
 
 
-def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
+def _attach_distributions(copies: dict[str, dict[str, Any]], sites: list[str]) -> None:
     """Name the pip distribution that installed each copy under site-packages, with its version.
 
     Only the CUDA wheels and torch can own a CUDA library, so only their ``.dist-info`` folders are read,
     and of their RECORD only the shared libraries: torch's RECORD lists some 15,000 files, and reading
     it through importlib.metadata was most of ``check --quick``'s time on a GPU machine."""
     owners: dict[str, tuple[str, str]] = {}
-    for info in _cuda_dist_infos():
+    for info in _cuda_dist_infos(sites):
         name, version = _name_and_version(info)
         if not name:
             continue
@@ -145,11 +150,11 @@ def _attach_distributions(copies: dict[str, dict[str, Any]]) -> None:
             entry["distribution"] = {"name": owner[0], "version": owner[1]}
 
 
-def _cuda_dist_infos() -> list[str]:
+def _cuda_dist_infos(sites: list[str]) -> list[str]:
     """The ``.dist-info`` folders of nvidia-* wheels and torch in the diagnosed site-packages (installers
     write the name normalised: nvidia_cudnn_cu13-9.19.0.56.dist-info)."""
     found: list[str] = []
-    for sp in _site_dirs():
+    for sp in sites:
         for pattern in ("nvidia_*.dist-info", "nvidia-*.dist-info", "torch-*.dist-info"):
             found.extend(sorted(glob.glob(os.path.join(glob.escape(sp), pattern))))
     return list(dict.fromkeys(found))

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
+from gpudoctor.probes.interpreter import Target
 
 #: The distributions python.distributions lists: the frameworks' (each framework's key begins their names)
 #: and the NVIDIA, CUDA and deep-learning packages around them.
@@ -19,9 +20,9 @@ RELEVANT_PREFIXES = ("nvidia-", *KEYS, "tf-", "tf_", "keras", "triton", "cuda-")
 RELEVANT_NAMES = {"pynvml", "nvidia-ml-py", "nvidia-ml-py3", "numba", "onnxruntime-gpu", "onnxruntime"}
 
 
-def probe_python() -> dict[str, Any]:
-    target = interpreter.current()
-    facts = interpreter.target_facts()
+def probe_python(target: Target) -> dict[str, Any]:
+    """``target``, the interpreter the run diagnoses, with its packages and the other environments in view."""
+    facts = interpreter.target_facts(target)
     diagnosed = {"executable": target.executable, "own": target.own, "reason": target.reason,
                  "gpudoctor_executable": sys.executable}
     base: dict[str, Any] = {"diagnosed": diagnosed, "environments": interpreter.environments(),

@@ -18,13 +18,13 @@ from gpudoctor.probes import interpreter  # noqa: E402
 
 
 def main() -> None:
-    interpreter.use(interpreter.choose(None))
+    target = interpreter.choose(None)
     probes = runner.select_probes([p.name for p in runner.PROBES], quick=True)
     for probe in probes:
         profile = cProfile.Profile()
         wall, cpu = time.perf_counter(), time.process_time()
         profile.enable()
-        probe.run()
+        probe.run(target)
         profile.disable()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"== {probe.name}: wall {wall * 1000:.1f} ms, cpu {cpu * 1000:.1f} ms")

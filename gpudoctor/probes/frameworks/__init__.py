@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 
 from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
+from gpudoctor.probes.interpreter import Target
 from gpudoctor.procs.child import ChildResult, child_env, run_module
 
 WORKER = "gpudoctor.probes.frameworks.worker"
@@ -19,29 +20,26 @@ FRAMEWORKS = KEYS
 CHILD_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 
-def installed(name: str) -> bool:
-    """``import name`` would find the framework in the diagnosed interpreter (interpreter.py)."""
-    return interpreter.installed(name)
+def installed(name: str, target: Target) -> bool:
+    """``import name`` would find the framework in ``target``, the diagnosed interpreter (interpreter.py)."""
+    return interpreter.installed(name, interpreter.target_path(target))
 
 
-def python() -> str:
-    """The interpreter framework children run under: the diagnosed one."""
-    return interpreter.current().executable
+#: Where a framework's facts come from instead of this probe's own child: (framework, seconds to wait,
+#: the diagnosed interpreter) -> the child that printed them, or None to start this probe's own (see
+#: workload.framework_facts).
+FactsFrom = Callable[[str, float, Target], Optional[ChildResult]]
 
 
-#: Where a framework's facts come from instead of this probe's own child: (framework, seconds to wait)
-#: -> the child that printed them, or None to start this probe's own (see workload.framework_facts).
-FactsFrom = Callable[[str, float], Optional[ChildResult]]
-
-
-def probe_frameworks(timeout_s: float = 90.0, facts_from: Optional[FactsFrom] = None) -> dict[str, Any]:
+def probe_frameworks(target: Target, timeout_s: float = 90.0, facts_from: Optional[FactsFrom] = None) -> dict[str, Any]:
+    """Each framework ``target`` (the diagnosed interpreter) holds, imported in a child under it."""
     results: dict[str, Any] = {}
     threads = []
     for name in FRAMEWORKS:
-        if not installed(name):
+        if not installed(name, target):
             results[name] = {"installed": False}
             continue
-        thread = threading.Thread(target=_run, args=(name, timeout_s, results, facts_from), daemon=True)
+        thread = threading.Thread(target=_run, args=(name, target, timeout_s, results, facts_from), daemon=True)
         thread.start()
         threads.append(thread)
     for thread in threads:
@@ -49,10 +47,11 @@ def probe_frameworks(timeout_s: float = 90.0, facts_from: Optional[FactsFrom] = 
     return {"frameworks": {name: results[name] for name in FRAMEWORKS}}
 
 
-def _run(name: str, timeout_s: float, results: dict[str, Any], facts_from: Optional[FactsFrom] = None) -> None:
-    child = facts_from(name, timeout_s) if facts_from else None
+def _run(name: str, target: Target, timeout_s: float, results: dict[str, Any],
+         facts_from: Optional[FactsFrom] = None) -> None:
+    child = facts_from(name, timeout_s, target) if facts_from else None
     if child is None:
-        child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV), python=python())
+        child = run_module(WORKER, [name], timeout_s=timeout_s, env=child_env(CHILD_ENV), python=target.executable)
     results[name] = summarise(child, timeout_s)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpudoctor.procs.child import child_env, gpu_lock_dir, run_module
-from gpudoctor.probes.frameworks import installed, python
+from gpudoctor.probes.frameworks import installed
+from gpudoctor.probes.interpreter import Target
 
 #: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,
 #: never unset. A program that uses multicast can put a shared host's GPUs out of service.
@@ -27,9 +28,10 @@ ALLREDUCE_BUDGET_S = ALLREDUCE_TIMEOUT_S - 15.0
 TIMEOUT_S = COUNT_TIMEOUT_S + P2P_TIMEOUT_S + ALLREDUCE_TIMEOUT_S + 10.0
 
 
-def probe_multigpu() -> dict[str, Any]:
+def probe_multigpu(target: Target) -> dict[str, Any]:
+    """The tests between GPUs, run by the PyTorch of ``target``, the diagnosed interpreter."""
     out: dict[str, Any] = {}
-    if not installed("torch"):
+    if not installed("torch", target):
         out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
         return {"multigpu": out}
     env = child_env({**SAFE_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir()})
@@ -38,14 +40,14 @@ def probe_multigpu() -> dict[str, Any]:
     if len(out["devices"]) < 2:
         out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
         return {"multigpu": out}
-    child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env, python=python())
+    child = run_module(WORKER, ["p2p"], timeout_s=P2P_TIMEOUT_S, env=env, python=target.executable)
     p2p = child.section("p2p") or child.failure("the P2P test", P2P_TIMEOUT_S)
     if p2p.get("skipped"):
         out["skipped"] = p2p["skipped"]
         return {"multigpu": out}
     out["p2p"] = p2p
     world = p2p.get("device_count") or len(out["devices"])
-    child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env, python=python())
+    child = run_module(WORKER, ["allreduce", str(world), f"{ALLREDUCE_BUDGET_S:g}"], timeout_s=ALLREDUCE_TIMEOUT_S, env=env, python=target.executable)
     out["allreduce"] = child.section("allreduce") or child.failure("the all-reduce", ALLREDUCE_TIMEOUT_S)
     return {"multigpu": out}
 

@@ -21,7 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
 from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
-from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed, python
+from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
+from gpudoctor.probes.interpreter import Target
 from gpudoctor.probes.smoke import count_gpus, pin_uuids
 
 WORKER = "gpudoctor.probes.workload.worker"
@@ -83,10 +84,11 @@ def plan(frameworks: list[str], ordinals: list[str], uuids: dict[str, Any],
     return jobs
 
 
-def workload_env() -> dict[str, str]:
+def workload_env(target: Target) -> dict[str, str]:
     """The workload children's environment: the per-GPU lock folder, each child's slice of the CPU
-    cores for its CPU references and BLAS pools (the children share the CPU), and XLA's flags."""
-    threads = str(max(2, (os.cpu_count() or 2) // max(1, sum(installed(f) for f in FRAMEWORKS))))
+    cores for its CPU references and BLAS pools (the children share the CPU: one slice per framework
+    ``target``, the diagnosed interpreter, holds), and XLA's flags."""
+    threads = str(max(2, (os.cpu_count() or 2) // max(1, sum(installed(f, target) for f in FRAMEWORKS))))
     return child_env({**CHILD_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir(), "GPUDOCTOR_CPU_THREADS": threads,
                       "OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
                       "XLA_FLAGS": xla_flags(os.environ.get("XLA_FLAGS", ""))})
@@ -116,8 +118,8 @@ class FrameworkChild:
     the workload probe waits for the end (wait()). One child instead of two: on 4 x H200 every process
     that starts CUDA on all four GPUs delays the others (the driver starts CUDA in one process at a time)."""
 
-    def __init__(self, framework: str, deep: bool, timeout_s: float):
-        self.framework, self.timeout_s = framework, timeout_s
+    def __init__(self, framework: str, deep: bool, timeout_s: float, target: Target):
+        self.framework, self.timeout_s, self.target = framework, timeout_s, target
         self.result = ChildResult()  # filled while the child runs
         self.began = time.monotonic()
         self.facts_at: Optional[float] = None
@@ -128,9 +130,9 @@ class FrameworkChild:
 
     def _run(self, args: list[str]) -> None:
         try:
-            run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(), on_line=self._line, result=self.result,
-                       python=python(),
-                       feed=lambda: devices_line(self.framework, count_gpus()))
+            run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(self.target), on_line=self._line,
+                       result=self.result, python=self.target.executable,
+                       feed=lambda: devices_line(self.framework, count_gpus(), self.target))
         except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
             self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
         finally:
@@ -160,19 +162,19 @@ class FrameworkChild:
         return self._done.result()
 
 
-def framework_child(framework: str, deep: bool, timeout_s: float) -> FrameworkChild:
+def framework_child(framework: str, deep: bool, timeout_s: float, target: Target) -> FrameworkChild:
     """The run's one child for a threaded framework, started by whichever probe asks first."""
-    return shared(f"framework child {framework}", lambda: FrameworkChild(framework, deep, timeout_s))
+    return shared(f"framework child {framework}", lambda: FrameworkChild(framework, deep, timeout_s, target))
 
 
-def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float], Optional[ChildResult]]:
+def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float, Target], Optional[ChildResult]]:
     """For the framework probe when the workloads run too: a threaded framework's facts come from its
     workload child (None for the others: TensorFlow keeps its own framework-probe child)."""
-    def facts(name: str, wait_s: float) -> Optional[ChildResult]:
+    def facts(name: str, wait_s: float, target: Target) -> Optional[ChildResult]:
         if name not in THREADED:
             return None
         try:
-            child = framework_child(name, deep, timeout_s)
+            child = framework_child(name, deep, timeout_s, target)
         except Exception:  # noqa: BLE001 - it could not even be set up: the probe starts its own child
             return None
         return child.facts(wait_s)
@@ -180,21 +182,21 @@ def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float], Opti
     return facts
 
 
-def probe_workload(timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
+def probe_workload(target: Target, timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
     """Count the GPUs while the threaded frameworks' children import (they read their GPUs on stdin:
     1.4 s on 4 x H200); TensorFlow's one-GPU children start once the count has named the GPUs to pin
     them to."""
-    frameworks = [f for f in FRAMEWORKS if installed(f)]
-    threaded = {f: framework_child(f, deep, timeout_s) for f in frameworks if f in THREADED}
+    frameworks = [f for f in FRAMEWORKS if installed(f, target)]
+    threaded = {f: framework_child(f, deep, timeout_s, target) for f in frameworks if f in THREADED}
     counted = count_gpus()  # the smoke probe's count: one child for both
     ordinals, uuids = gpus(counted)
     where = placement(frameworks, ordinals, models(counted))
     jobs = plan(frameworks, ordinals, uuids, where)
-    env, args = workload_env(), ["--deep"] if deep else []
+    env, args = workload_env(target), ["--deep"] if deep else []
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         children = list(pool.map(lambda job: threaded[job.framework].wait() if job.framework in threaded else
                                  run_module(WORKER, [job.framework, ",".join(job.devices), *args],
-                                            timeout_s=timeout_s, env=pinned(env, job.uuid), python=python()), jobs))
+                                            timeout_s=timeout_s, env=pinned(env, job.uuid), python=target.executable), jobs))
     runs = [run for job, child in zip(jobs, children) for run in _runs(job, child, timeout_s)]
     out = {"devices": ordinals, "gpu": bool(ordinals), "deep": deep, "runs": runs, "count_s": round(counted.duration_s, 3)}
     if ordinals:
@@ -213,14 +215,14 @@ def models(counted: ChildResult) -> dict[str, str]:
     return {str(d["ordinal"]): str(d.get("name") or "") for d in (counted.section("count") or {}).get("devices", [])}
 
 
-def devices_line(framework: str, counted: ChildResult) -> str:
+def devices_line(framework: str, counted: ChildResult, target: Target) -> str:
     """What a child started before the count reads: the GPUs placement gives it, and where that is one
     GPU with a UUID, the UUID to pin itself to before CUDA starts ("3 GPU-..."); without a GPU, "cpu"
     for a framework that trains on the CPU, else nothing (the child then exits at once)."""
     ordinals, uuids = gpus(counted)
     if not ordinals:
         return "cpu\n" if framework in CPU_CAPABLE else "\n"
-    mine = placement([f for f in FRAMEWORKS if installed(f)], ordinals, models(counted)).get(framework, ordinals)
+    mine = placement([f for f in FRAMEWORKS if installed(f, target)], ordinals, models(counted)).get(framework, ordinals)
     pin = uuids.get(mine[0]) if len(mine) == 1 and len(ordinals) > 1 else None
     return ",".join(mine) + (f" {pin}" if isinstance(pin, str) else "") + "\n"
 

@@ -1,0 +1,62 @@
+"""What one `gpudoctor check` is asked to do, made once by the command line and passed down as a value.
+
+The pipeline hands it to the runner, and the runner hands each probe the part it reads (the interpreter
+diagnosed), so every route from an option to the code it steers is a chain of parameters: no module
+holds the state of a run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from gpudoctor.compat.data import Overlay
+from gpudoctor.probes.interpreter import Target, own
+
+
+@dataclass(frozen=True)
+class Started:
+    """A probe started before the run (runner.start_early), for the run to adopt: the probe's name and
+    variant (which of its runs it is: "quick", "deep", ...), the interpreter it diagnoses, its thread,
+    the slot its thread fills, and when it began (``time.monotonic()``)."""
+
+    name: str
+    variant: str
+    target: Target
+    thread: threading.Thread
+    slot: dict[str, Any]
+    began: float
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The run's options. ``interpreter``: the Python diagnosed (interpreter.choose). ``deadline``: the
+    --timeout deadline, a ``time.monotonic()`` value, or None. ``overlays``: the --matrix files the
+    verdicts rest on. ``only``/``skip``: the checks selected, by area or id. ``quick``: no work on the
+    GPUs (it wins over ``deep``); ``deep``: the multi-GPU tests and longer workloads. ``require_gpus``:
+    --require-gpus. ``early``: the probes already started (runner.start_early), for the run to adopt."""
+
+    interpreter: Target = field(default_factory=own)
+    deadline: Optional[float] = None
+    overlays: tuple[Overlay, ...] = ()
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    quick: bool = False
+    deep: bool = False
+    require_gpus: Optional[int] = None
+    early: tuple[Started, ...] = ()
+
+    def recorded(self) -> dict[str, Any]:
+        """The options a report records (facts.options), so `analyze` judges it as this run did: the
+        selection, --require-gpus and the --matrix files."""
+        out: dict[str, Any] = {}
+        if self.require_gpus is not None:
+            out["require_gpus"] = self.require_gpus
+        if self.only:
+            out["only"] = list(self.only)
+        if self.skip:
+            out["skip"] = list(self.skip)
+        if self.overlays:  # the verdicts rest on them: `analyze` without them says so (cli/reports.py)
+            out["matrix_overlays"] = [o.recorded() for o in self.overlays]
+        return out
