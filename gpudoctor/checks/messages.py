@@ -140,7 +140,8 @@ def _no_gpu_findings(facts: Facts) -> Iterator[Finding]:
     listed = [g for g in facts.get("gpus") or [] if isinstance(g, dict)]
     present = _evidence(facts, ("gpu_present",))
     shown = bool(listed) or bool(nvml.get("device_count")) or bool(present)
-    seen_by = {"XLA_GPU": " on a machine whose CUDA driver lists a GPU (TensorFlow's XLA_GPU)"}.get(
+    seen_by = {"XLA_GPU": " on a machine whose CUDA driver lists a GPU (TensorFlow's XLA_GPU)",
+               "TensorFlow found the device": " on a machine whose CUDA driver lists a GPU (TensorFlow's 'Found device')"}.get(
         str((present or [{}])[0].get("how")), " on a machine where PyTorch sees a GPU") if present else ""
     done: set[str] = set()
     for item in _no_gpu_answers(facts):

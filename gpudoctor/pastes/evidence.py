@@ -76,7 +76,7 @@ def _nvidia_shown(facts: dict[str, Any]) -> bool:
 #: The frameworks whose own messages say their CUDA started (an out-of-memory in PyTorch's allocator, tensors on
 #: cuda:0, a kernel's assertion): vLLM runs on PyTorch, so its cache that did not fit says the same of PyTorch.
 _TORCH_WORDS = ("cuda out of memory", "same device", "device-side assert", "device='cuda:", "kv cache", "cache blocks",
-                "assertion `")
+                "# gpu blocks", "assertion `")
 
 
 def _started(facts: dict[str, Any], evidence: list[dict[str, Any]]) -> None:

@@ -70,6 +70,7 @@ GPU_WORKED = (
     ("resource_exhausted: failed to allocate request", "out_of_memory"),
     ("tokens that can be stored in kv cache", "out_of_memory"),  # vLLM: the model's context does not fit beside it
     ("no available memory for the cache blocks", "out_of_memory"),
+    ("# gpu blocks:", "device_used"),  # vLLM sized its KV cache after a profiling run on the GPU
     ("expected all tensors to be on the same device", "device_mismatch"),
     ("device-side assert triggered", "device_assert"),
     ("an illegal memory access was encountered", "illegal_address"),

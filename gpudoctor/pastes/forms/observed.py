@@ -1,7 +1,7 @@
 """What a reporter says they saw, in their own words or as one printed line, where no message or session
 holds it: "torch.cuda.is_available() is False" / "returns False", TensorFlow's tutorial line "Num GPUs
-Available: 0", a TensorFlow device list with an ``XLA_GPU`` (the CUDA driver saw a GPU), and "the GPU fell
-off the bus".
+Available: 0", a TensorFlow device list with an ``XLA_GPU`` or its log's "Found device 0 with properties" (the
+CUDA driver saw a GPU), and "the GPU fell off the bus".
 
 A sentence counts only as a statement of what happened: not a question ("why does it return False?"), not
 a condition ("if is_available() is False, ..."), and not denied ("no longer returns False"). Each line is
@@ -28,6 +28,8 @@ _BUS = re.compile(r"\b(?:fell|falls|falling|fallen|fall|dropped|drops|dropping|d
 _COMMENTED_AVAILABLE = re.compile(r"is_available\(\)\)?;?\s{0,8}#\s{0,3}(?:->\s{0,3}|returns?\s{1,3})?[`'\"]?(true|false)\b", re.I)
 _COMMENTED_TF_NONE = re.compile(r"list_physical_devices\(\s{0,2}['\"]GPU['\"]\s{0,2}\)\)?;?\s{0,8}#\s{0,3}(?:->\s{0,3}|returns?\s{1,3})?"
                                 r"\[\s{0,2}\]", re.I)
+#: TensorFlow's log once the CUDA driver enumerated a GPU: "gpu_device.cc:1720] Found device 0 with properties:".
+_TF_FOUND = re.compile(r"gpu_device\.cc:\d{1,5}\] Found device \d{1,2} with properties")
 _XLA = re.compile(r"(?:device_type\s{0,2}=\s{0,2}['\"]XLA_GPU['\"]|/device:XLA_GPU:\d)", re.I)
 #: Words before a statement on its sentence that make it a question, a condition, or a denial.
 _NOT_SAID = re.compile(r"\b(?:if|whether|why|how|could|might|maybe|unless|not|no longer|never|instead of|"
@@ -66,6 +68,8 @@ def _items(line: str, lowered: str) -> list[dict[str, Any]]:
             out.append({"kind": "no_gpu_seen", "framework": "TensorFlow", "how": "printed"})
     if _XLA_WORDS in lowered and _XLA.search(line):
         out.append({"kind": "gpu_present", "how": "XLA_GPU"})
+    if "found device" in lowered and "with properties" in lowered and _TF_FOUND.search(line):
+        out.append({"kind": "gpu_present", "how": "TensorFlow found the device"})
     if _BUS_WORDS in lowered:
         m = _BUS.search(line)
         if m and _stated(line, m.start(), m.end()):
