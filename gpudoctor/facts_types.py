@@ -246,6 +246,7 @@ class FrameworkInfo(TypedDict, total=False):
     and pastes, what its package or the paste says (probes/frameworks/metadata.py, pastes/to_facts.py)."""
 
     version: str
+    version_unknown: str  # why no version could be read (check --quick)
     cpu_only_build: Optional[bool]
     cuda_build: Optional[bool]
     backend: Optional[str]

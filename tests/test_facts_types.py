@@ -27,7 +27,7 @@ NOT_IN_SHAPE = {
         "cuda_build", "cuda_major", "cuda_packages_installed", "default_backend", "devices[].compute_capability",
         "devices[].uuid", "distribution", "driver_cuda", "import_and_probe_s", "import_error", "init_error",
         "jaxlib_version", "module_file", "plugins", "pythonpath_entry", "runtime_cuda", "runtime_cudnn",
-        "runtime_nccl", "smoke", "source", "traceback_tail", "warnings")),
+        "runtime_nccl", "smoke", "source", "traceback_tail", "version_unknown", "warnings")),
 }
 
 _KIND_OF = {str: "str", int: "int", float: "num", bool: "bool", type(None): "null", list: "list", dict: "obj"}
