@@ -4,13 +4,13 @@ and the one constructor of findings (which takes the severity from the code cata
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, cast
 
 from gpudoctor.codes import lookup
 from gpudoctor.findings import Finding, Remediation, Subject
 
 if TYPE_CHECKING:
-    from gpudoctor.facts_types import GpuFacts
+    from gpudoctor.facts_types import GpuFacts, NvmlFacts
 
 Facts = dict[str, Any]
 
@@ -54,7 +54,7 @@ def finding(code: str, title: str, detail: str = "", subject: Optional[Subject] 
 
 def nvml_ready(facts: Facts) -> bool:
     """NVML started; per-GPU checks have nothing to read otherwise (the driver checks report why)."""
-    init = (facts.get("nvml") or {}).get("init") or {}
+    init = cast("NvmlFacts", facts.get("nvml") or {}).get("init") or {}
     return bool(init.get("ok"))
 
 

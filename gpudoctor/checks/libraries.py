@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, cast
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
 from gpudoctor.frameworks_table import NAMES
 from gpudoctor.snapshot import get, known
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import FrameworksFacts
 
 SHADOWABLE = ("libcudart", "libcublas", "libcublasLt", "libcudnn", "libcudnn_sub", "libnccl", "libnvrtc", "libnvJitLink",
               "libcusparse")
@@ -29,7 +32,7 @@ def _copies(facts: Facts) -> list[dict[str, Any]]:
 
 
 def _loaded(facts: Facts) -> Iterator[tuple[str, dict[str, Any]]]:
-    for name, fw in (facts.get("frameworks") or {}).items():
+    for name, fw in cast("FrameworksFacts", facts.get("frameworks") or {}).items():
         for lib in ((fw or {}).get("info") or {}).get("loaded_libraries") or []:
             yield name, lib
 

@@ -5,12 +5,15 @@ framework is installed, and which throughput compares with the matrix's performa
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, cast
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_index
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.frameworks_table import NAMES
 from gpudoctor.views.topology import PCIE_GB_PER_LANE
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import FrameworkFacts
 
 STEPS = ("elementwise", "matmul", "conv")
 
@@ -38,7 +41,7 @@ def _run_subject(facts: Facts, run: dict[str, Any]) -> Subject:
 
 def check_workload(facts: Facts) -> Iterator[Finding]:
     workload = _workload(facts)
-    frameworks = {n: fw for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict)}
+    frameworks = {n: cast("FrameworkFacts", fw) for n, fw in (facts.get("frameworks") or {}).items() if isinstance(fw, dict)}
     imported = {n: fw.get("status") for n, fw in frameworks.items()}
     blind = {n for n, fw in frameworks.items() if fw.get("status") == "ok"
              and isinstance(fw.get("info"), dict) and fw["info"].get("devices") == []}

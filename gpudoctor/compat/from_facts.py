@@ -6,7 +6,7 @@ only read from package metadata (so `check --quick` and `matrix check` judge one
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from gpudoctor import frameworks_table
 from gpudoctor.compat import rules
@@ -14,6 +14,9 @@ from gpudoctor.compat.data import MatrixError
 from gpudoctor.compat.model import Build, Facts, Stack
 from gpudoctor.compat.stack import build_from_matrix
 from gpudoctor.snapshot import get, known
+
+if TYPE_CHECKING:
+    from gpudoctor.facts_types import FrameworkFacts, FrameworkInfo, FrameworksFacts
 
 
 def stack_from_facts(facts: Facts) -> Stack:
@@ -42,7 +45,7 @@ def stack_from_facts(facts: Facts) -> Stack:
         if isinstance(cc, str):
             stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
     stack.gpus_named = bool(resolve(facts).devices)
-    for name, fw in (facts.get("frameworks") or {}).items():
+    for name, fw in cast("FrameworksFacts", facts.get("frameworks") or {}).items():
         build = _build_from_probe(name, fw or {}, facts, stack)
         if build:
             stack.builds.append(build)
@@ -52,7 +55,7 @@ def stack_from_facts(facts: Facts) -> Stack:
     return stack
 
 
-def _build_from_probe(name: str, fw: dict[str, Any], facts: Facts, stack: Stack) -> Optional[Build]:
+def _build_from_probe(name: str, fw: FrameworkFacts, facts: Facts, stack: Stack) -> Optional[Build]:
     """The installed build: what it said about itself, completed from the matrix (architectures when
     it was only read from package metadata). Unknown to the matrix is not an error here: the build
     exists, so only its own facts are judged."""
@@ -106,7 +109,7 @@ def _matrix_version(name: str, version: str, cuda: Optional[str], facts: Facts) 
     return version
 
 
-def _loaded_cudnn(info: dict[str, Any]) -> Optional[str]:
+def _loaded_cudnn(info: FrameworkInfo) -> Optional[str]:
     """The cuDNN a framework's own process loaded: what it reported, else what the library it mapped says."""
     runtime = info.get("runtime_cudnn")
     if isinstance(runtime, str) and rules.version(runtime):

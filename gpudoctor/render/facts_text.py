@@ -17,7 +17,7 @@ from gpudoctor.views import driver
 from gpudoctor.views.topology import link_label, slowest_pair
 
 if TYPE_CHECKING:
-    from gpudoctor.facts_types import NvmlFacts
+    from gpudoctor.facts_types import FrameworkInfo, FrameworksFacts, NvmlFacts
 
 MIB = 1024**2
 _Phrase = TypeVar("_Phrase", bound=Callable[..., str])
@@ -365,18 +365,19 @@ def _soname(named: Any) -> Optional[str]:
     return named if "." in named else f".so.{named}"
 
 
-def _metadata_build(info: dict[str, Any]) -> str:
+def _metadata_build(info: FrameworkInfo) -> str:
     """A build as its package metadata says it (probes/frameworks/metadata.py): null is unknown."""
     if info.get("cpu_only_build") is True:
         return "CPU-only"
     if info.get("cuda_build") is True or ("cuda_build" not in info and info.get("built_cuda")):
         return f"CUDA {info.get('built_cuda') or info.get('cuda_major') or '?'}"
-    if info.get("backend") in ("rocm", "xpu"):
-        return {"rocm": "ROCm", "xpu": "XPU"}[info["backend"]]
+    backend = info.get("backend")
+    if backend in ("rocm", "xpu"):
+        return {"rocm": "ROCm", "xpu": "XPU"}[backend]
     return "build unknown"
 
 
-def _version(info: dict[str, Any]) -> str:
+def _version(info: FrameworkInfo) -> str:
     """A framework's version, or why it is not known (probes/frameworks/metadata.py says), never "None"."""
     version = known(info.get("version"))
     if version not in (None, ""):
@@ -387,7 +388,7 @@ def _version(info: dict[str, Any]) -> str:
 @_one_line
 def frameworks_line(facts: dict[str, Any]) -> str:
     parts = []
-    for name, fw in (facts.get("frameworks") or {}).items():
+    for name, fw in cast("FrameworksFacts", facts.get("frameworks") or {}).items():
         if not (fw or {}).get("installed"):
             continue
         info = fw.get("info") or {}
