@@ -25,8 +25,10 @@ from helpers_stdlib import stdlib_module_names
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules that run inside children under the diagnosed interpreter: Python 3.9 and the standard library.
-CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py", "gpudoctor/procs/childpath.py",
-                 "gpudoctor/probes/interpreter.py", "gpudoctor/procs/child.py", "gpudoctor/procs/ending.py",
+#: All of procs/ is held to it: children import its child, childpath, ending, pids, processes, protocol and warden.
+CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py",
+                 *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "gpudoctor" / "procs").glob("*.py")),
+                 "gpudoctor/probes/interpreter.py",
                  "gpudoctor/trace.py", "gpudoctor/versions.py", "gpudoctor/probes/libnames.py",
                  "gpudoctor/probes/frameworks/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
