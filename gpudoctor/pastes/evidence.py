@@ -15,7 +15,7 @@ from typing import Any, Optional
 from gpudoctor import versions
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
-from gpudoctor.pastes.to_facts import WSL1_KERNEL
+from gpudoctor.pastes.wsl import WSL1_KERNEL
 
 FORMS = ("messages", "session", "template", "tools", "prose", "observed")
 #: The source every fact read from prose carries: checks and renderers can tell it is the weakest.

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 from gpudoctor.pastes.markdown_report import MAX_GPUS
+from gpudoctor.pastes.wsl import WSL1_KERNEL
 
 #: Why each area (or check) cannot be judged from a paste: the report's skip reasons.
 NOT_TOLD = {
@@ -141,9 +142,6 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
                                       "code": None}, "source": failed.kind}
 
 
-#: WSL 1's kernel release, "4.4.0-19041-Microsoft" (WSL 2's is "5.15.153.1-microsoft-standard-WSL2"): the spellings
-#: yast/yast-yast2#1084 and 4U6U57/wsl-open#4 match on. WSL 1 translates Linux calls and has no GPU; CUDA runs under WSL 2.
-WSL1_KERNEL = re.compile(r"\b4\.4\.0-\d{4,5}-Microsoft\b")
 
 
 #: The source of a driver version read from the kernel module alone: NVML itself was not seen to start.
