@@ -90,7 +90,7 @@ def test_quick_check_forks_its_python_probes_and_finds_what_threads_find(tmp_pat
 
     def strip(node):
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("duration_s", "created")}
+            return {k: strip(v) for k, v in node.items() if k not in ("duration_s", "created", "uptime_s")}
         return [strip(v) for v in node] if isinstance(node, list) else node
 
     assert strip(reports["1"]["facts"]) == strip(reports["0"]["facts"])
@@ -208,7 +208,7 @@ REAL = ROOT / "tests" / "fixtures" / "real" / "h100x1-20261123" / "quick-fork-20
 
 def _strip(node):
     if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k not in ("duration_s", "created")}
+        return {k: _strip(v) for k, v in node.items() if k not in ("duration_s", "created", "uptime_s")}
     return [_strip(v) for v in node] if isinstance(node, list) else node
 
 

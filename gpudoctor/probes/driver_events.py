@@ -48,7 +48,7 @@ def probe_driver_events(budget_s: float = BUDGET_S, kmsg: str = KMSG, files: tup
     the epoch), against which each event's time since boot (time_s) is placed."""
     end = time.monotonic() + budget_s
     uptime = _uptime()
-    context: dict[str, Any] = {"uptime_s": uptime, "boot_time": round(time.time() - uptime, 3) if uptime else None,
+    context: dict[str, Any] = {"uptime_s": uptime, "boot_time": _boot_time(uptime),
                                "dmesg_restrict": _dmesg_restrict()}
     readers: list[tuple[str, Callable[[float], dict[str, Any]]]] = [
         (kmsg, lambda left: _from_kmsg(kmsg, left)),
@@ -182,6 +182,19 @@ def _uptime() -> Optional[float]:
             return round(float(fh.read().split()[0]), 3)
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _boot_time(uptime: Optional[float]) -> Optional[float]:
+    """The kernel's own boot time (/proc/stat btime, whole seconds): the same in every reading, where now
+    minus the uptime moves by the milliseconds between two reads."""
+    try:
+        with open("/proc/stat", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return round(time.time() - uptime, 3) if uptime else None
 
 
 def _dmesg_restrict() -> Optional[int]:
