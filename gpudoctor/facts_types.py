@@ -174,7 +174,8 @@ class NvlinkErrorTotals(TypedDict, total=False):
 class GpuCounters(TypedDict, total=False):
     uptime_s: Fact[float]
     pcie_replay: Fact[int]
-    nvlink_errors: Union[List[NvlinkErrors], NvlinkErrorTotals]  # per link in reports before the totals
+    nvlink_errors: Union[List[NvlinkErrors], NvlinkErrorTotals]  # per link: no totals kept, or an older report
+    nvlink_errors_unread: str  # "quick": per-link counts left to the full check
     violation_ns: Dict[str, int]
     unavailable: str
     error: str

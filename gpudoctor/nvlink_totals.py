@@ -4,7 +4,8 @@ A report holds ``counters.nvlink_errors`` as the driver's totals over all links,
 (``{"replay", "recovery", "crc_flit", "crc_data"}``, read in one NVML call), or, in reports recorded
 before that, as a list of per-link entries. DCGM's health watch judges the totals (its
 ``DCGM_FI_DEV_NVLINK_*_TOTAL`` fields), so the checks, renderers and ``merge`` read both shapes through
-:func:`nvlink_totals` and so compare like with like.
+:func:`nvlink_totals` and so compare like with like. A driver that keeps no totals (580 on H200) gives the
+per-link counts only, and the full check records those.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from gpudoctor.snapshot import is_unavailable, unavailable
 
 #: The kinds of NVLink error, as the facts name them, in the order ``nvidia-smi nvlink -e`` prints them.
 KINDS = ("replay", "recovery", "crc_flit", "crc_data")
+#: ``counters.nvlink_errors_unread`` where the driver gives the counts per link only (no totals: 580 on H200)
+#: and ``check --quick`` left them to the full check: 72 calls per GPU, served one at a time, do not fit its time.
+UNREAD_IN_QUICK = "quick"
 
 
 def nvlink_totals(value: Any) -> Optional[dict[str, Any]]:

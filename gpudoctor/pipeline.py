@@ -41,7 +41,7 @@ def start_early(target: Target, quick: bool) -> tuple[Started, ...]:
     """Start what can run while the command imports the checks, for ``target``: NVML's child, and for
     ``quick`` the probes whose work is all Python, each in a forked copy of this process. The run adopts
     them through RunOptions.early."""
-    return runner.start_early(("nvml",), target, fork=FORKED_QUICK if quick else ())
+    return runner.start_early(("nvml",), target, fork=FORKED_QUICK if quick else (), quick=quick)
 
 
 def run_options(target: Target, timeout_s: Optional[float] = None, only: Sequence[str] = (), skip: Sequence[str] = (),

@@ -75,7 +75,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("kernel_log", "the kernel log's Xid and driver errors", lambda target: {"kernel_log": probe_driver_events()},
           5.0, quick_run=lambda target: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
     Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
-          keeps_partial=True),
+          keeps_partial=True, quick_run=lambda target: probe_nvml(NVML_TIMEOUT_S, quick=True)),
     Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target: _cuda_stack(target), 40.0,
           quick_run=lambda target: _cuda_stack(target, read_versions=False)),
     Probe("python", "the Python environment", lambda target: {"python": probe_python(target)}, 10.0),
@@ -129,7 +129,7 @@ PROGRESS_EVERY_S = 0.1
 FORKED_QUICK = ("cuda_stack", "python", "frameworks")
 
 
-def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = ()) -> tuple[Started, ...]:
+def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = (), quick: bool = False) -> tuple[Started, ...]:
     """Start these probes now, in the background, for ``target`` (the interpreter the run diagnoses): the
     NVML child (a Python start, NVML's own start) then runs while the command imports the checks, instead
     of after. The run adopts each one it would have started itself (the same name, variant and
@@ -139,7 +139,8 @@ def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = ()) 
     threads, the --quick probes make `check --quick` slower, not faster).
 
     ``fork`` names --quick probes to start in forked copies of this process instead (FORKED_QUICK), where
-    forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads."""
+    forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads.
+    ``quick``: the others start as `check --quick` runs them, so that its run adopts them."""
     started: dict[str, Started] = {}
     if fork and forking.safe():
         probes = select_probes(fork, quick=True)
@@ -152,7 +153,7 @@ def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = ()) 
                                       daemon=True)
             thread.start()
             started[probe.name] = Started(probe.name, probe.variant, target, thread, slot, time.monotonic())
-    for probe in PROBES:
+    for probe in select_probes(names, quick=True) if quick else PROBES:
         if probe.name in names and probe.name not in started:
             slot = {}
             thread = threading.Thread(target=_run_one, args=(probe, slot, target), name=f"probe-{probe.name}",

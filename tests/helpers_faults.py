@@ -424,8 +424,15 @@ def nvmlDeviceGetPcieReplayCounter(handle):
     return handle.index % 3
 
 
+#: FAKE_NVML_NVLINK=per_link_only: the driver of a 4 x H200 (580.159.04) on 2026-11-27, which keeps no NVLink totals
+#: (field ids 38, 45, 52, 59 NOT_SUPPORTED) and whose healthy links count CRC-data errors from boot (1-27 a link).
+PER_LINK_ONLY = os.environ.get("FAKE_NVML_NVLINK") == "per_link_only"
+
+
 def nvmlDeviceGetNvLinkErrorCounter(device, link, counter):
     _enter("nvmlDeviceGetNvLinkErrorCounter", device)
+    if PER_LINK_ONLY:
+        return (link * 5 + device.index) % 27 + 1 if counter == NVML_NVLINK_ERROR_DL_CRC_DATA else 0
     return (link * 7 + device.index) % 24 + 1 if counter == NVML_NVLINK_ERROR_DL_RECOVERY else 0
 
 
@@ -463,7 +470,7 @@ def nvmlDeviceGetFieldValues(handle, fieldIds):
     # sync boost (76) is NOT_SUPPORTED per field, as on a GPU in no sync-boost group
     out = []
     for field in fieldIds:
-        if field == 76:
+        if field == 76 or (PER_LINK_ONLY and field in (38, 45, 52, 59)):
             out.append(_Struct(fieldId=field, nvmlReturn=NVML_ERROR_NOT_SUPPORTED, valueType=3, value=_Struct(ullVal=0)))
         else:
             out.append(_Struct(fieldId=field, nvmlReturn=NVML_SUCCESS, valueType=3,
@@ -479,7 +486,7 @@ for _name in os.environ.get("FAKE_NVML_MISSING", "").split(","):
 #: Environment variables that change what the host probe reports about CUDA and containers: the probe's own
 #: list (gpudoctor.probes.system.ENV_NAMES), less the library and toolkit paths some tests keep.
 HOST_ENV = tuple(n for n in ENV_NAMES if n not in ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH"))
-FAKE_ENV = ("FAKE_NVML_IMPORT_ERROR", "FAKE_NVML_FAIL", "FAKE_NVML_HANG", "FAKE_NVML_MISSING")
+FAKE_ENV = ("FAKE_NVML_IMPORT_ERROR", "FAKE_NVML_FAIL", "FAKE_NVML_HANG", "FAKE_NVML_MISSING", "FAKE_NVML_NVLINK")
 
 
 def install_fake_pynvml(tmp_path: Path, monkeypatch: Any, **faults: Optional[str]) -> Path:
@@ -500,8 +507,9 @@ def install_fake_pynvml(tmp_path: Path, monkeypatch: Any, **faults: Optional[str
     return fake_dir
 
 
-def full_facts(nvml_timeout_s: float = 10.0) -> dict[str, Any]:
-    """This machine's host and driver facts with NVML read through whatever pynvml the child imports.
+def full_facts(nvml_timeout_s: float = 10.0, quick: bool = False) -> dict[str, Any]:
+    """This machine's host and driver facts with NVML read through whatever pynvml the child imports;
+    ``quick``: as ``check --quick`` reads NVML.
 
     Runs the real probes through the real runner, so ``facts["probes"]`` is filled in as in a run.
     """
@@ -513,7 +521,8 @@ def full_facts(nvml_timeout_s: float = 10.0) -> dict[str, Any]:
     return run_probes((
         Probe("host", "the host and its environment", lambda target: {"host": probe_host()}, 5.0),
         Probe("driver_files", "the kernel driver and device nodes", lambda target: {"driver": probe_driver_files()}, 5.0),
-        Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(nvml_timeout_s), nvml_timeout_s + 5.0),
+        Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(nvml_timeout_s, quick=quick),
+              nvml_timeout_s + 5.0),
     ), RunOptions())
 
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import types
 from typing import Any
 
 import pytest
 
+from gpudoctor.checks import error_counters as counters_check
 from gpudoctor.checks.error_counters import limits
 from gpudoctor.checks.registry import run_checks
 from gpudoctor.pipeline import judge
 from gpudoctor.probes.nvml import _binding as nv
+from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.probes.nvml import counters
 from helpers_facts import with_fact
 
@@ -32,6 +35,8 @@ CHECK_IDS = ("gpus.nvlink_errors", "gpus.pcie_replays", "gpus.fabric")
 OUR_CODES = {"GPU132", "GPU182", "GPU183", "GPU191", "GPU192", "GPU193"}
 #: The 4 x H200 recordings: healthy hosts whose links count CRC-data errors at a steady 4-9 a second per GPU.
 H200X4 = sorted((REAL / "h200x4-20261127").glob("*/*.json"))
+#: Those made by a probe that read only the NVLink totals, which driver 580.159.04 does not keep on H200.
+H200X4_TOTALS_ONLY = sorted((REAL / "h200x4-20261127" / "count-ab-0450").glob("*.json"))
 
 
 def healthy(facts: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +94,7 @@ def test_the_largest_healthy_recovery_count_is_quiet(node):
     assert codes(with_fact(node, "gpus.1.counters.nvlink_errors.4.recovery", 24_000)) & OUR_CODES == set()
 
 
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4))
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4 if p not in H200X4_TOTALS_ONLY))
 def test_the_healthy_h200x4_recordings_are_quiet(path):
     """Every GPU's links count CRC-data errors from boot (27 on one link 57 s after it); none of the
     counter checks may fire, and the NVLink check must have judged them, not skipped them."""
@@ -98,6 +103,16 @@ def test_the_healthy_h200x4_recordings_are_quiet(path):
                sum(e["crc_data"] for e in g["counters"]["nvlink_errors"]) > 0 for g in facts["gpus"])
     checks = {c["id"]: c for c in judge(facts)["checks"]}
     assert checks["gpus.nvlink_errors"]["status"] == "pass"
+    assert codes(facts) & OUR_CODES == set()
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4_TOTALS_ONLY))
+def test_a_recording_without_totals_or_per_link_counts_is_not_passed(path):
+    """Made before the full check read the links one by one: nothing to judge, and it says why."""
+    facts = json.loads((REAL / path).read_text())["facts"]
+    assert {json.dumps(g["counters"]["nvlink_errors"]) for g in facts["gpus"]} == {'{"unavailable": "not_supported"}'}
+    check = {c["id"]: c for c in judge(facts)["checks"]}["gpus.nvlink_errors"]
+    assert (check["status"], check["reason"]) == ("skip", "NVLink error counters not read: not supported")
     assert codes(facts) & OUR_CODES == set()
 
 
@@ -234,6 +249,22 @@ def test_not_supported_everywhere_is_absent_never_zero(tmp_path, monkeypatch):
     assert gpu["fabric"] == {"unavailable": "not_supported"}
 
 
+def test_a_driver_without_totals_full_check_reads_per_link_and_quick_says_it_did_not(tmp_path, monkeypatch):
+    """The NVML worker as the full check and ``check --quick`` start it, on the 4 x H200's driver (no totals)."""
+    install_fake_pynvml(tmp_path, monkeypatch, nvlink="per_link_only")
+    full = full_facts()
+    links = full["gpus"][1]["counters"]["nvlink_errors"]
+    assert [e["link"] for e in links] == list(range(18))
+    assert [e["crc_data"] for e in links] == [(n * 5 + 1) % 27 + 1 for n in range(18)]
+    results = {r.id: r for r in run_checks(full)}
+    assert (results["gpus.nvlink_errors"].status, results["gpus.nvlink_errors"].findings) == ("pass", [])
+    quick = full_facts(quick=True)
+    assert {g["counters"]["nvlink_errors_unread"] for g in quick["gpus"]} == {"quick"}
+    assert {json.dumps(g["counters"]["nvlink_errors"]) for g in quick["gpus"]} == {'{"unavailable": "not_supported"}'}
+    result = {r.id: r for r in run_checks(quick)}["gpus.nvlink_errors"]
+    assert (result.status, result.reason) == ("skip", counters_check.QUICK_PER_LINK)
+
+
 def test_without_the_versioned_call_the_older_one_reads_the_fabric(tmp_path, monkeypatch):
     install_fake_pynvml(tmp_path, monkeypatch, missing="nvmlDeviceGetGpuFabricInfoV")
     facts = full_facts()
@@ -314,16 +345,121 @@ def test_a_gpu_without_nvlink_is_not_asked_for_nvlink_totals(fake, monkeypatch):
     assert calls == {"nvmlDeviceGetFieldValues": [([94, 74, 76, 269, 270, 271],)]}
 
 
-def test_nvlink_totals_the_gpu_keeps_none_of_are_one_absent_fact(fake, monkeypatch):
+def without_totals(fake, monkeypatch, status: int = 3) -> None:
+    """The fake's NVLink totals (field ids 38, 45, 52, 59) answer ``status``: NOT_SUPPORTED, as driver 580.159.04
+    answers on a 4 x H200, by default."""
     real = fake.nvmlDeviceGetFieldValues
 
-    def no_nvlink(handle, ids):
-        return [v if v.fieldId not in (38, 45, 52, 59) else type(v)(fieldId=v.fieldId, nvmlReturn=3, valueType=3,
+    def no_totals(handle, ids):
+        return [v if v.fieldId not in (38, 45, 52, 59) else type(v)(fieldId=v.fieldId, nvmlReturn=status, valueType=3,
                                                                      value=v.value) for v in real(handle, ids)]
-    monkeypatch.setattr(fake, "nvmlDeviceGetFieldValues", no_nvlink)
-    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), {"links": [{"link": 0, "active": True}]})
+    monkeypatch.setattr(fake, "nvmlDeviceGetFieldValues", no_totals)
+
+
+def test_without_totals_quick_leaves_the_links_unread_and_says_so(fake, monkeypatch):
+    without_totals(fake, monkeypatch)
+    calls = counted(fake, monkeypatch)
+    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), {"links": [{"link": 0, "active": True}]}, quick=True)
     assert read["nvlink_errors"] == {"unavailable": "not_supported"}
+    assert read["nvlink_errors_unread"] == "quick"
     assert read["violation_ns"]["sw_power_cap"] == 1_500_000_000
+    assert "nvmlDeviceGetNvLinkErrorCounter" not in calls
+
+
+def test_without_totals_the_full_check_reads_each_active_link(fake, monkeypatch):
+    without_totals(fake, monkeypatch)
+    calls = counted(fake, monkeypatch)
+    nvlink = {"links": [{"link": n, "active": n != 3} for n in range(6)]}
+    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(1), nvlink)
+    assert read["nvlink_errors"] == [{"link": n, "replay": 0, "recovery": (n * 7 + 1) % 24 + 1, "crc_flit": 0, "crc_data": 0}
+                                     for n in (0, 1, 2, 4, 5)]
+    assert "nvlink_errors_unread" not in read
+    assert sorted({args[0] for args in calls["nvmlDeviceGetNvLinkErrorCounter"]}) == [0, 1, 2, 4, 5]
+    assert len(calls["nvmlDeviceGetNvLinkErrorCounter"]) == 5 * 4
+
+
+def test_with_totals_no_link_is_read_one_by_one(fake, monkeypatch):
+    calls = counted(fake, monkeypatch)
+    nvlink = {"links": [{"link": n, "active": True} for n in range(18)]}
+    for quick in (False, True):
+        read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), nvlink, quick=quick)
+        assert isinstance(read["nvlink_errors"], dict) and "nvlink_errors_unread" not in read
+    assert "nvmlDeviceGetNvLinkErrorCounter" not in calls
+
+
+@pytest.mark.parametrize("status,reason", [(4, "no_permission"), (15, "gpu_lost")])
+def test_totals_the_per_link_getter_would_fail_alike_are_not_retried_per_link(fake, monkeypatch, status, reason):
+    without_totals(fake, monkeypatch, status)
+    calls = counted(fake, monkeypatch)
+    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), {"links": [{"link": 0, "active": True}]})
+    assert read["nvlink_errors"] == {"unavailable": reason}
+    assert "nvmlDeviceGetNvLinkErrorCounter" not in calls and "nvlink_errors_unread" not in read
+
+
+def test_a_counter_the_gpu_lacks_is_asked_once(fake, monkeypatch):
+    without_totals(fake, monkeypatch)
+    real = fake.nvmlDeviceGetNvLinkErrorCounter
+
+    def no_flit(device, link, counter):
+        if counter == fake.NVML_NVLINK_ERROR_DL_CRC_FLIT:
+            raise fake.NVMLError(3)
+        return real(device, link, counter)
+    monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter", no_flit)
+    calls = counted(fake, monkeypatch)
+    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), {"links": [{"link": n, "active": True} for n in range(4)]})
+    assert [e["crc_flit"] for e in read["nvlink_errors"]] == [{"unavailable": "not_supported"}] * 4
+    assert [args[1] for args in calls["nvmlDeviceGetNvLinkErrorCounter"]].count(fake.NVML_NVLINK_ERROR_DL_CRC_FLIT) == 1
+    assert nvlink_totals(read["nvlink_errors"]) == {"replay": 0, "recovery": sum((n * 7) % 24 + 1 for n in range(4)),
+                                                    "crc_flit": {"unavailable": "not_supported"}, "crc_data": 0}
+
+
+def test_a_gpu_without_any_per_link_counter_is_one_absent_fact(fake, monkeypatch):
+    without_totals(fake, monkeypatch)
+
+    def none(device, link, counter):
+        raise fake.NVMLError(3)
+    monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter", none)
+    calls = counted(fake, monkeypatch)
+    read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), {"links": [{"link": n, "active": True} for n in range(18)]})
+    assert read["nvlink_errors"] == {"unavailable": "not_supported"}
+    assert len(calls["nvmlDeviceGetNvLinkErrorCounter"]) == 4  # each counter asked on the first link only
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4 if p.name == "full-noredact.json"))
+def test_the_recorded_h200_links_read_one_by_one_are_judged_and_quiet(fake, monkeypatch, path):
+    """The per-link counts a 4 x H200 recorded, served by a driver without totals: the full check reads them
+    per link and judges them by DCGM's rate, which they are far below; at that rate they are an error."""
+    facts = json.loads((REAL / path).read_text())["facts"]
+    kinds = {getattr(fake, c): k for k, (c, _) in counters.NVLINK_COUNTERS.items()}
+    without_totals(fake, monkeypatch)
+    for gpu in facts["gpus"]:
+        recorded = {e["link"]: e for e in gpu["counters"]["nvlink_errors"]}
+        monkeypatch.setattr(fake, "nvmlDeviceGetNvLinkErrorCounter",
+                            lambda device, link, counter, _links=recorded: _links[link][kinds[counter]])
+        read = counters.read_counters(fake.nvmlDeviceGetHandleByIndex(0), gpu["nvlink"])
+        assert read["nvlink_errors"] == gpu["counters"]["nvlink_errors"]
+        gpu["counters"]["nvlink_errors"] = read["nvlink_errors"]
+    checks = {c["id"]: c for c in judge(facts)["checks"]}
+    assert checks["gpus.nvlink_errors"]["status"] == "pass"
+    uptime = facts["gpus"][0]["counters"]["uptime_s"]
+    stormy = with_fact(facts, "gpus.0.counters.nvlink_errors.0.crc_data", math.ceil(100 * uptime))
+    assert only(stormy, "GPU182")["subject"]["gpu_index"] == 0
+
+
+def test_quick_without_totals_is_not_checked_never_passed(node):
+    quick = node
+    for i in (0, 1):
+        quick = with_fact(with_fact(quick, f"gpus.{i}.counters.nvlink_errors", {"unavailable": "not_supported"}),
+                          f"gpus.{i}.counters.nvlink_errors_unread", "quick")
+    check = {c["id"]: c for c in judge(quick)["checks"]}["gpus.nvlink_errors"]
+    assert (check["status"], check["reason"]) == ("skip", "not checked in --quick: this driver gives NVLink error "
+                                                          "counts per link only; the full check reads them")
+    # a GPU that was read is still judged beside one left unread, and its error is not hidden
+    mixed = with_fact(node, "gpus.1.counters.nvlink_errors_unread", "quick")
+    mixed = with_fact(mixed, "gpus.1.counters.nvlink_errors", {"unavailable": "not_supported"})
+    assert {c["id"]: c for c in judge(mixed)["checks"]}["gpus.nvlink_errors"]["status"] == "skip"
+    stormy = with_fact(mixed, "gpus.0.counters.nvlink_errors.2.crc_data", 100 * 86400)
+    assert only(stormy, "GPU182")["subject"]["gpu_index"] == 0
 
 
 def test_a_driver_without_the_pcie_replay_field_is_asked_with_the_getter(fake, monkeypatch):
@@ -359,6 +495,16 @@ def test_the_facts_view_shows_the_totals_of_a_report_that_holds_them(node):
     text = facts_view(with_fact(as_totals(node), "gpus.1.counters.nvlink_errors.crc_flit", {"unavailable": "no_permission"}))
     assert "NVLink errors : all links: replay 0, recovery 225, CRC-flit 0, CRC-data 0\n" in text
     assert "NVLink errors : all links: replay 0, recovery 219, CRC-flit (unavailable: no_permission), CRC-data 0\n" in text
+
+
+def test_the_facts_view_says_why_quick_left_the_links_unread(node):
+    from gpudoctor.render.facts_view import facts_view
+
+    quick = with_fact(with_fact(node, "gpus.0.counters.nvlink_errors", {"unavailable": "not_supported"}),
+                      "gpus.0.counters.nvlink_errors_unread", "quick")
+    lines = [line.strip() for line in facts_view(quick).splitlines()]
+    assert "NVLink errors unread : per link only on this driver; not read in --quick, the full check reads them" in lines
+    assert "NVLink errors        : (unavailable: not_supported)" in lines
 
 
 # --- against nvidia-smi's own answers ------------------------------------------------------------------

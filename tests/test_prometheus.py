@@ -261,6 +261,24 @@ def test_counters_read_through_the_nvml_worker_reach_the_textfile(tmp_path: Path
     assert {labels["state"] for labels, _ in values(families, "gpudoctor_gpu_fabric_info")} == {"completed"}
 
 
+def test_a_driver_without_nvlink_totals_gives_the_per_link_sums_in_the_full_check_only(tmp_path: Path,
+                                                                                      monkeypatch: Any) -> None:
+    """The 4 x H200's driver keeps no NVLink totals: the full check's per-link counts are summed into the same
+    series; --quick, which leaves them unread, writes none rather than a count it did not read."""
+    from helpers_faults import full_facts, install_fake_pynvml
+
+    from gpudoctor import pipeline
+
+    install_fake_pynvml(tmp_path, monkeypatch, nvlink="per_link_only")
+    full = parse(prometheus(pipeline.judge(full_facts())))
+    crc_data = {labels["gpu"]: value for labels, value in values(full, "gpudoctor_gpu_nvlink_errors")
+                if labels["kind"] == "crc_data"}
+    assert crc_data == {str(g): sum((n * 5 + g) % 27 + 1 for n in range(18)) for g in (0, 1)}
+    quick = parse(prometheus(pipeline.judge(full_facts(quick=True))))
+    assert values(quick, "gpudoctor_gpu_nvlink_errors") == []
+    assert {labels["gpu"] for labels, _ in values(quick, "gpudoctor_gpu_pcie_replays")} == {"0", "1"}
+
+
 def test_merge_keeps_a_hostile_node_name_inside_its_label(tmp_path: Path) -> None:
     """A node is named by its file where the host name is redacted, and a file name may hold anything but "/"."""
     node = tmp_path / 'no"de\\x\nforged_metric{x="1"} 1.json'

@@ -72,3 +72,30 @@ def test_plain_pypi_torch_metadata_reads_the_cuda_runtime_it_requires():
     assert _cuda_requirement("nvidia-cudnn-cu13==9.19.0.56") == ("13", None)
     assert _cuda_requirement("nvidia-cublas==13.1.0.3") is None  # cuBLAS has its own version numbers
     assert _cuda_requirement("filelock") is None
+
+
+def test_quick_starts_one_nvml_child_and_it_leaves_per_link_counters_unread(tmp_path, monkeypatch):
+    """The NVML child started early for --quick is the one the run adopts (one child, asked with --quick); on a
+    driver without NVLink totals it reads no link one by one, and the NVLink check says it was not checked."""
+    from helpers_faults import install_fake_pynvml
+
+    from gpudoctor import runner
+    from gpudoctor.probes.interpreter import own
+    from gpudoctor.procs import child
+    from gpudoctor.run_options import RunOptions
+
+    install_fake_pynvml(tmp_path, monkeypatch, nvlink="per_link_only")
+    real, asked = child.run_module, []
+
+    def spy(module, args=(), **kwargs):
+        asked.append((module, tuple(args)))
+        return real(module, args, **kwargs)
+    monkeypatch.setattr(child, "run_module", spy)
+    target = own()
+    early = runner.start_early(("nvml",), target, quick=True)
+    facts = runner.run_probes(runner.select_probes(["host", "nvml"], quick=True),
+                              RunOptions(interpreter=target, quick=True, early=early))
+    assert asked == [("gpudoctor.probes.nvml.worker", ("--quick",))]
+    assert {g["counters"]["nvlink_errors_unread"] for g in facts["gpus"]} == {"quick"}
+    check = {c["id"]: c for c in pipeline.judge(facts)["checks"]}["gpus.nvlink_errors"]
+    assert (check["status"], check["reason"].split(":")[0]) == ("skip", "not checked in --quick")

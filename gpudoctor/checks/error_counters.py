@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
 from gpudoctor.findings import WARNING, Finding, gpu_subject
-from gpudoctor.nvlink_totals import nvlink_totals
+from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals
 from gpudoctor.snapshot import get, is_unavailable, known
 
 if TYPE_CHECKING:
@@ -72,15 +72,30 @@ def readings(found: list[GpuFacts], path: str, what: str) -> list[tuple[GpuFacts
 
 # --- NVLink ----------------------------------------------------------------------------------------
 
+#: Why a --quick run leaves the NVLink check unjudged on a driver that keeps no NVLink totals.
+QUICK_PER_LINK = ("not checked in --quick: this driver gives NVLink error counts per link only; "
+                  "the full check reads them")
+
+
 def check_nvlink_errors(facts: Facts) -> Iterator[Finding]:
     found = require_gpus(facts)
     if all(is_unavailable(g.get("nvlink")) and g["nvlink"]["unavailable"] == "not_supported" for g in found):
         raise NotApplicable("no GPU has NVLink")
     entry = limits()["nvlink-crc-rate"]
-    for gpu, value in readings(found, "counters.nvlink_errors", "NVLink error counters"):
-        totals = nvlink_totals(value)
-        if totals is not None:
-            yield from _crc_rate(gpu, totals, entry)
+    unread = [g for g in found if get(g, "counters.nvlink_errors_unread") == UNREAD_IN_QUICK]
+    judged = [g for g in found if not any(g is u for u in unread)]
+    fast: list[Finding] = []
+    try:
+        for gpu, value in readings(judged, "counters.nvlink_errors", "NVLink error counters"):
+            totals = nvlink_totals(value)
+            if totals is not None:
+                fast.extend(_crc_rate(gpu, totals, entry))
+    except NotApplicable:
+        if not unread:
+            raise
+    if unread and not fast:
+        raise NotApplicable(QUICK_PER_LINK)  # a GPU left unread has not passed
+    yield from fast
 
 
 def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> Iterator[Finding]:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional, Union
 from gpudoctor import versions
 from gpudoctor.findings import ERROR, INFO, WARNING
 from gpudoctor.frameworks_table import NAMES
+from gpudoctor.nvlink_totals import UNREAD_IN_QUICK
 from gpudoctor.render.safe import terminal
 from gpudoctor.snapshot import as_object
 from gpudoctor.status import PROBE_OK
@@ -434,6 +435,13 @@ def _nvlink_errors(label: str, value: Any, ctx: Context, path: str) -> Node:
     return Row(label, [f"{len(value)} active link(s): " + ", ".join(parts) if value else "no active link"])
 
 
+def _nvlink_unread(label: str, value: Any, ctx: Context, path: str) -> Node:
+    """Why the NVLink counts beside it are absent: a driver that keeps no totals, and a --quick run."""
+    if value != UNREAD_IN_QUICK:
+        raise ValueError("not a reason this view words")
+    return Row(label, ["per link only on this driver; not read in --quick, the full check reads them"])
+
+
 def _violations(label: str, value: dict[str, Any], ctx: Context, path: str) -> Node:
     """Time with clocks held down per cause, in seconds: ``sw_power_cap 1.5 s, hw_thermal_slowdown 0 s``."""
     if not isinstance(value, dict) or _is_absent(value):
@@ -528,6 +536,7 @@ SPECIALS: tuple[tuple[str, Special], ...] = (
     ("gpus.*.processes", _one_per_line(_process)),
     ("gpus.*.nvlink.links", _links),
     ("gpus.*.counters.nvlink_errors", _nvlink_errors),
+    ("gpus.*.counters.nvlink_errors_unread", _nvlink_unread),
     ("gpus.*.counters.violation_ns", _violations),
     ("topology.pairs", _one_per_line(_pair)),
     ("toolkit.installs", _one_per_line(_install)),

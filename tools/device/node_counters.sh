@@ -24,14 +24,16 @@ nvidia-smi -q -x > "$d/nvidia-smi-q.xml" 2>&1
 systemctl is-active nvidia-fabricmanager > "$d/fabricmanager-active.txt" 2>&1 || true
 ls /dev/nvidia-nvswitch* > "$d/nvswitch-devices.txt" 2>&1 || true
 
-# gpudoctor's readings (the NVLink totals, PCIe replays and clock-event times in one field-values call), what
-# they cost on top of the rest of the NVML worker, and the per-link getter's counts summed, which the totals
-# must equal but for errors counted between the two reads (a healthy H200 counts CRC-data errors every second)
+# gpudoctor's readings (the NVLink totals, PCIe replays and clock-event times in one field-values call; where
+# the driver keeps no NVLink totals, the full check's per-link reads), what they cost on top of the rest of the
+# NVML worker as --quick and as the full check read them, and the per-link getter's counts summed, which the
+# totals must equal but for errors counted between the two reads (a healthy H200 counts CRC-data errors every second)
 python3 - "$d" <<'PY' 2>&1 | tee -a "$d/summary.txt"
 import json, sys, time
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.probes.nvml.counters import read_counters, read_fabric
 from gpudoctor.probes.nvml.worker import _nvlinks
+from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.snapshot import is_unavailable
 KINDS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}  # nvml.h nvmlNvLinkErrorCounter_t
 nv.call("nvmlInit")
@@ -39,20 +41,25 @@ out = []
 for i in range(nv.call("nvmlDeviceGetCount")):
     h = nv.call("nvmlDeviceGetHandleByIndex", i)
     t0 = time.perf_counter(); links = _nvlinks(h); t1 = time.perf_counter()
+    quick = read_counters(h, links, quick=True); tq = time.perf_counter()
     counters = read_counters(h, links); t2 = time.perf_counter()
     fabric = read_fabric(h); t3 = time.perf_counter()
     active = [e["link"] for e in links.get("links", []) if e.get("active")] if not is_unavailable(links) else []
     per_link = {k: [nv.query("nvmlDeviceGetNvLinkErrorCounter", h, n, c) for n in active] for k, c in KINDS.items()}
     t4 = time.perf_counter()
     sums = {k: sum(v) if all(isinstance(x, int) for x in v) else v[:1] for k, v in per_link.items()}
-    out.append({"index": i, "counters": counters, "fabric": fabric, "per_link_sums": sums, "active_links": len(active),
-                "ms": {"link_states": round((t1 - t0) * 1e3, 2), "counters": round((t2 - t1) * 1e3, 2),
+    out.append({"index": i, "counters": counters, "quick_counters": quick, "fabric": fabric, "per_link_sums": sums,
+                "active_links": len(active),
+                "ms": {"link_states": round((t1 - t0) * 1e3, 2), "counters_quick": round((tq - t1) * 1e3, 2),
+                       "counters": round((t2 - tq) * 1e3, 2),
                        "fabric": round((t3 - t2) * 1e3, 2), "per_link_getters": round((t4 - t3) * 1e3, 2)}})
     ms = out[-1]["ms"]
-    print(f"GPU {i}: link states {ms['link_states']} ms, counters {ms['counters']} ms (one field-values call; "
-          f"the {4 * len(active)} per-link getter calls took {ms['per_link_getters']} ms), fabric {ms['fabric']} ms; "
-          f"fabric {fabric}")
-    print(f"  NVLink totals {counters['nvlink_errors']}; per-link getters summed just after {sums}")
+    shape = "per link" if isinstance(counters["nvlink_errors"], list) else "totals"
+    print(f"GPU {i}: link states {ms['link_states']} ms, counters as --quick reads them {ms['counters_quick']} ms, "
+          f"as the full check does {ms['counters']} ms ({shape}; the {4 * len(active)} per-link getter calls took "
+          f"{ms['per_link_getters']} ms), fabric {ms['fabric']} ms; fabric {fabric}")
+    print(f"  NVLink full check {nvlink_totals(counters['nvlink_errors'])} ({shape}); --quick "
+          f"{quick['nvlink_errors']} unread={quick.get('nvlink_errors_unread')}; per-link getters summed just after {sums}")
 json.dump({"gpus": out, "missing_functions": sorted(nv.missing_functions)}, open(f"{sys.argv[1]}/readings.json", "w"), indent=1)
 print("missing functions:", sorted(nv.missing_functions) or "none")
 PY
@@ -61,6 +68,7 @@ nvidia-smi nvlink -e > "$d/nvidia-smi-nvlink-e-after.txt" 2>&1
 # side by side: each GPU's counters as gpudoctor read them and as nvidia-smi printed them
 python3 - "$d" <<'PY' > "$d/compare.txt" 2>&1
 import json, re, sys
+from gpudoctor.nvlink_totals import nvlink_totals
 d = sys.argv[1]
 mine = json.load(open(f"{d}/readings.json"))["gpus"]
 
@@ -115,7 +123,7 @@ for g in mine:
     print(f"GPU {i}")
     print(f"  PCIe replay      gpudoctor {c['pcie_replay']!s:<12} nvidia-smi {replays[i] if i < len(replays) else 'n/a'}")
     print(f"  fabric           gpudoctor {g['fabric']}  nvidia-smi {fabric[i] if i < len(fabric) else 'n/a'}")
-    totals = c["nvlink_errors"]
+    totals = nvlink_totals(c["nvlink_errors"]) or c["nvlink_errors"]  # the per-link reads summed, where so read
     lo, names = before[i] if i < len(before) else ({}, [])
     hi = after[i][0] if i < len(after) else {}
     print(f"  nvidia-smi counter names: {names}")
@@ -147,6 +155,26 @@ print("findings:", [(f["code"], f["severity"], f["title"]) for f in report["find
 for c in report["checks"]:
     if c["id"] in ("gpus.nvlink_errors", "gpus.pcie_replays", "gpus.fabric"):
         print(f"  {c['id']}: {c['status']} {c.get('reason', '')}")
+PY
+
+# the full check once (it reads the links one by one where the driver keeps no totals): its time and verdicts
+t0=$EPOCHREALTIME
+python3 -m gpudoctor check -f json --no-redact -o "$d/full.json" 2> "$d/full.err"
+echo "$? $(awk "BEGIN{printf \"%.3f\", $EPOCHREALTIME - $t0}")" > "$d/full-time.txt"
+python3 - "$d" <<'PY' 2>&1 | tee -a "$d/summary.txt"
+import json, sys
+from gpudoctor.nvlink_totals import nvlink_totals
+d = sys.argv[1]
+rc, took = open(f"{d}/full-time.txt").read().split()
+report = json.load(open(f"{d}/full.json"))
+print(f"check (full) -f json --no-redact: {took} s, exit code {rc}")
+print("findings:", [(f["code"], f["severity"], f["title"]) for f in report["findings"]] or "none")
+for c in report["checks"]:
+    if c["id"] in ("gpus.nvlink_errors", "gpus.pcie_replays", "gpus.fabric"):
+        print(f"  {c['id']}: {c['status']} {c.get('reason', '')}")
+for g in report["facts"]["gpus"]:
+    value = g.get("counters", {}).get("nvlink_errors")
+    print(f"  GPU {g.get('index')}: {'per link' if isinstance(value, list) else 'totals'} {nvlink_totals(value)}")
 PY
 python3 benchmarks/quick_start.py 10 2>&1 | grep -E 'runs of|median' | tee -a "$d/summary.txt"
 python3 -m gpudoctor analyze "$d/quick-1.json" -f text > "$d/quick-1.txt" 2>&1

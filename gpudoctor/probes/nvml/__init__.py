@@ -18,8 +18,9 @@ _published: Optional[tuple[int, Future]] = None
 _published_lock = threading.Lock()
 
 
-def probe_nvml(timeout_s: float = 15.0) -> dict[str, Any]:
-    """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot."""
+def probe_nvml(timeout_s: float = 15.0, quick: bool = False) -> dict[str, Any]:
+    """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot; ``quick`` (``check --quick``)
+    leaves unread what only slow per-link calls can read (the worker's ``--quick``)."""
     from concurrent.futures import Future  # here, as below: the worker's own start (this package) needs none of them
 
     from gpudoctor.procs.child import run_epoch, run_module
@@ -29,7 +30,7 @@ def probe_nvml(timeout_s: float = 15.0) -> dict[str, Any]:
     with _published_lock:
         _published = (run_epoch(), future)
     try:
-        child = run_module(WORKER, timeout_s=timeout_s)
+        child = run_module(WORKER, ("--quick",) if quick else (), timeout_s=timeout_s)
         facts = assemble(child.lines, child.timed_out, child.returncode, child.stderr_tail, child.start_error)
     except BaseException as exc:
         future.set_exception(exc)

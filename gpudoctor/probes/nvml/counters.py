@@ -1,7 +1,7 @@
 """One GPU's error counters and fabric state, read through NVML getters only; nothing is reset.
 
 Command-line equivalents: ``nvidia-smi nvlink -e`` (NVLink error counters per link; their sums over the
-links are what is read here), ``nvidia-smi -q -d
+links are what is read here, or the per-link counts where the driver keeps no sums), ``nvidia-smi -q -d
 PCIE`` ("Replays Since Reset"), the "Fabric" block of ``nvidia-smi -q`` and ``nvidia-smi -q -d
 PERFORMANCE`` ("Clocks Event Reasons Counters": time with clocks held down, per cause).
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gpudoctor.nvlink_totals import UNREAD_IN_QUICK
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.snapshot import is_unavailable, unavailable
 
@@ -27,6 +28,18 @@ NVLINK_TOTAL_FIELDS = {
     "crc_flit": ("NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", 38),
     "crc_data": ("NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", 45),
 }
+#: The NVLink error counter enum of nvml.h (NVML_NVLINK_ERROR_DL_*), for nvmlDeviceGetNvLinkErrorCounter: what
+#: a driver that keeps no totals (580 on H200) gives instead, one call per link and kind.
+NVLINK_COUNTERS = {
+    "replay": ("NVML_NVLINK_ERROR_DL_REPLAY", 0),
+    "recovery": ("NVML_NVLINK_ERROR_DL_RECOVERY", 1),
+    "crc_flit": ("NVML_NVLINK_ERROR_DL_CRC_FLIT", 2),
+    "crc_data": ("NVML_NVLINK_ERROR_DL_CRC_DATA", 3),
+}
+#: Reasons a per-link counter failed that hold for every link of the GPU: after the first, asking again only costs time.
+_EVERY_LINK = ("not_supported", "function_not_found", "no_permission", "gpu_lost", "bindings_mismatch", "bindings_missing")
+#: Reasons the totals were not read that the per-link getter would meet as well.
+_NOT_PER_LINK = ("no_permission", "gpu_lost")
 #: nvml.h NVML_FI_DEV_PCIE_REPLAY_COUNTER: the value nvmlDeviceGetPcieReplayCounter returns.
 PCIE_REPLAY_FIELD = ("NVML_FI_DEV_PCIE_REPLAY_COUNTER", 94)
 #: The field ids (nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*) of the time, in ns, that clocks were held down per
@@ -45,20 +58,59 @@ FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "com
 FABRIC_SUMMARIES = {0: "not_supported", 1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
 
 
-def read_counters(handle: Any, nvlink: Any) -> dict[str, Any]:
+def read_counters(handle: Any, nvlink: Any, quick: bool = False) -> dict[str, Any]:
     """The counters of the GPU behind ``handle``; ``nvlink`` is its link facts (a GPU without NVLink has no
     NVLink totals to read). Every counter comes from one nvmlDeviceGetFieldValues call: the driver serves
-    calls one at a time, and a call per link and kind would be 72 calls per GPU on an H100."""
+    calls one at a time, and a call per link and kind would be 72 calls per GPU on an H100. Where the driver
+    keeps no NVLink totals, the full check reads the active links one by one; ``quick`` leaves them unread
+    and says so in ``nvlink_errors_unread``."""
     has_nvlink = not is_unavailable(nvlink)
     fields = {**(NVLINK_TOTAL_FIELDS if has_nvlink else {}), "pcie_replay": PCIE_REPLAY_FIELD, **CLOCK_EVENT_FIELDS}
     read = _field_values(handle, fields)
-    nvlink_errors = {name: read[name] for name in NVLINK_TOTAL_FIELDS} if has_nvlink else nvlink
-    return {
+    nvlink_errors = _whole_gpu_of({name: read[name] for name in NVLINK_TOTAL_FIELDS}) if has_nvlink else nvlink
+    links = _active_links(nvlink) if has_nvlink and _no_totals(read) else []
+    if links and not quick:
+        nvlink_errors = _per_link(handle, links)
+    out = {
         "uptime_s": _uptime_s(),
         "pcie_replay": _pcie_replay(handle, read["pcie_replay"]),
-        "nvlink_errors": _whole_gpu_of(nvlink_errors),
+        "nvlink_errors": nvlink_errors,
         "violation_ns": _whole_gpu_of({name: read[name] for name in CLOCK_EVENT_FIELDS}),
     }
+    if links and quick:
+        out["nvlink_errors_unread"] = UNREAD_IN_QUICK
+    return out
+
+
+def _no_totals(read: dict[str, Any]) -> bool:
+    """No NVLink total was read, for a reason the per-link getter need not share: the driver lacks the
+    fields (NOT_SUPPORTED on H200 with driver 580) or the field-values call."""
+    totals = [read[name] for name in NVLINK_TOTAL_FIELDS]
+    return all(is_unavailable(v) and v["unavailable"] not in _NOT_PER_LINK for v in totals)
+
+
+def _active_links(nvlink: Any) -> list[int]:
+    return [e["link"] for e in nvlink.get("links", []) if isinstance(e, dict) and e.get("active") is True]
+
+
+def _per_link(handle: Any, links: list[int]) -> Any:
+    """``[{"link", "replay", "recovery", "crc_flit", "crc_data"}]`` for each active link, the shape
+    nvlink_totals sums. A counter the GPU says it lacks on one link is not asked on the next; where no
+    counter was read on any link, the GPU's one absent fact, as a single getter's failure would be."""
+    lacking: dict[str, Any] = {}
+    out: list[dict[str, Any]] = []
+    for link in links:
+        entry: dict[str, Any] = {"link": link}
+        for name, (constant, default) in NVLINK_COUNTERS.items():
+            value = lacking.get(name) or nv.query("nvmlDeviceGetNvLinkErrorCounter", handle, link,
+                                                  nv.constant(constant, default))
+            if is_unavailable(value) and value["unavailable"] in _EVERY_LINK:
+                lacking[name] = value
+            entry[name] = value
+        out.append(entry)
+    if len(lacking) == len(NVLINK_COUNTERS) and all(is_unavailable(e[k]) for e in out for k in NVLINK_COUNTERS):
+        return _whole_gpu_of(lacking)
+    return out
 
 
 def _field_values(handle: Any, fields: dict[str, tuple[str, int]]) -> dict[str, Any]:

@@ -11,8 +11,9 @@ Command-line equivalents are given beside each part: ``nvidia-smi -q`` and ``nvi
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from gpudoctor.procs import protocol
 from gpudoctor.probes.nvml import _binding as nv
@@ -50,7 +51,9 @@ def emit(section: str, data: Any) -> None:
     protocol.emit(section, data)
 
 
-def main() -> int:
+def main(argv: Sequence[str] = ()) -> int:
+    """``argv``: ``--quick`` under ``check --quick``, which leaves per-link NVLink counters unread (counters.py)."""
+    quick = "--quick" in argv
     mark("nvml worker: bindings imported")
     emit("bindings", {"module_file": nv.module_file(), "import_error": nv.IMPORT_ERROR})
     if nv.IMPORT_ERROR is not None:
@@ -71,7 +74,8 @@ def main() -> int:
     count = system["device_count"]
     handles: dict[int, Any] = {}
     if isinstance(count, int):
-        for index, (gpu, handle) in enumerate(at_once(probe_gpu, range(count), lambda i: f"GPU {i}")):
+        for index, (gpu, handle) in enumerate(at_once(lambda i: probe_gpu(i, quick), range(count),
+                                                       lambda i: f"GPU {i}")):
             if handle is not None:
                 handles[index] = handle
             emit("gpu", gpu)
@@ -126,8 +130,8 @@ def probe_system() -> dict[str, Any]:
     }
 
 
-def probe_gpu(index: int) -> tuple[dict[str, Any], Any]:
-    """One GPU as ``nvidia-smi -q -i INDEX`` shows it."""
+def probe_gpu(index: int, quick: bool = False) -> tuple[dict[str, Any], Any]:
+    """One GPU as ``nvidia-smi -q -i INDEX`` shows it; ``quick`` as main's."""
     try:
         handle = nv.call("nvmlDeviceGetHandleByIndex", index)
     except nv.NvmlFailure as exc:
@@ -182,7 +186,7 @@ def probe_gpu(index: int) -> tuple[dict[str, Any], Any]:
         "processes": _processes(handle),
         "nvlink": _nvlinks(handle),
     }
-    gpu["counters"] = read_counters(handle, gpu["nvlink"])
+    gpu["counters"] = read_counters(handle, gpu["nvlink"], quick=quick)
     gpu["fabric"] = read_fabric(handle)
     return gpu, handle
 
@@ -355,4 +359,4 @@ def _pair(handles: dict[int, Any], a: int, b: int) -> dict[str, Any]:
 if __name__ == "__main__":
     from gpudoctor.procs.ending import end_child
 
-    end_child(main())  # the parent reads the end without waiting for the process's teardown (~60 ms on an H100)
+    end_child(main(sys.argv[1:]))  # the parent reads the end without waiting for the process's teardown (~60 ms on an H100)
