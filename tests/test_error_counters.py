@@ -37,6 +37,9 @@ OUR_CODES = {"GPU132", "GPU182", "GPU183", "GPU191", "GPU192", "GPU193"}
 H200X4 = sorted((REAL / "h200x4-20261127").glob("*/*.json"))
 #: Those made by a probe that read only the NVLink totals, which driver 580.159.04 does not keep on H200.
 H200X4_TOTALS_ONLY = sorted((REAL / "h200x4-20261127" / "count-ab-0450").glob("*.json"))
+#: `check --quick` recordings since the full check reads the links one by one: --quick reads the totals only.
+H200X4_QUICK = sorted(p for p in H200X4 if p.name.startswith("quick") and p not in H200X4_TOTALS_ONLY
+                      and "nvlink_errors_unread" in p.read_text())
 
 
 def healthy(facts: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +97,8 @@ def test_the_largest_healthy_recovery_count_is_quiet(node):
     assert codes(with_fact(node, "gpus.1.counters.nvlink_errors.4.recovery", 24_000)) & OUR_CODES == set()
 
 
-@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4 if p not in H200X4_TOTALS_ONLY))
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4
+                                  if p not in H200X4_TOTALS_ONLY and p not in H200X4_QUICK))
 def test_the_healthy_h200x4_recordings_are_quiet(path):
     """Every GPU's links count CRC-data errors from boot (27 on one link 57 s after it); none of the
     counter checks may fire, and the NVLink check must have judged them, not skipped them."""
@@ -541,3 +545,12 @@ def test_the_window_is_the_longer_of_uptime_and_boot_time(monkeypatch, uptime, b
     monkeypatch.setattr(counters, "open", lambda path, *a, **k: io.StringIO(files[path]), raising=False)
     monkeypatch.setattr(clock, "time", lambda: now)
     assert counters._uptime_s() == expected
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(REAL)) for p in H200X4_QUICK))
+def test_a_quick_recording_on_h200_says_the_links_were_not_read(path):
+    """A real --quick on 4 x H200: the driver keeps no totals, so the NVLink check is skipped with why."""
+    facts = json.loads((REAL / path).read_text())["facts"]
+    check = {c["id"]: c for c in judge(facts)["checks"]}["gpus.nvlink_errors"]
+    assert check["status"] == "skip" and "not checked in --quick" in check["reason"]
+    assert codes(facts) & OUR_CODES == set()
