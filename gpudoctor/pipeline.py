@@ -58,7 +58,7 @@ def run_options(target: Target, timeout_s: Optional[float] = None, only: Sequenc
 
 def device_facts() -> dict[str, Any]:
     """What `gpudoctor devices` lists of this machine: the host and NVML probes' facts, judged by nothing."""
-    return run_probes([p for p in runner.PROBES if p.name in ("host", "nvml")], RunOptions())
+    return runner.run_probes([p for p in runner.PROBES if p.name in ("host", "nvml")], RunOptions())
 
 
 def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gpus: bool = False) -> list[Check]:

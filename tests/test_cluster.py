@@ -315,12 +315,12 @@ def test_two_nodes_for_real_carry_node_1s_report_to_rank_0(tmp_path):
 def test_rank_0s_own_check_crashing_is_int001_not_all_clear(monkeypatch):
     """Rank 0's node check raised: the combined report says so (INT001), instead of judging empty facts ok."""
     from gpudoctor.cli import check as cli_module
+    from gpudoctor.run_options import RunOptions
 
     data = _job(None, {"ok": False, "error": "x"})
     monkeypatch.setattr(distributed, "run_rank", lambda launch, check, deadline, redact=True: (
         {"facts": {}, "findings": [], "error": "the node's own check failed: OSError: boom"}, data))
-    report = cli_module._cluster_check(distributed.Launch(0, 2, 0, 1, 0, "torchrun"), lambda until=None: {}, None,
-                                       (), (), quiet=True)
+    report = cli_module._cluster_check(distributed.Launch(0, 2, 0, 1, 0, "torchrun"), RunOptions(), quiet=True)
     found = [(f["code"], f["title"]) for f in report["findings"] if f["code"] == "INT001"]
     assert found and "the node's own check failed: OSError: boom" in found[0][1]
 
