@@ -16,7 +16,7 @@ import errno
 import os
 import re
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 20000
@@ -74,17 +74,8 @@ def _read_messages(path: str) -> list[str]:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     messages: list[str] = []
     total = 0
-    deadline = time.monotonic() + MAX_SECONDS
     try:
-        while len(messages) < MAX_RECORDS and total < MAX_BYTES and time.monotonic() < deadline:
-            try:
-                chunk = os.read(fd, _RECORD_BYTES)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                if exc.errno == errno.EPIPE:
-                    continue
-                raise
+        for chunk in _chunks(fd, MAX_SECONDS, lambda: len(messages) < MAX_RECORDS and total < MAX_BYTES):
             if not chunk:
                 break
             total += len(chunk)
@@ -92,6 +83,25 @@ def _read_messages(path: str) -> list[str]:
     finally:
         os.close(fd)
     return messages
+
+
+def _chunks(fd: int, max_seconds: float, more: Callable[[], bool]) -> Iterator[bytes]:
+    """An open kmsg's records, one read each (a plain file gives many lines a read), while ``more()`` and
+    the time allow; an empty chunk is the end of the buffer (EAGAIN) or of the file. A record overwritten
+    while it was being read (EPIPE) is skipped."""
+    deadline = time.monotonic() + max_seconds
+    while more() and time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, _RECORD_BYTES)
+        except BlockingIOError:
+            chunk = b""
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                continue
+            raise
+        yield chunk
+        if not chunk:
+            return
 
 
 def _messages(chunk: str) -> list[str]:
@@ -115,18 +125,8 @@ def read_records(path: str = KMSG, max_seconds: float = MAX_SECONDS, keep: bytes
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     kept: list[tuple[int, float, str]] = []
     count, total, first_s, complete, last = 0, 0, None, False, b""
-    deadline = time.monotonic() + max_seconds
     try:
-        while count < MAX_RECORDS * 10 and total < MAX_BYTES * 4 and time.monotonic() < deadline:
-            try:
-                chunk = os.read(fd, _RECORD_BYTES)
-            except BlockingIOError:
-                complete = True
-                break
-            except OSError as exc:
-                if exc.errno == errno.EPIPE:
-                    continue
-                raise
+        for chunk in _chunks(fd, max_seconds, lambda: count < MAX_RECORDS * 10 and total < MAX_BYTES * 4):
             if not chunk:
                 complete = True
                 break
