@@ -60,15 +60,20 @@ def _rocm(facts: dict[str, Any], paste: Optional[Paste], notes: list[str]) -> No
     signs = [{"what": s["what"], "text": s["text"], "where": f"{name}, line {s['line']}"} for s in paste.parsed["signs"]]
     if _nvidia_shown(facts):
         notes.append(f"the pastes show an AMD ROCm stack ({signs[0]['what']}, {signs[0]['where']}) beside an NVIDIA "
-                     "driver or GPU: judged as an NVIDIA machine")
+                     "driver or GPU, or a CUDA build: judged as an NVIDIA machine")
         return
     facts["rocm"] = {"signs": signs, "source": signs[0]["where"]}
 
 
 def _nvidia_shown(facts: dict[str, Any]) -> bool:
-    """Whether a paste other than prose shows an NVIDIA driver version or lists a GPU through nvidia-smi."""
+    """Whether a paste other than prose shows an NVIDIA driver version, lists a GPU through nvidia-smi, or shows a
+    PyTorch built for CUDA (a +cu wheel, collect_env's CUDA build): its torch.cuda is CUDA's, whatever ROCm
+    package sits beside it."""
     nvml = facts.get("nvml") or {}
     if isinstance(nvml.get("driver_version"), str) and not str(nvml.get("source") or "").startswith(PROSE):
+        return True
+    torch = ((facts.get("frameworks") or {}).get("torch") or {}).get("info") or {}
+    if torch.get("backend") == "cuda" and torch.get("built_cuda") and not str(torch.get("source") or "").startswith(PROSE):
         return True
     return any(isinstance(g, dict) and not g.get("stated") for g in facts.get("gpus") or [])
 

@@ -1,7 +1,8 @@
 """Signs that a ticket's stack is AMD's ROCm, not NVIDIA's CUDA: a PyTorch build tagged ``+rocm``,
 collect_env's ``ROCM used to build PyTorch`` / ``HIP runtime version`` / ``MIOpen runtime version`` with
 a value, ``rocm-smi`` and ``rocminfo`` output, ``torch.version.hip`` printing a version, an AMD GPU in
-a GPU list, HIP's own errors, and the ROCm packages (``tensorflow-rocm``, ``pytorch-triton-rocm``).
+a GPU list, HIP's own errors, and the ROCm packages (``tensorflow-rocm``, ``pytorch-triton-rocm``) in a package
+list or an install command.
 
 A ROCm PyTorch answers through ``torch.cuda`` (HIP stands in for CUDA), so such a paste reads like a
 CUDA one; judged by NVIDIA's rules it would pass or fail on facts that do not apply. Each sign is read
@@ -39,10 +40,13 @@ _FIXED = (("rocm system management interface", "rocm-smi output"),
           ("hip error:", "a HIP error"),
           ("hiperror", "a HIP error"),
           ("hip initialization:", "PyTorch's HIP error"),
-          ("tensorflow-rocm", "the tensorflow-rocm package"),
-          ("pytorch-triton-rocm", "the pytorch-triton-rocm package"),
           ("download.pytorch.org/whl/rocm", "PyTorch's ROCm wheel index"),
           ("download.pytorch.org/whl/nightly/rocm", "PyTorch's ROCm wheel index"))
+#: The ROCm packages: a sign where a package list or an install command names them, never in prose ("do I need
+#: pytorch-triton-rocm?" is asked from NVIDIA machines too).
+_PACKAGES = (("tensorflow-rocm", "the tensorflow-rocm package"), ("pytorch-triton-rocm", "the pytorch-triton-rocm package"))
+_LISTED = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?(?:[-*]\s+)?(?P<name>[\w.-]+)(?:\s*(?:==|>=|~=|\s)\s*\d|\s*$)")
+_INSTALL = re.compile(r"\b(?:pip3?|conda|mamba|uv\s+pip)\s+install\b")
 #: Signs kept per paste: enough to show where the stack was read, bounded whatever the body holds.
 MAX_SIGNS = 5
 #: Lines holding a sign's words that are looked at: a ROCm stack shows in its first few; a log repeating the words
@@ -104,6 +108,9 @@ def _sign(line: str, lowered: str, lines: list[str], number: int) -> Optional[st
         return "torch.version.hip"  # the line under it printed HIP's version; None would be a CUDA or CPU build
     for words, what in _FIXED:
         if words in lowered:
+            return what
+    for name, what in _PACKAGES:
+        if name in lowered and (_INSTALL.search(lowered) or (m := _LISTED.match(lowered)) and m["name"] == name):
             return what
     if ("radeon" in lowered or "instinct" in lowered or "gfx" in lowered) and _GPU_LIST.match(line) and _AMD_GPU.search(line):
         return "an AMD GPU in a GPU list"
