@@ -103,6 +103,12 @@ def container_line(facts: dict[str, Any]) -> str:
     return "not detected"
 
 
+#: The facts an area's headline describes. A paste that holds none of them (only prose or an error message,
+#: which the area's message check reads) must not be shown as "driver not available" or "no GPU listed":
+#: the paste did not look, and the user's own `torch.cuda.is_available()` may well have said True.
+PASTE_FACTS = {"driver": ("nvml", "driver.kernel_module"), "gpus": ("nvml", "gpus"), "container": ("host.container",)}
+
+
 @_one_line
 def area_headline(area: str, facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] = None) -> str:
     """The phrase after an area's mark: what was found there, judged or not. ``findings`` (the report's)
@@ -110,6 +116,8 @@ def area_headline(area: str, facts: dict[str, Any], findings: Optional[list[dict
     nc = (facts.get("paste") or {}).get("not_checked") or {}
     if isinstance(nc, dict) and area in nc:  # judged from a paste, which cannot tell this area
         return "not checked: " + str(nc[area])
+    if isinstance(facts.get("paste"), dict) and area in PASTE_FACTS and not any(get(facts, k) for k in PASTE_FACTS[area]):
+        return "not shown in the pastes; only their messages were judged"
     if area == "driver":
         return driver_line(facts)
     if area == "gpus":

@@ -1,0 +1,43 @@
+"""What a new user reads on a first run must be true: a paste that did not show an area is not read as
+that area's failure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gpudoctor.cli import cli
+from gpudoctor.render.facts_text import area_headline
+
+TICKETS = Path(__file__).resolve().parent / "fixtures" / "tickets"
+#: An issue template and prose that name torch ("PyTorch version (GPU?): 1.11.0 (True)") but no driver,
+#: GPU list or container: only the message checks of those areas run on it.
+PROSE_ONLY = TICKETS / "accelerate-1012.md"
+
+
+def _headlines(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^\[.\] ([^:\n]+): (.*)$", text, flags=re.M))
+
+
+def test_a_paste_without_driver_facts_does_not_say_the_driver_is_missing():
+    result = CliRunner().invoke(cli, ["analyze", str(PROSE_ONLY)])
+    lines = _headlines(result.output)
+    assert result.exit_code == 0, result.output
+    for area in ("Driver", "GPUs", "Container"):
+        assert lines[area].startswith("not shown in the pastes"), lines[area]
+
+
+def test_a_paste_that_shows_no_gpu_still_says_none_listed():
+    # nvidia-smi's "No devices were found" is a fact the paste holds: NVML answered and counted none
+    facts = {"paste": {"not_checked": {}}, "nvml": {"init": {"ok": True}, "device_count": 0}}
+    assert area_headline("gpus", facts) == "none listed"
+    assert area_headline("driver", facts) != "not available"
+
+
+def test_a_live_check_without_a_driver_still_says_not_available():
+    facts = {"nvml": {"init": {"ok": False, "reason": "library_not_found"}}}
+    assert area_headline("driver", facts) == "not available"
+    assert area_headline("gpus", facts) == "none listed"
+    assert area_headline("container", {"host": {"container": {"detected": False}}}) == "not detected"
