@@ -158,7 +158,7 @@ _CODES = (
          "An old Xid says what happened, not what is: the GPU's present state is judged by the other checks (lost GPUs, ECC, pending remaps). A GPU that logs the same Xid again is worth a look.",
          "Nothing now; look each Xid up in NVIDIA's catalogue if it recurs."),
     Code("GPU109", "driver-error-in-kernel-log", WARNING,
-         "The kernel log shows, within the last 24 hours, an NVRM line that says a GPU failed without an Xid number: fallen off the bus, RmInitAdapter failed (the driver could not initialise the GPU), a GSP timeout or heartbeat loss, an API mismatch between the kernel module and a library.",
+         "The kernel log shows, within the last 24 hours, an NVRM line that says a GPU failed without an Xid number: fallen off the bus, RmInitAdapter failed (the driver could not initialise the GPU), a GSP timeout or heartbeat loss, an API mismatch between the kernel module and a library. Where this run's facts show the failure is over (NVML answers for the GPU whose initialisation failed; the kernel module loaded now is the mismatched client's version), it is a note.",
          "The GPU was unusable when it was logged, and may still be: its work fails until it is reset or the machine rebooted.",
          "Reboot (or reset the GPU when nothing uses it); if it recurs, check power, cooling and seating, and update the driver."),
     Code("GPU111", "ecc-uncorrected-errors", ERROR,

@@ -62,6 +62,16 @@ def driver_error(text: str) -> Optional[dict[str, Any]]:
     return None
 
 
+_CLIENT_VERSION = re.compile(r"client has the version (\d[\w.-]{0,30}?),")
+
+
+def mismatch_client_version(text: str) -> Optional[str]:
+    """The driver version of the client an "API mismatch" line names ("the client has the version 550.54.15, but"),
+    None where the line does not say it."""
+    m = _CLIENT_VERSION.search(text)
+    return m.group(1) if m else None
+
+
 #: Xid 94/95's own words on whether the GPU must now be reset ("RST: Yes") or drained and reset ("D-RST: Yes").
 _RESET = re.compile(r"\b(?:D-)?RST: Yes\b")
 

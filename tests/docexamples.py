@@ -314,7 +314,7 @@ EXAMPLES: dict[str, Facts] = {
     "GPU108": _kernel_log(400000.0, [(219.5, "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An "
                                              "uncorrectable double bit error (DBE) has been detected on GPU in the "
                                              "framebuffer at physAddr 0x7fffa8860 partition 7, subpartition 1.")]),
-    "GPU109": _kernel_log(9000.0, errors=[(218.3, "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x24:0x72:1568)")]),
+    "GPU109": _kernel_log(9000.0, errors=[(218.3, "NVRM: GPU 0000:42:00.0: RmInitAdapter failed! (0x24:0x72:1568)")]),
     "GPU111": {
         "nvml": _nvml(),
         "gpus": [_gpu(0, ecc={"current": "enabled", "pending": "enabled",

@@ -9,12 +9,16 @@ fabric registration still under way at boot.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
+from gpudoctor.checks.xid_events import check_xid_events
 from gpudoctor.cli import cli
+from gpudoctor.findings import INFO, WARNING
 from gpudoctor.pastes.forms import rocm
+from gpudoctor.probes import driver_events
 
 
 def analyze_text(tmp_path: Any, text: str) -> tuple[int, dict[str, Any]]:
@@ -58,3 +62,55 @@ def test_a_cuda_pytorch_with_a_rocm_package_installed_is_judged_as_nvidias(tmp_p
     code, report = analyze_text(tmp_path, PIP_LIST_CU.format(extra="pytorch-triton-rocm  3.1.0\n"))
     assert code == 0 and "rocm" not in report["facts"]
     assert report["facts"]["frameworks"]["torch"]["info"]["backend"] == "cuda"
+
+
+# --- NVRM lines of the kernel log ----------------------------------------------------------------------
+
+REAL_NVRM = Path(__file__).parent / "fixtures" / "real" / "h100x1-20261127" / "kernel-log-0447" / "nvrm-lines.txt"
+#: NVRM lines healthy machines log (loading, GSP firmware, probe notes, the FBHUB interrupt a healthy H100 clears).
+BENIGN_NVRM = [
+    "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023",
+    "NVRM: The NVIDIA probe routine was not called for 1 device(s).",
+    "NVRM: GPU at PCI:0000:41:00: GPU-2d5b5c1a-1111-2222-3333-444455556666",
+    "NVRM: GPU Board Serial Number: 1652823004567",
+    "NVRM: nvCheckOkFailedNoLog: Check failed: Call not supported [NV_ERR_NOT_SUPPORTED] (0x00000056) returned from "
+    "pRmApi->Control(pRmApi, RES_GET_CLIENT_HANDLE(pKernelChannel)",
+    "NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:1c82) installed in this system is not supported by open nvidia.ko "
+    "because it does not include the required GPU System Processor (GSP).",
+]
+MISMATCH = "NVRM: API mismatch: the client has the version 550.54.15, but this kernel module has the version 550.54.14."
+
+
+def _xid_facts(lines: list[str], module: str = "550.54.15") -> dict[str, Any]:
+    log = driver_events.events_of([(100.0 + i, line) for i, line in enumerate(lines)])
+    return {"nvml": {"init": {"ok": True}, "device_count": 1},
+            "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci": {"bus_id": "00000000:41:00.0"}}],
+            "driver": {"kernel_module": {"loaded": True, "version": module}},
+            "kernel_log": {"read": True, "source": "/dev/kmsg", "complete": True, "records": 900, "first_s": 0.0,
+                           "uptime_s": 3600.0, "boot_time": 1795000000.0, "tried": [], **log}}
+
+
+def test_benign_nvrm_lines_give_no_finding() -> None:
+    lines = [line.split("] ", 1)[-1] for line in REAL_NVRM.read_text().splitlines() if "NVRM:" in line] + BENIGN_NVRM
+    assert list(check_xid_events(_xid_facts(lines))) == []
+
+
+def test_an_init_failure_of_a_gpu_nvml_answers_for_now_is_a_note() -> None:
+    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:667)"]))
+    assert (found.code, found.severity) == ("GPU109", INFO) and "NVML answers for this GPU now" in found.title
+
+
+def test_an_init_failure_of_a_gpu_nvml_does_not_list_stays_a_warning() -> None:
+    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x22:0x56:667)"]))
+    assert (found.code, found.severity) == ("GPU109", WARNING) and "not listed by NVML now" in found.title
+
+
+def test_an_api_mismatch_the_module_was_reloaded_after_is_a_note() -> None:
+    """The libraries were upgraded to 550.54.15 under a loaded 550.54.14 module, which was then reloaded."""
+    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.15"))
+    assert (found.code, found.severity) == ("GPU109", INFO) and "the module was reloaded since" in found.title
+
+
+def test_an_api_mismatch_with_the_module_still_older_stays_a_warning() -> None:
+    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.14"))
+    assert (found.code, found.severity) == ("GPU109", WARNING)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.compat import xid as catalogue
 from gpudoctor.findings import ERROR, INFO, WARNING, Finding, Subject, gpu_subject
-from gpudoctor.nvrm import bus_key
+from gpudoctor.nvrm import bus_key, mismatch_client_version
 from gpudoctor.snapshot import gpus
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
         if not _recent(group[-1], uptime):
             older += group
             continue
-        yield _error_finding(group, by_bus.get(bus_key(group[-1].get("bus_id"))), log, uptime)
+        gpu = by_bus.get(bus_key(group[-1].get("bus_id")))
+        yield _error_finding(group, gpu, log, uptime, _since_over(group[-1], gpu, facts))
     if older:
         yield _older_finding(older, by_bus, log, uptime)
 
@@ -126,9 +127,29 @@ def _times(group: list[dict[str, Any]]) -> str:
     return f" ({len(group)} times since boot, the last shown)" if len(group) > 1 else ""
 
 
+def _since_over(event: dict[str, Any], gpu: Optional[GpuFacts], facts: Facts) -> Optional[str]:
+    """Why a driver error logged earlier this boot no longer holds, from this run's facts; None where it may.
+    A GPU whose initialisation failed has no NVML handle (nvidia-smi: "Unable to determine the device handle"),
+    so one NVML now names by its UUID was initialised after all; an API mismatch whose client is the version of
+    the kernel module loaded now was followed by a reload of the module."""
+    if event.get("kind") == "init_failed" and gpu is not None and gpu.get("uuid"):
+        return "NVML answers for this GPU now, so a later attempt initialised it"
+    module = ((facts.get("driver") or {}).get("kernel_module") or {}).get("version")
+    client = mismatch_client_version(str(event.get("text") or ""))
+    if event.get("kind") == "version_mismatch" and client and client == module:
+        return f"the kernel module loaded now is that client's version ({module}): the module was reloaded since"
+    return None
+
+
 def _error_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
-                   uptime: Optional[float]) -> Finding:
+                   uptime: Optional[float], over: Optional[str] = None) -> Finding:
     newest = group[-1]
+    if over:
+        return finding("GPU109", f"{_who(gpu, newest)}: earlier this boot the driver logged that {newest.get('meaning')}, "
+                                 f"{_ago(newest, uptime)}{_times(group)}; {over}",
+                       detail=_quote(newest, log), subject=_subject(gpu), severity=INFO,
+                       text="Nothing to do now; if it recurs, read the kernel log around the line shown.",
+                       commands=[LOG_COMMAND], links=[catalogue.XID_DOCS])
     return finding("GPU109", f"{_who(gpu, newest)}: the driver logged that {newest.get('meaning')}, "
                              f"{_ago(newest, uptime)}{_times(group)}",
                    detail=_quote(newest, log), subject=_subject(gpu),
