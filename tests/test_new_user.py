@@ -41,3 +41,14 @@ def test_a_live_check_without_a_driver_still_says_not_available():
     assert area_headline("driver", facts) == "not available"
     assert area_headline("gpus", facts) == "none listed"
     assert area_headline("container", {"host": {"container": {"detected": False}}}) == "not detected"
+
+
+def test_an_empty_folder_beside_reports_is_refused_not_dropped(tmp_path: Path):
+    # a fleet gate given one folder per node: a node that wrote no report must not pass unseen
+    report = Path(__file__).resolve().parent / "fixtures" / "real" / "h100x1-20261127" / "full.json"
+    (tmp_path / "node-b").mkdir()
+    result = CliRunner().invoke(cli, ["merge", str(report), str(tmp_path / "node-b")])
+    assert result.exit_code == 2, result.output
+    assert "1 file(s) refused" in result.stdout.splitlines()[0]
+    assert re.search(r"^node-b\s+refused", result.stdout, flags=re.M)
+    assert "node-b is a folder that holds no .json report" in result.stdout

@@ -258,7 +258,8 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     A node is named by its host name, or by its file name when that is redacted or not unique. As every
     report gpudoctor prints, the output is redacted unless --no-redact (name the files after the nodes).
     A folder stands for the .json files in it; - reads the paths from standard input, one a line. A file
-    that is not a readable report is a row of its own (refused) and the rest is merged: exit 2.
+    that is not a readable report, or a folder with no .json file beside other reports, is a row of its own
+    (refused) and the rest is merged: exit 2.
     """
     from gpudoctor import fleet
     from gpudoctor.render import formats
@@ -288,6 +289,7 @@ def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
     """The report files ``merge`` was given: a folder's .json files (sorted), and with ``-`` the paths read
     from standard input, one a line. None at all is bad input."""
     out: list[Path] = []
+    empty: list[Path] = []  # a folder with no report in it: a node whose report was never written, refused
     for path in given:
         if str(path) == "-":
             try:
@@ -296,12 +298,14 @@ def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
                 text = ""
             out += _fleet_files(tuple(Path(line.strip()) for line in text.splitlines() if line.strip() and line.strip() != "-"))
         elif path.is_dir():
-            out += sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file())
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".json" and p.is_file())
+            out += found
+            empty += [] if found else [path]
         else:
             out.append(path)
     if not out:
         raise BadInput("merge: no report files given (a folder holds no .json file, or standard input named none)")
-    return tuple(out)
+    return tuple(out + empty)
 
 
 def _load_fleet(paths: tuple[Path, ...], identities: bool
@@ -345,6 +349,8 @@ def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
     the merge."""
     from gpudoctor import fleet
 
+    if path.is_dir():  # named on the command line and empty: dropping it would let a gate pass a missing node
+        return None, f"{path} is a folder that holds no .json report"
     try:
         report = load_report(path)
     except BadInput as exc:
