@@ -239,7 +239,7 @@ _CODES = (
          "Read the counters again later (nvidia-smi nvlink -e); if they keep rising, run DCGM's diagnostic and have the hardware inspected.",
          removed_in="0.1.0"),
     Code("GPU191", "fabric-not-registered", ERROR,
-         "On an NVSwitch system, GPUs have not registered with the NVLink fabric: NVML reports the fabric state not started (an error: Fabric Manager is not running) or in progress (a warning).",
+         "On an NVSwitch system, GPUs have not registered with the NVLink fabric: NVML reports the fabric state not started (an error: Fabric Manager is not running) or in progress (a warning; a note within five minutes of boot, when registration is still the boot's normal course). A GPU this run's smoke kernel ran on was registered by then and is not reported.",
          "CUDA refuses to start on an NVSwitch system until Fabric Manager has registered the GPUs: every program fails with error 802, cudaErrorSystemNotReady ('system not yet initialized').",
          "Start nvidia-fabricmanager, from the package of exactly the driver's version, and enable it at boot; its log names the cause when it refuses to start."),
     Code("GPU192", "fabric-registration-failed", ERROR,

@@ -8,12 +8,14 @@ fabric registration still under way at boot.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
+from gpudoctor import pipeline
 from gpudoctor.checks.xid_events import check_xid_events
 from gpudoctor.cli import cli
 from gpudoctor.findings import INFO, WARNING
@@ -114,3 +116,40 @@ def test_an_api_mismatch_the_module_was_reloaded_after_is_a_note() -> None:
 def test_an_api_mismatch_with_the_module_still_older_stays_a_warning() -> None:
     [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.14"))
     assert (found.code, found.severity) == ("GPU109", WARNING)
+
+
+# --- NVSwitch fabric registration ------------------------------------------------------------------------
+
+def _fabric_node(h200x2: dict[str, Any], state: str, uptime_s: float, smoke: bool) -> dict[str, Any]:
+    facts = copy.deepcopy(h200x2)
+    if not smoke:
+        del facts["smoke"]
+    for gpu in facts["gpus"]:
+        gpu["counters"] = {"uptime_s": uptime_s, "pcie_replay": 0}
+        gpu["fabric"] = {"state": state, "status": "success", "api": "v3", "health_summary": "not_supported"}
+    return facts
+
+
+def _fabric_findings(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in pipeline.judge(facts)["findings"] if f["check"] == "gpus.fabric"]
+
+
+def test_registration_under_way_minutes_after_boot_is_a_note(h200x2: dict[str, Any]) -> None:
+    [found] = _fabric_findings(_fabric_node(h200x2, "in_progress", 45.0, smoke=False))
+    assert (found["code"], found["severity"]) == ("GPU191", "info") and "after boot" in found["title"]
+
+
+def test_registration_under_way_long_after_boot_stays_a_warning(h200x2: dict[str, Any]) -> None:
+    [found] = _fabric_findings(_fabric_node(h200x2, "in_progress", 3600.0, smoke=False))
+    assert (found["code"], found["severity"]) == ("GPU191", "warning")
+
+
+def test_a_gpu_the_smoke_kernel_ran_on_was_registered_by_then(h200x2: dict[str, Any]) -> None:
+    """The state was read a moment before CUDA ran on the GPU, which it refuses to do on an unregistered one."""
+    for state in ("not_started", "in_progress"):
+        assert _fabric_findings(_fabric_node(h200x2, state, 45.0, smoke=True)) == []
+
+
+def test_fabric_manager_not_running_at_boot_is_still_an_error(h200x2: dict[str, Any]) -> None:
+    [found] = _fabric_findings(_fabric_node(h200x2, "not_started", 45.0, smoke=False))
+    assert (found["code"], found["severity"]) == ("GPU191", "error")

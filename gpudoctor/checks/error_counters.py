@@ -17,7 +17,7 @@ import math
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
-from gpudoctor.findings import WARNING, Finding, gpu_subject
+from gpudoctor.findings import INFO, WARNING, Finding, gpu_subject
 from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals
 from gpudoctor.snapshot import get, is_unavailable, known
 
@@ -160,10 +160,14 @@ def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
 def check_fabric(facts: Facts) -> Iterator[Finding]:
     found = require_gpus(facts)
     read = [(g, f) for g, f in _fabric_readings(found) if isinstance(f, dict)]
+    # CUDA refuses an unregistered GPU (error 802): one that ran the smoke kernel correctly in this run was
+    # registered by then, and a state read a moment earlier is no longer so
+    ran = {r.get("uuid") for r in (facts.get("smoke") or {}).get("runs") or [] if isinstance(r, dict) and r.get("ok")}
     for state, severity in (("not_started", None), ("in_progress", WARNING)):
-        waiting = [g for g, f in read if f.get("state") == state]
+        waiting = [g for g, f in read if f.get("state") == state and not (g.get("uuid") and g.get("uuid") in ran)]
         if waiting:
-            yield _not_registered(waiting, len(found), state, severity)
+            booting = state == "in_progress" and _booting(waiting)
+            yield _not_registered(waiting, len(found), state, INFO if booting else severity, booting)
     for gpu, fabric in read:
         if fabric.get("state") == "completed" and fabric.get("status") not in (None, "success"):
             yield finding("GPU192", f"{_label(gpu)}: registration with the NVSwitch fabric failed ({fabric['status'].replace('_', ' ')})",
@@ -193,15 +197,25 @@ def _fabric_readings(found: list[GpuFacts]) -> list[tuple[GpuFacts, Any]]:
     return unsupported + readings(others, "fabric", "The NVSwitch fabric state")
 
 
-def _not_registered(waiting: list[GpuFacts], total: int, state: str, severity: Optional[str]) -> Finding:
+def _booting(waiting: list[GpuFacts]) -> bool:
+    """Whether every waiting GPU's host booted within the fabric entry's grace: registration still under way then
+    is the normal course of a boot, not a fault."""
+    grace = float(limits()["fabric-in-progress"]["boot_grace_s"])
+    uptimes = [_uptime_s(g) for g in waiting]
+    return all(u is not None and u < grace for u in uptimes)
+
+
+def _not_registered(waiting: list[GpuFacts], total: int, state: str, severity: Optional[str],
+                    booting: bool = False) -> Finding:
     words = "has not started" if state == "not_started" else "has not finished"
     return finding("GPU191", f"{len(waiting)} of {total} GPU(s) wait for Fabric Manager: registration with the "
-                             f"NVSwitch fabric {words}",
+                             f"NVSwitch fabric {words}" + (f", {_duration(_uptime_s(waiting[0]))} after boot" if booting else ""),
                    severity=severity,
                    detail=f"GPUs: {', '.join(str(g.get('index')) for g in waiting)}. On an NVSwitch system CUDA "
                           "refuses to start until the GPUs are registered: programs fail with error 802 "
                           "(cudaErrorSystemNotReady, 'system not yet initialized')."
-                          + (" Registration is under way; it normally completes within a minute of boot." if severity else ""),
+                          + (" Registration is under way; it normally completes within a minute of boot." if severity else "")
+                          + (" The machine booted moments ago: run the check again in a few minutes." if booting else ""),
                    text="Start Fabric Manager (the nvidia-fabricmanager package of exactly the driver's version) and "
                         "enable it at boot; if it refuses to start, its log names the version mismatch or the fault.",
                    commands=list(FABRIC_COMMANDS))
