@@ -153,3 +153,22 @@ def test_a_gpu_the_smoke_kernel_ran_on_was_registered_by_then(h200x2: dict[str, 
 def test_fabric_manager_not_running_at_boot_is_still_an_error(h200x2: dict[str, Any]) -> None:
     [found] = _fabric_findings(_fabric_node(h200x2, "not_started", 45.0, smoke=False))
     assert (found["code"], found["severity"]) == ("GPU191", "error")
+
+
+# --- a ticket's Xids ---------------------------------------------------------------------------------------
+
+PROGRAM_CRASH = """$ sudo dmesg | grep NVRM
+[    3.5] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build  (dvs-builder@U16-I3-B03-4-3)
+[    3.6] NVRM: Persistence mode is deprecated and will be removed in a future release. Please use nvidia-persistenced instead.
+[ 3600.1] NVRM: Xid (PCI:0000:01:00): 13, pid=12345, name=python, Graphics Exception: ESR 0x514648=0x1000000 0x514650=0x0
+[ 3600.2] NVRM: Xid (PCI:0000:01:00): 31, pid=12345, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS
+[ 3600.3] NVRM: Xid (PCI:0000:01:00): 43, pid=12345, name=python, Ch 00000008
+My training crashed with an illegal memory access, is it my code? torch.cuda.is_available() is True.
+"""
+
+
+def test_a_programs_own_crash_in_a_ticket_is_no_error_and_xid_43_is_a_note(tmp_path: Any) -> None:
+    code, report = analyze_text(tmp_path, PROGRAM_CRASH)
+    severities = {f["title"].split(" (")[0]: f["severity"] for f in report["findings"] if f["code"] == "DRV020"}
+    assert code == 0 and severities == {"the kernel log shows Xid 13": "warning", "the kernel log shows Xid 31": "warning",
+                                        "the kernel log shows Xid 43": "info"}

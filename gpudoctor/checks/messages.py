@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.compat import xid as xid_catalogue
-from gpudoctor.findings import ERROR, WARNING, Finding, Subject
+from gpudoctor.findings import ERROR, INFO, WARNING, Finding, Subject
 
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 ARCH_LIST = 'python -c "import torch; print(torch.__version__, torch.cuda.get_arch_list())"'
@@ -363,10 +363,12 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
         xid = int(item.get("xid") or 0)
         entry = xid_catalogue.entry(xid) or {}
         # the catalogue's error Xids (the GPU needs a reset, a reboot or its hardware checked) are errors in a
-        # ticket too; any other Xid the ticket quotes is a warning about what happened to its program
-        hardware = xid_catalogue.severity(xid, str(item.get("detail") or "")) == ERROR
+        # ticket too; one whose immediate action the catalogue gives as IGNORE (43 after a program's fault, 63 a
+        # successful row remap) is a note; any other Xid the ticket quotes is a warning about what happened to its program
+        judged = xid_catalogue.severity(xid, str(item.get("detail") or ""))
+        ignore = judged == INFO and entry.get("immediate_action") == "IGNORE"
         yield finding("DRV020", f"the kernel log shows {xid_catalogue.describe(xid)} on the GPU at {item.get('bus_id')}",
-                      detail=_quote(item), severity=ERROR if hardware else None,
+                      detail=_quote(item), severity=ERROR if judged == ERROR else INFO if ignore else None,
                       text=str(entry.get("action") or "Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen "
                                                       "off the bus, ECC, NVLink) need a reset or a reboot and, if they "
                                                       "recur, the hardware checked; others point at the program."),
