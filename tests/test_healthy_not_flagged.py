@@ -19,7 +19,7 @@ from gpudoctor import pipeline
 from gpudoctor.checks.xid_events import check_xid_events
 from gpudoctor.cli import cli
 from gpudoctor.findings import INFO, WARNING
-from gpudoctor.pastes.forms import rocm
+from gpudoctor.pastes.forms import observed, rocm
 from gpudoctor.probes import driver_events
 
 
@@ -172,3 +172,42 @@ def test_a_programs_own_crash_in_a_ticket_is_no_error_and_xid_43_is_a_note(tmp_p
     severities = {f["title"].split(" (")[0]: f["severity"] for f in report["findings"] if f["code"] == "DRV020"}
     assert code == 0 and severities == {"the kernel log shows Xid 13": "warning", "the kernel log shows Xid 31": "warning",
                                         "the kernel log shows Xid 43": "info"}
+
+
+# --- what the reporter says they saw ---------------------------------------------------------------------
+
+NVIDIA_SMI_4090 = """$ nvidia-smi
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |
+|=========================================+========================+======================|
+|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+def test_a_statement_the_reporter_says_is_over_is_not_what_they_see() -> None:
+    for line in ("torch.cuda.is_available() returned False before I installed the driver, now True.",
+                 "torch.cuda.is_available() was False until I rebooted; now everything works.",
+                 "EDIT: solved. is_available() returned False because CUDA_VISIBLE_DEVICES was empty.",
+                 "My GPU fell off the bus last week, I replaced the riser and it is fine now."):
+        assert observed.read([line]) is None, line
+
+
+def test_a_statement_still_true_is_read() -> None:
+    for line in ("I reinstalled the driver but torch.cuda.is_available() still returns False, it used to work.",
+                 "torch.cuda.is_available() returns False even after I installed the driver",
+                 "The GPU fell off the bus again after I replaced the riser."):
+        assert observed.read([line])["evidence"], line
+
+
+def test_a_later_true_makes_an_earlier_false_the_past(tmp_path: Any) -> None:
+    said = ["torch.cuda.is_available() returned False.", "I installed the driver and now torch.cuda.is_available() returns True."]
+    assert observed.read(said) is None
+    code, report = analyze_text(tmp_path, NVIDIA_SMI_4090 + "\n".join(said) + "\n")
+    assert code == 0 and report["findings"] == []
+
+
+def test_a_resolved_no_gpu_beside_nvidia_smi_is_no_error(tmp_path: Any) -> None:
+    code, report = analyze_text(tmp_path, NVIDIA_SMI_4090 + "torch.cuda.is_available() was False until I installed "
+                                                           "the driver; now it returns True.\n")
+    assert code == 0 and "FWK211" not in {f["code"] for f in report["findings"]}
