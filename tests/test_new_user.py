@@ -52,3 +52,23 @@ def test_an_empty_folder_beside_reports_is_refused_not_dropped(tmp_path: Path):
     assert "1 file(s) refused" in result.stdout.splitlines()[0]
     assert re.search(r"^node-b\s+refused", result.stdout, flags=re.M)
     assert "node-b is a folder that holds no .json report" in result.stdout
+
+
+def test_the_active_venv_is_diagnosed_framework_or_not(tmp_path: Path, monkeypatch):
+    """The README's rule: $VIRTUAL_ENV is diagnosed whether or not it holds a framework (it is the
+    environment the user is working in); python3 on PATH only when it holds one."""
+    import os
+    import sys
+
+    from gpudoctor.probes import interpreter
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "python3"):
+        os.symlink(sys.executable, venv / "bin" / name)
+    monkeypatch.setattr(interpreter, "holds_frameworks", lambda path: False)
+    chosen = interpreter.choose(environ={"VIRTUAL_ENV": str(venv), "PATH": str(venv / "bin")})
+    assert chosen.executable == str(venv / "bin" / "python") and not chosen.own
+    assert "$VIRTUAL_ENV names it" in chosen.reason
+    monkeypatch.setattr(interpreter, "_prefix_holds_frameworks", lambda prefix: False)
+    assert interpreter.choose(environ={"PATH": str(venv / "bin")}).own

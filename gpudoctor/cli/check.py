@@ -54,7 +54,7 @@ class Seconds(click.FloatRange):
 @click.option("--python", "python", metavar="PATH",
               help="Diagnose this Python (an interpreter, or a venv/conda folder): its frameworks, libraries and "
                    "packages. Default: gpudoctor's own if it holds a framework, else the active environment "
-                   "($VIRTUAL_ENV, $CONDA_PREFIX, then python3 on PATH).")
+                   "($VIRTUAL_ENV, else $CONDA_PREFIX), else python3 on PATH if it holds one, else gpudoctor's own.")
 @NO_REDACT_OPTION
 def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
           timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
