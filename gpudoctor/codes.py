@@ -154,7 +154,7 @@ _CODES = (
          "The GPU is healthy: a program crashed on it (an out-of-range access, a killed process). Only repeats on the same GPU across different programs point at the hardware.",
          "Run the program named in the message under compute-sanitizer or cuda-gdb; nothing to do for the GPU."),
     Code("GPU108", "xid-earlier-this-boot", INFO,
-         "The kernel log holds Xid events or driver errors from this boot that are older than 24 hours; they are listed, not judged.",
+         "The kernel log holds Xid events or driver errors from this boot that are older than 24 hours, or that were logged before the NVIDIA kernel module was loaded again (a reload initialises its GPUs anew, as a GPU reset workflow does); they are listed, not judged.",
          "An old Xid says what happened, not what is: the GPU's present state is judged by the other checks (lost GPUs, ECC, pending remaps). A GPU that logs the same Xid again is worth a look.",
          "Nothing now; look each Xid up in NVIDIA's catalogue if it recurs."),
     Code("GPU109", "driver-error-in-kernel-log", WARNING,

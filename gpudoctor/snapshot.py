@@ -165,6 +165,7 @@ SHAPE: dict[str, str] = {
     "facts.kernel_log.events[].time_s": _NUM, "facts.kernel_log.events[].bus_id": _STR,
     "facts.kernel_log.events[].text": _STR, "facts.kernel_log.errors": _LIST, "facts.kernel_log.errors[]": _OBJ,
     "facts.kernel_log.errors[].time_s": _NUM, "facts.kernel_log.errors[].text": _STR,
+    "facts.kernel_log.module_loaded_s": "num|null",
     # nvml
     "facts.nvml": "obj|null", "facts.nvml.init": _OBJ, "facts.nvml.init.ok": _BOOL, "facts.nvml.init.reason": _STR,
     "facts.nvml.driver_version": _STR, "facts.nvml.nvml_version": _STR, "facts.nvml.cuda_driver_version": _INT,

@@ -211,3 +211,22 @@ def test_a_resolved_no_gpu_beside_nvidia_smi_is_no_error(tmp_path: Any) -> None:
     code, report = analyze_text(tmp_path, NVIDIA_SMI_4090 + "torch.cuda.is_available() was False until I installed "
                                                            "the driver; now it returns True.\n")
     assert code == 0 and "FWK211" not in {f["code"] for f in report["findings"]}
+
+
+def test_an_xid_before_the_module_was_loaded_again_is_listed_not_judged() -> None:
+    """A GPU reset workflow (stop its users, rmmod, nvidia-smi -r, modprobe) after an Xid 48: the driver that
+    logged it is gone and the reload initialised the GPU anew; NVML judges its memory now."""
+    lines = ["NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build",
+             "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error",
+             "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:667)",
+             "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build"]
+    [found] = check_xid_events(_xid_facts(lines))
+    assert (found.code, found.severity) == ("GPU108", INFO) and "before the NVIDIA kernel module was loaded again" in found.title
+    assert "Xid 48" in found.title and "init_failed" in found.title
+
+
+def test_an_xid_after_the_module_loaded_is_judged() -> None:
+    lines = ["NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build",
+             "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error"]
+    [found] = check_xid_events(_xid_facts(lines))
+    assert (found.code, found.severity) == ("GPU105", "error")

@@ -54,6 +54,13 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
                             f"bound ({log.get('records')} records, up to {_clock(log.get('last_s'))} after boot)")
     by_bus = {bus_key((g.get("pci") or {}).get("bus_id")): g for g in gpus(facts)}
     uptime = log.get("uptime_s") if isinstance(log.get("uptime_s"), (int, float)) else None
+    reloaded = log.get("module_loaded_s") if isinstance(log.get("module_loaded_s"), (int, float)) else None
+    before = [e for e in [*events, *errors] if reloaded is not None and _seconds(e) < reloaded]
+    events = [e for e in events if not any(e is b for b in before)]
+    errors = [e for e in errors if not any(e is b for b in before)]
+    if before:
+        yield _older_finding(before, by_bus, log, uptime, f"before the NVIDIA kernel module was loaded again, "
+                                                          f"{_ago({'time_s': reloaded}, uptime)}")
     older: list[dict[str, Any]] = []
     for group in _groups(events, lambda e: (e["xid"], bus_key(e.get("bus_id")))):
         newest = group[-1]
@@ -159,7 +166,7 @@ def _error_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: di
 
 
 def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, GpuFacts], log: dict[str, Any],
-                   uptime: Optional[float]) -> Finding:
+                   uptime: Optional[float], when: str = f"more than {WINDOW_S // 3600} h ago") -> Finding:
     items = sorted(items, key=_seconds)
     named = []
     for item in items:
@@ -168,7 +175,7 @@ def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, GpuFacts], log
         if (what, label) not in named:
             named.append((what, label))
     listed = ", ".join(f"{w} on {label}" for w, label in named[:6]) + (" and more" if len(named) > 6 else "")
-    return finding("GPU108", f"earlier this boot, more than {WINDOW_S // 3600} h ago: {listed}",
+    return finding("GPU108", f"earlier this boot, {when}: {listed}",
                    detail=_quote(items[-1], log),
                    text="Nothing to do for these now: the GPUs' present state is judged by the other checks. If they "
                         "recur, look each Xid up in NVIDIA's catalogue.",

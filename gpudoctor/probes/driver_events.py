@@ -34,6 +34,8 @@ MAX_EVENTS = 100
 MAX_TEXT_BYTES = 8 << 20
 LOG_FILES = ("/var/log/kern.log", "/var/log/messages")
 JOURNALCTL = ("journalctl", "-k", "-b", "--no-pager", "-o", "short-monotonic", "-q", "--reverse")
+#: The kernel module's line as it loads ("NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04 ...").
+_LOADING = "NVRM: loading NVIDIA UNIX"
 _MONOTONIC = re.compile(r"\[\s*(\d{1,10}\.\d{1,9})\]")
 _ISO = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
 _CLASSIC = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}:\d{2}:\d{2})")
@@ -71,16 +73,22 @@ def probe_driver_events(budget_s: float = BUDGET_S, kmsg: str = KMSG, files: tup
 
 def events_of(lines: list[tuple[float, str]]) -> dict[str, Any]:
     """The Xid events and other driver errors among (seconds since boot, text) lines, oldest first: the
-    newest MAX_EVENTS of each, and how many there were."""
+    newest MAX_EVENTS of each, and how many there were; and when the kernel module last logged its loading
+    (module_loaded_s): an event before a reload happened to a driver instance that is gone, whose GPUs the
+    reload initialised again."""
     xids: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     nvrm = 0
+    loaded: Optional[float] = None
     for seconds, text in lines:
         at = text.find("NVRM:")
         if at < 0:
             continue
         nvrm += 1
         text = text[at:at + 400]
+        if text.startswith(_LOADING):
+            loaded = round(seconds, 3)
+            continue
         xid = parse_xid(text)
         if xid:
             xids.append({**xid, "time_s": round(seconds, 3), "text": text[:300]})
@@ -89,7 +97,7 @@ def events_of(lines: list[tuple[float, str]]) -> dict[str, Any]:
         if error:
             errors.append({**error, "time_s": round(seconds, 3), "text": text[:300]})
     return {"nvrm_lines": nvrm, "xid_count": len(xids), "events": xids[-MAX_EVENTS:], "error_count": len(errors),
-            "errors": errors[-MAX_EVENTS:]}
+            "errors": errors[-MAX_EVENTS:], "module_loaded_s": loaded}
 
 
 def _from_kmsg(path: str, left: float) -> dict[str, Any]:
