@@ -230,3 +230,24 @@ def test_an_xid_after_the_module_loaded_is_judged() -> None:
              "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error"]
     [found] = check_xid_events(_xid_facts(lines))
     assert (found.code, found.severity) == ("GPU105", "error")
+
+
+# --- error counters over a long uptime, and GPUs without NVLink in use --------------------------------------
+
+def _counters_node(h200x2: dict[str, Any], gen: int, replays: int, uptime_s: float) -> dict[str, Any]:
+    facts = copy.deepcopy(h200x2)
+    for gpu in facts["gpus"]:
+        gpu["pcie"] = {"gen_current": 1, "gen_max": gen, "width_current": 16, "width_max": 16}
+        gpu["nvlink"] = {"unavailable": "not_supported"}  # a PCIe card, or a consumer GPU
+        gpu["counters"] = {"uptime_s": uptime_s, "pcie_replay": replays, "nvlink_errors": {"unavailable": "not_supported"}}
+        gpu["fabric"] = {"state": "not_supported", "status": "success", "api": "v3", "health_summary": "not_supported"}
+    return facts
+
+
+def test_a_few_hundred_replays_over_months_on_gen3_and_gen4_are_quiet(h200x2: dict[str, Any]) -> None:
+    for gen in (3, 4):
+        judged = pipeline.judge(_counters_node(h200x2, gen, 400, 90 * 86400.0))
+        assert [f for f in judged["findings"] if f["check"].startswith("gpus.")] == [], gen
+        status = {c["id"]: c["status"] for c in judged["checks"]}
+        assert status["gpus.pcie_replays"] == "pass" and status["gpus.fabric"] == "pass"
+        assert status["gpus.nvlink_errors"] == "skip"  # no NVLink: nothing to judge, not a pass
