@@ -150,7 +150,7 @@ _CODES = (
          "The GPU still works, but the job that hit it died, and a repeat points at the hardware.",
          "Restart the application; reset the GPU when convenient after a 94; if the Xid recurs on the same GPU, follow the catalogue's investigatory action."),
     Code("GPU107", "xid-application-fault", INFO,
-         "The kernel log shows, within the last 24 hours, an Xid the catalogue puts down to the application (13 graphics engine exception, 31 memory page fault, 43, 45 cleanup after a program ended, 69) or that needs no action, or an Xid gpudoctor's catalogue does not describe.",
+         "The kernel log shows, within the last 24 hours, an Xid the catalogue puts down to the application (13 graphics engine exception, 31 memory page fault, 43, 45 cleanup after a program ended, 69) or that needs no action, or an Xid gpudoctor's catalogue does not describe; and, in a container whose GPUs NVML all lists, any Xid on a GPU of the host the container was not given.",
          "The GPU is healthy: a program crashed on it (an out-of-range access, a killed process). Only repeats on the same GPU across different programs point at the hardware.",
          "Run the program named in the message under compute-sanitizer or cuda-gdb; nothing to do for the GPU."),
     Code("GPU108", "xid-earlier-this-boot", INFO,

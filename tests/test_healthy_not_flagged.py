@@ -251,3 +251,24 @@ def test_a_few_hundred_replays_over_months_on_gen3_and_gen4_are_quiet(h200x2: di
         status = {c["id"]: c["status"] for c in judged["checks"]}
         assert status["gpus.pcie_replays"] == "pass" and status["gpus.fabric"] == "pass"
         assert status["gpus.nvlink_errors"] == "skip"  # no NVLink: nothing to judge, not a pass
+
+
+def test_in_a_container_an_xid_on_a_host_gpu_it_was_not_given_is_a_note() -> None:
+    """A pod given one GPU of eight reads the host's kernel log: another tenant's Xid 79 is not this pod's fault."""
+    facts = _xid_facts(["NVRM: Xid (PCI:0000:c1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+                        "NVRM: GPU 0000:c1:00.0: GPU has fallen off the bus."])
+    facts["host"] = {"container": {"detected": True, "markers": ["/.dockerenv"]}}
+    found = list(check_xid_events(facts))
+    assert [(f.code, f.severity) for f in found] == [("GPU107", INFO), ("GPU109", INFO)]
+    assert "not given to this container" in found[0].title and "not given to this container" in found[1].title
+
+
+def test_on_the_host_or_with_a_gpu_nvml_cannot_read_an_unlisted_gpus_xid_is_judged() -> None:
+    line = "NVRM: Xid (PCI:0000:c1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    [found] = check_xid_events(_xid_facts([line]))  # not in a container: the machine's own GPU is lost
+    assert (found.code, found.severity) == ("GPU105", "error")
+    facts = _xid_facts([line])
+    facts["host"] = {"container": {"detected": True, "markers": []}}
+    facts["nvml"]["device_count"] = 2  # a second GPU is counted but could not be read: it may be this one
+    [found] = check_xid_events(facts)
+    assert (found.code, found.severity) == ("GPU105", "error")

@@ -67,13 +67,16 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
         if not _recent(newest, uptime):
             older += group
             continue
-        yield _xid_finding(group, by_bus.get(bus_key(newest.get("bus_id"))), log, uptime)
+        gpu = by_bus.get(bus_key(newest.get("bus_id")))
+        yield _xid_finding(group, gpu, log, uptime, outside=gpu is None and _all_listed_in_container(facts))
     for group in _groups(errors, lambda e: (e.get("kind"), bus_key(e.get("bus_id")))):
         if not _recent(group[-1], uptime):
             older += group
             continue
         gpu = by_bus.get(bus_key(group[-1].get("bus_id")))
-        yield _error_finding(group, gpu, log, uptime, _since_over(group[-1], gpu, facts))
+        outside = gpu is None and bool(group[-1].get("bus_id")) and _all_listed_in_container(facts)
+        yield _error_finding(group, gpu, log, uptime, "it is a GPU of the host not given to this container" if outside
+                             else _since_over(group[-1], gpu, facts))
     if older:
         yield _older_finding(older, by_bus, log, uptime)
 
@@ -113,18 +116,29 @@ def _recent(event: dict[str, Any], uptime: Optional[float]) -> bool:
     return uptime is None or uptime - _seconds(event) <= WINDOW_S
 
 
+def _all_listed_in_container(facts: Facts) -> bool:
+    """In a container, whether NVML listed every GPU it counted, each with its bus: the host's kernel log then
+    names GPUs this container was not given, and an Xid on one of them says nothing of the GPUs here. (A GPU
+    here that fell off the bus is still counted by NVML, but cannot be read, so this is then False.)"""
+    if ((facts.get("host") or {}).get("container") or {}).get("detected") is not True:
+        return False
+    listed = list(gpus(facts))
+    count = (facts.get("nvml") or {}).get("device_count")
+    return bool(listed) and count == len(listed) and all(bus_key((g.get("pci") or {}).get("bus_id")) for g in listed)
+
+
 def _xid_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
-                 uptime: Optional[float]) -> Finding:
+                 uptime: Optional[float], outside: bool = False) -> Finding:
     newest = group[-1]
     xid = newest["xid"]
-    severity = catalogue.severity(xid, str(newest.get("detail") or "")) or INFO
+    severity = INFO if outside else catalogue.severity(xid, str(newest.get("detail") or "")) or INFO
     entry = catalogue.entry(xid) or {}
     text = str(entry.get("action") or "gpudoctor's catalogue does not describe this Xid: look it up in NVIDIA's "
                                       "Xid catalogue, with the message's own words.")
     buckets = [b for b in (entry.get("immediate_action"), entry.get("investigatory_action")) if b]
     if buckets:
         text += f" (NVIDIA's catalogue: {' / '.join(buckets)})"
-    return finding(_CODE[severity], f"{_who(gpu, newest)} logged {catalogue.describe(xid)} {_ago(newest, uptime)}"
+    return finding(_CODE[severity], f"{_who(gpu, newest, outside)} logged {catalogue.describe(xid)} {_ago(newest, uptime)}"
                                     f"{_times(group)}",
                    detail=_quote(newest, log), subject=_subject(gpu), severity=severity,
                    text=text, commands=_commands(gpu), links=[catalogue.XID_DOCS])
@@ -182,10 +196,12 @@ def _older_finding(items: list[dict[str, Any]], by_bus: dict[Any, GpuFacts], log
                    commands=[LOG_COMMAND], links=[catalogue.XID_DOCS])
 
 
-def _who(gpu: Optional[GpuFacts], event: dict[str, Any]) -> str:
+def _who(gpu: Optional[GpuFacts], event: dict[str, Any], outside: bool = False) -> str:
     if gpu is not None:
         return f"GPU {gpu.get('index')} ({gpu.get('name') or 'unknown model'}, {event.get('bus_id')})"
     bus = event.get("bus_id")
+    if outside:
+        return f"the host's GPU at {bus}, one not given to this container," if bus else "a GPU of the host"
     return f"the GPU at {bus} (not listed by NVML now)" if bus else "a GPU"
 
 
