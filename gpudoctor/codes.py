@@ -436,7 +436,7 @@ _CODES = (
          "Everything runs on the CPU or fails; nvidia-smi may still list the GPUs, because the cause is what this process was allowed to see.",
          "CUDA_VISIBLE_DEVICES must name GPUs this machine has (nvidia-smi -L), not be empty or -1, and be set before CUDA starts; a container needs --gpus."),
     Code("FWK210", "rocm-stack-not-judged", INFO,
-         "The pasted ticket shows an AMD ROCm stack and no NVIDIA driver or GPU: a PyTorch build tagged +rocm, collect_env's 'ROCM used to build PyTorch' or 'HIP runtime version' with a value, rocm-smi or rocminfo output, torch.version.hip printing a version, an AMD GPU in a GPU list, or a HIP error.",
+         "The pasted ticket shows an AMD ROCm stack and no NVIDIA driver, GPU or CUDA build of PyTorch: a PyTorch build tagged +rocm, collect_env's 'ROCM used to build PyTorch' or 'HIP runtime version' with a value, rocm-smi or rocminfo output, torch.version.hip printing a version, an AMD GPU in a GPU list, a HIP error, or a ROCm package (pytorch-triton-rocm, tensorflow-rocm) in a package list or an install command, never in prose.",
          "gpudoctor's checks and matrix are NVIDIA's (drivers, compute capabilities, CUDA builds). A ROCm PyTorch answers through torch.cuda, so judging its paste as CUDA would pass or fail it on rules that do not apply; every area is shown as not checked instead of passed.",
          "Judge the stack with AMD's ROCm compatibility matrix (the GPU's gfx target and the ROCm release of the build) and ROCm's own tools: rocminfo, rocm-smi, and torch.version.hip with torch.cuda.is_available()."),
     Code("FWK211", "framework-says-it-sees-no-gpu", WARNING,
