@@ -643,7 +643,7 @@ CASES: list[Case] = [
     Case("unknown-option", ("check", "--no-such-option"), 2, usage_error=True,
          error=r"Error: No such option(?: '--no-such-option'|: --no-such-option).*"),  # Click 8.2 / 8.1 (Python 3.9)
     Case("unknown-format", ("check", "--format", "yaml"), 2, usage_error=True,
-         error=r"Error: Invalid value for '-f' / '--format': 'yaml' is not one of 'text', 'json', 'markdown', 'junit'\."),
+         error=r"Error: Invalid value for '-f' / '--format': 'yaml' is not one of 'text', 'json', 'markdown', 'junit', 'prometheus'\."),
     Case("negative-timeout", ("check", "--timeout", "-1"), 2, usage_error=True,
          error=r"Error: Invalid value for '--timeout': -1\.0 is not in the range x>=0\.1\.", deadline_s=DEADLINE_S),
     Case("unknown-area", ("check", "--only", "nope"), 2, error=r"Error: unknown area or check: nope \(see `gpudoctor checks`\)"),

@@ -72,3 +72,10 @@ def test_the_active_venv_is_diagnosed_framework_or_not(tmp_path: Path, monkeypat
     assert "$VIRTUAL_ENV names it" in chosen.reason
     monkeypatch.setattr(interpreter, "_prefix_holds_frameworks", lambda prefix: False)
     assert interpreter.choose(environ={"PATH": str(venv / "bin")}).own
+
+
+def test_analyze_of_a_folder_is_one_line_and_exit_2(tmp_path: Path):
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: cannot read {tmp_path}: ") and "Usage" not in lines[0]

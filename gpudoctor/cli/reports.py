@@ -22,7 +22,7 @@ from gpudoctor.render.safe import terminal
 
 @cli.command(epilog=EXIT_CODES_HELP, short_help="Re-judge a saved report, or judge what a user pasted.")
 @click.argument("inputs", metavar="REPORT.json|PASTE...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
+                type=click.Path(path_type=Path, allow_dash=True))  # a folder: the reader's one-line error
 @report_options
 @NO_REDACT_OPTION
 def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
