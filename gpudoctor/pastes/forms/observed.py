@@ -53,7 +53,8 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
     kinds: set[str] = set()
     for number, line in enumerate(lines, 1):
         lowered = line.lower()
-        if _AVAILABLE_WORDS in lowered and _AVAILABLE_TRUE.search(line) and _stated(line, *_AVAILABLE_TRUE.search(line).span()):
+        true = _AVAILABLE_TRUE.search(line) if _AVAILABLE_WORDS in lowered else None
+        if true and _stated(line, *true.span()):
             # the reporter says PyTorch answers True now: what they said it answered before is over
             evidence = [e for e in evidence if not (e["kind"] == "no_gpu_seen" and e.get("framework") == "PyTorch"
                                                     and e.get("how") == "said")]
