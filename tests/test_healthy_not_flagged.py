@@ -272,3 +272,10 @@ def test_on_the_host_or_with_a_gpu_nvml_cannot_read_an_unlisted_gpus_xid_is_judg
     facts["nvml"]["device_count"] = 2  # a second GPU is counted but could not be read: it may be this one
     [found] = check_xid_events(facts)
     assert (found.code, found.severity) == ("GPU105", "error")
+
+
+def test_a_cuda_pytorch_on_an_amd_machine_stays_outside_the_nvidia_checks(tmp_path: Any) -> None:
+    """rocm-smi shows the machine's GPUs are AMD's: a +cu124 wheel there is the wrong build on an AMD machine."""
+    code, report = analyze_text(tmp_path, PIP_LIST_CU.format(extra="") + "$ rocm-smi\n"
+                                "========================= ROCm System Management Interface =========================\n")
+    assert [f["code"] for f in report["findings"]] == ["FWK210"] and report["facts"]["rocm"]["signs"]

@@ -58,7 +58,8 @@ def _rocm(facts: dict[str, Any], paste: Optional[Paste], notes: list[str]) -> No
         return
     name = paste.where.rsplit(", line ", 1)[0]
     signs = [{"what": s["what"], "text": s["text"], "where": f"{name}, line {s['line']}"} for s in paste.parsed["signs"]]
-    if _nvidia_shown(facts):
+    packages_only = all(s["what"].endswith("-rocm package") for s in signs)
+    if _nvidia_shown(facts) or (packages_only and _cuda_build_shown(facts)):
         notes.append(f"the pastes show an AMD ROCm stack ({signs[0]['what']}, {signs[0]['where']}) beside an NVIDIA "
                      "driver or GPU, or a CUDA build: judged as an NVIDIA machine")
         return
@@ -66,16 +67,19 @@ def _rocm(facts: dict[str, Any], paste: Optional[Paste], notes: list[str]) -> No
 
 
 def _nvidia_shown(facts: dict[str, Any]) -> bool:
-    """Whether a paste other than prose shows an NVIDIA driver version, lists a GPU through nvidia-smi, or shows a
-    PyTorch built for CUDA (a +cu wheel, collect_env's CUDA build): its torch.cuda is CUDA's, whatever ROCm
-    package sits beside it."""
+    """Whether a paste other than prose shows an NVIDIA driver version or lists a GPU through nvidia-smi."""
     nvml = facts.get("nvml") or {}
     if isinstance(nvml.get("driver_version"), str) and not str(nvml.get("source") or "").startswith(PROSE):
         return True
-    torch = ((facts.get("frameworks") or {}).get("torch") or {}).get("info") or {}
-    if torch.get("backend") == "cuda" and torch.get("built_cuda") and not str(torch.get("source") or "").startswith(PROSE):
-        return True
     return any(isinstance(g, dict) and not g.get("stated") for g in facts.get("gpus") or [])
+
+
+def _cuda_build_shown(facts: dict[str, Any]) -> bool:
+    """Whether a paste other than prose shows a PyTorch built for CUDA (a +cu wheel, collect_env's CUDA build).
+    Beside a ROCm package alone its torch.cuda is CUDA's; beside an AMD GPU or ROCm's tools it is the wrong build
+    on an AMD machine, which stays outside the NVIDIA checks."""
+    torch = ((facts.get("frameworks") or {}).get("torch") or {}).get("info") or {}
+    return torch.get("backend") == "cuda" and bool(torch.get("built_cuda")) and not str(torch.get("source") or "").startswith(PROSE)
 
 
 #: The frameworks whose own messages say their CUDA started (an out-of-memory in PyTorch's allocator, tensors on
