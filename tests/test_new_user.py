@@ -79,3 +79,16 @@ def test_analyze_of_a_folder_is_one_line_and_exit_2(tmp_path: Path):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"Error: cannot read {tmp_path}: ") and "Usage" not in lines[0]
+
+
+def test_analyze_of_a_markdown_report_does_not_call_its_findings_new(tmp_path: Path):
+    """The Markdown report embeds the facts, not the verdict: comparing against no saved findings would
+    call every finding "new" although the report showed it."""
+    report = Path(__file__).resolve().parent / "fixtures" / "real" / "h100x1-20261123" / "quick.json"
+    md = tmp_path / "report.md"
+    made = CliRunner().invoke(cli, ["analyze", "--format", "markdown", "--output", str(md), str(report)])
+    assert made.exit_code == 0 and md.is_file()
+    result = CliRunner().invoke(cli, ["analyze", str(md)])
+    assert result.exit_code == 0, result.output
+    assert "compared with the verdict saved" not in result.stderr
+    assert "compared with the verdict saved" in CliRunner().invoke(cli, ["analyze", str(report)]).stderr

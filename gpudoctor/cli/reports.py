@@ -157,8 +157,9 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
 
     # secrets leave redacted whatever --no-redact says, on stderr too (README: "removed anyway")
     before, after = (redact_report(saved, identities=not no_redact), redact_report(report, identities=not no_redact))
-    for line in describe_changes(rep.changes(before, after)):
-        click.echo(line, err=True)
+    if isinstance(saved.get("findings"), list):  # a Markdown report carries its facts, not its verdict: no "new"
+        for line in describe_changes(rep.changes(before, after)):
+            click.echo(line, err=True)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 
