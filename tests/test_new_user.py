@@ -92,3 +92,15 @@ def test_analyze_of_a_markdown_report_does_not_call_its_findings_new(tmp_path: P
     assert result.exit_code == 0, result.output
     assert "compared with the verdict saved" not in result.stderr
     assert "compared with the verdict saved" in CliRunner().invoke(cli, ["analyze", str(report)]).stderr
+
+
+def test_merge_output_extension_picks_the_format_its_help_names(tmp_path: Path):
+    nodes = Path(__file__).resolve().parent / "fixtures" / "real" / "h200x4-20261127" / "final-0504"
+    help_text = " ".join(CliRunner().invoke(cli, ["merge", "--help"]).stdout.split())
+    assert ".json json, .md markdown, .prom prometheus, else text" in help_text
+    opening = {".json": "{", ".md": "#", ".prom": "# HELP gpudoctor_info", ".txt": "gpudoctor merge: "}
+    for suffix, start in opening.items():
+        out = tmp_path / f"fleet{suffix}"
+        result = CliRunner().invoke(cli, ["merge", str(nodes), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        assert out.read_text(encoding="utf-8").startswith(start), suffix

@@ -243,9 +243,10 @@ def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
 @cli.command(epilog=EXIT_CODES_HELP, short_help="Compare saved reports of many nodes: areas, drift, outliers.")
 @click.argument("report_files", metavar="REPORT.json|DIR|-...", nargs=-1, required=True,
                 type=click.Path(path_type=Path, allow_dash=True))
-@format_option("fleet", help="Output format.")
+@format_option("fleet", help="Output format (default: from --output's extension, else text).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the result to FILE instead of standard output.")
+              help="Write the result to FILE instead of standard output. Its extension picks the format unless "
+                   "--format is given: .json json, .md markdown, .prom prometheus, else text.")
 @click.option("--fail-on", type=click.Choice(tuple(rep.FAIL_ON)), default="error", show_default=True,
               help="Lowest severity on any node that makes the exit code 1.")
 @MATRIX_OPTION
