@@ -201,7 +201,7 @@ SHAPE: dict[str, str] = {
     "facts.gpus[].nvlink.links[].link": _INT, "facts.gpus[].nvlink.links[].active": _BOOL,
     "facts.gpus[].nvlink.links[].remote_bus_id": _STR, "facts.gpus[].nvlink.links[].remote_type": _STR,
     "facts.gpus[].counters": _OBJ, "facts.gpus[].counters.uptime_s": _NUM, "facts.gpus[].counters.pcie_replay": _INT,
-    "facts.gpus[].counters.nvlink_errors": "list|obj", "facts.gpus[].counters.nvlink_errors[]": _OBJ,
+    "facts.gpus[].counters.nvlink_errors": "list|obj", "facts.gpus[].counters.nvlink_errors_unread": _STR, "facts.gpus[].counters.nvlink_errors[]": _OBJ,
     "facts.gpus[].counters.nvlink_errors.replay": _INT, "facts.gpus[].counters.nvlink_errors.recovery": _INT,
     "facts.gpus[].counters.nvlink_errors.crc_flit": _INT, "facts.gpus[].counters.nvlink_errors.crc_data": _INT,
     "facts.gpus[].counters.nvlink_errors[].link": _INT, "facts.gpus[].counters.nvlink_errors[].replay": _INT,

@@ -293,7 +293,7 @@ FAKE_GPUDOCTOR = """
         run_module("sleeper", timeout_s=60, env=child_env({{"PYTHONPATH": {tmp!r}}}))
         return {{}}
 
-    runner.PROBES = tuple(replace(p, run=hang) if p.name == "nvml" else p for p in runner.PROBES)
+    runner.PROBES = tuple(replace(p, run=hang, quick_run=None) if p.name == "nvml" else p for p in runner.PROBES)
     sys.argv = ["gpudoctor", "check", "--quick", "--only", "driver"]
     from gpudoctor.cli import main
     main()

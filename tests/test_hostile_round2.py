@@ -165,13 +165,15 @@ def test_analyze_of_closed_standard_input_is_a_real_message():
     assert proc.stderr.strip() == "Error: cannot read standard input (-): it is closed; give a file instead"
 
 
-NVIDIA_SMI_HEADER = ("```\n+" + "-" * 89 + "+\n| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      "
-                     "CUDA Version: 12.4     |\n+" + "-" * 89 + "+\n```\n\nprose {}\n\n")
+#: Each block names its own driver (550.10.14 ... 550.34.14), so no block repeats another (a repeated
+#: block is read once).
+NVIDIA_SMI_HEADER = ("```\n+" + "-" * 89 + "+\n| NVIDIA-SMI 550.{0}.14              Driver Version: 550.{0}.14      "
+                     "CUDA Version: 12.4     |\n+" + "-" * 89 + "+\n```\n\nprose {0}\n\n")
 
 
 def test_analyze_names_ten_pastes_and_counts_the_rest(tmp_path):
     paste = tmp_path / "issue.md"
-    paste.write_text("".join(NVIDIA_SMI_HEADER.format(i) for i in range(25)))
+    paste.write_text("".join(NVIDIA_SMI_HEADER.format(i) for i in range(10, 35)))
     result = CliRunner().invoke(cli, ["analyze", str(paste)])
     summary = [line for line in result.stderr.splitlines() if "judged from what was pasted" in line]
     assert len(summary) == 1 and summary[0].count("nvidia-smi (") == 10 and " and 15 more. " in summary[0]
