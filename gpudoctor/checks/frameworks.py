@@ -183,8 +183,8 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         if fw.get("status") != "ok":
             continue  # metadata only (check --quick): what it sees is unknown
         seen = len(info.get("devices") or [])
-        cause = _steering(facts, name) if seen == 0 else None
         given = 1 if isinstance(info.get("pinned"), dict) else expected  # placement gave its child one GPU
+        cause = _steering(facts, name) if seen == 0 else None
         if cause:
             variable, value, fix = cause
             yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",

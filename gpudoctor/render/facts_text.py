@@ -423,8 +423,6 @@ def frameworks_unread(facts: dict[str, Any]) -> Optional[str]:
     said only when the probe finished and could read the diagnosed Python's search path."""
     if isinstance(facts.get("paste"), dict):  # judged from a ticket: no probe looked, so nothing says none is installed
         return "the pastes name no framework version"
-    if isinstance(facts.get("paste"), dict):  # judged from a ticket: no probe looked, so nothing says none is installed
-        return "the pastes name no framework version"
     record = get(facts, "probes.frameworks") or {}
     if isinstance(record, dict) and record.get("status") in ("timeout", "error"):
         what = "did not finish" if record["status"] == "timeout" else "failed"

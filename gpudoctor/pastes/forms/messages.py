@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from gpudoctor.nvrm import parse_xid
-
 from gpudoctor import versions
+from gpudoctor.nvrm import parse_xid
 
 _NEGATED = re.compile(r"\b(?:no longer|not|never|without|instead of|don't|doesn't|didn't|won't)\b", re.I)
 _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3})\s+is not compatible with the current "
