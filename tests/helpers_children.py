@@ -15,3 +15,13 @@ def children_left(within_s: float = 5.0) -> list[Any]:
     while (left := psutil.Process().children(recursive=True)) and time.monotonic() < deadline:
         time.sleep(0.02)
     return left
+
+
+def default_signals() -> None:
+    """For ``preexec_fn``: SIGINT and SIGHUP back to their defaults in a gpudoctor the test starts. A test
+    run started with ``nohup`` or in the background of a script has them ignored, and a child inherits
+    that: gpudoctor then rightly keeps them ignored, as it does under ``nohup``."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

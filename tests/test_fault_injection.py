@@ -47,6 +47,7 @@ import psutil
 import pytest
 
 from gpudoctor.frameworks_table import NAMES
+from helpers_children import default_signals
 from helpers_faults import CUPY_ON_OLD_DRIVER, FAKE_ENV, FAKE_PYNVML, HOST_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -752,7 +753,7 @@ def test_fault(case: Case, tmp_path: Path, bad_reports: Path) -> None:
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "gpudoctor", *args], cwd=tmp_path, env=run.final_env(marker),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_signals)
     try:
         if case.interrupt is not None:
             _interrupt_when_hanging(proc, run, case.interrupt, started)

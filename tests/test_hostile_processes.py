@@ -25,7 +25,7 @@ from gpudoctor.probes import toolkit
 from gpudoctor.procs import processes
 from gpudoctor.procs.child import child_env, kill_all, run_module
 from gpudoctor.procs.processes import run_bounded
-from helpers_children import children_left
+from helpers_children import children_left, default_signals
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -303,6 +303,7 @@ FAKE_GPUDOCTOR = """
 def start_fake_gpudoctor(tmp_path: Path, **popen: object) -> tuple[subprocess.Popen, list[int]]:
     pidfile = tmp_path / "pids"
     (tmp_path / "sleeper.py").write_text(textwrap.dedent(SLEEPER.format(pidfile=str(pidfile))))
+    popen.setdefault("preexec_fn", default_signals)
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(FAKE_GPUDOCTOR.format(root=str(ROOT), tmp=str(tmp_path)))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
     return proc, pids_in(pidfile, 2, within_s=20)
@@ -329,7 +330,7 @@ def test_children_die_with_gpudoctor(tmp_path, sig):
 def test_a_hangup_ignored_by_nohup_stays_ignored(tmp_path):
     """``nohup gpudoctor check``: a hang-up ignored when gpudoctor started must not end it."""
     proc, (child, grandchild) = start_fake_gpudoctor(
-        tmp_path, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+        tmp_path, preexec_fn=lambda: (default_signals(), signal.signal(signal.SIGHUP, signal.SIG_IGN)))
     proc.send_signal(signal.SIGHUP)
     time.sleep(0.5)
     assert proc.poll() is None and psutil.pid_exists(child)
