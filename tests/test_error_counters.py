@@ -24,6 +24,7 @@ from gpudoctor.checks.registry import run_checks
 from gpudoctor.pipeline import judge
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.nvlink_totals import nvlink_totals
+from gpudoctor.probes import boot_clock
 from gpudoctor.probes.nvml import counters
 from helpers_facts import with_fact
 
@@ -547,7 +548,7 @@ def test_the_window_is_the_longer_of_uptime_and_boot_time(monkeypatch, uptime, b
 
     now = 1_800_000_000.0
     files = {"/proc/uptime": uptime, "/proc/stat": f"cpu  1 2 3\nbtime {int(now - btime_ago)}\nprocesses 9\n"}
-    monkeypatch.setattr(counters, "open", lambda path, *a, **k: io.StringIO(files[path]), raising=False)
+    monkeypatch.setattr(boot_clock, "open", lambda path, *a, **k: io.BytesIO(files[path].encode()), raising=False)
     monkeypatch.setattr(clock, "time", lambda: now)
     assert counters._uptime_s() == expected
 

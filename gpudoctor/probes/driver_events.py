@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, Callable, Optional
 
 from gpudoctor.nvrm import driver_error, parse_xid
+from gpudoctor.probes import boot_clock
 from gpudoctor.probes.kernel_log import KMSG, read_records
 
 #: The time a full check gives the read, and --quick (which must stay within 0.5 s on one H100).
@@ -49,7 +50,8 @@ def probe_driver_events(budget_s: float = BUDGET_S, kmsg: str = KMSG, files: tup
     "reason", "tried"}; both with the machine's uptime (uptime_s) and boot time (boot_time, seconds since
     the epoch), against which each event's time since boot (time_s) is placed."""
     end = time.monotonic() + budget_s
-    uptime = _uptime()
+    read = boot_clock.uptime_s()
+    uptime = round(read, 3) if read is not None else None
     context: dict[str, Any] = {"uptime_s": uptime, "boot_time": _boot_time(uptime),
                                "dmesg_restrict": _dmesg_restrict()}
     readers: list[tuple[str, Callable[[float], dict[str, Any]]]] = [
@@ -184,24 +186,11 @@ def _refused(exc: OSError) -> dict[str, Any]:
     return {"reason": reason, "detail": str(exc)[:200]}
 
 
-def _uptime() -> Optional[float]:
-    try:
-        with open("/proc/uptime", "rb") as fh:  # bytes: no codec to look up, so it also reads after a drop of privileges
-            return round(float(fh.read().split()[0]), 3)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def _boot_time(uptime: Optional[float]) -> Optional[float]:
-    """The kernel's own boot time (/proc/stat btime, whole seconds): the same in every reading, where now
-    minus the uptime moves by the milliseconds between two reads."""
-    try:
-        with open("/proc/stat", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"btime "):
-                    return float(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
+    """The kernel's boot time; now minus the uptime where /proc/stat does not say."""
+    boot = boot_clock.boot_time()
+    if boot is not None:
+        return boot
     return round(time.time() - uptime, 3) if uptime else None
 
 

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from gpudoctor.nvlink_totals import UNREAD_IN_QUICK
+from gpudoctor.probes import boot_clock
 from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.snapshot import is_unavailable, unavailable
 
@@ -145,19 +146,8 @@ def _uptime_s() -> Any:
     """The longer of /proc/uptime and the time since /proc/stat's boot time: a container whose /proc is
     virtualised (lxcfs) may show its own start in one of them, and a window too short would overstate
     every rate computed over it."""
-    seen = []
-    try:
-        with open("/proc/uptime") as fh:
-            seen.append(float(fh.read().split()[0]))
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        with open("/proc/stat") as fh:
-            boot = next((float(line.split()[1]) for line in fh if line.startswith("btime ")), None)
-        if boot:
-            seen.append(time.time() - boot)
-    except (OSError, ValueError, IndexError):
-        pass
+    uptime, boot = boot_clock.uptime_s(), boot_clock.boot_time()
+    seen = [s for s in (uptime, time.time() - boot if boot else None) if s is not None]
     return round(max(seen), 1) if seen else unavailable("not_found")
 
 
