@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from gpudoctor.nvlink_totals import nvlink_totals
+from gpudoctor.nvlink_totals import nvlink_totals, read_count
 from gpudoctor.snapshot import gpus, known
 
 FAR_ABOVE = 10
@@ -30,11 +30,6 @@ COUNTERS = (
 )
 
 
-def _count(value: Any) -> Optional[int]:
-    value = known(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
     """Counter key -> (the node's largest count, where it is: "GPU 3")."""
     best: dict[str, tuple[int, str]] = {}
@@ -47,9 +42,9 @@ def node_figures(facts: dict[str, Any]) -> dict[str, tuple[int, str]]:
         counters = gpu.get("counters")
         if not isinstance(counters, dict):
             continue
-        offer("pcie_replay", _count(counters.get("pcie_replay")), f"GPU {gpu.get('index')}")
+        offer("pcie_replay", read_count(known(counters.get("pcie_replay"))), f"GPU {gpu.get('index')}")
         for name, value in (nvlink_totals(counters.get("nvlink_errors")) or {}).items():
-            offer(f"nvlink_{name}", _count(value), f"GPU {gpu.get('index')}")
+            offer(f"nvlink_{name}", read_count(known(value)), f"GPU {gpu.get('index')}")
     return best
 
 

@@ -37,11 +37,11 @@ def _sum(counts: list[Any]) -> Any:
     missing = next((c for c in counts if is_unavailable(c)), None)
     if missing is not None:
         return missing
-    if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+    if any(read_count(c) is None for c in counts):
         return unavailable("unknown")
     return sum(counts)
 
 
-def count(value: Any) -> Optional[int]:
+def read_count(value: Any) -> Optional[int]:
     """A count that was read (an int), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None

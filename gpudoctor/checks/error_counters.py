@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, require_gpus
 from gpudoctor.findings import INFO, WARNING, Finding, gpu_subject
-from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals
+from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals, read_count
 from gpudoctor.snapshot import get, is_unavailable, known
 
 if TYPE_CHECKING:
@@ -40,10 +40,6 @@ def limits() -> dict[str, dict[str, Any]]:
 
 def _label(gpu: GpuFacts) -> str:
     return f"GPU {gpu.get('index')} ({known(gpu.get('name')) or 'unknown model'})"
-
-
-def _count(value: Any) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _uptime_s(gpu: GpuFacts) -> Optional[float]:
@@ -105,7 +101,7 @@ def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> I
     if uptime is None:
         return
     fast = [(words, n) for kind, words in (("crc_flit", "CRC-flit"), ("crc_data", "CRC-data"))
-            if (n := _count(totals.get(kind))) is not None and n / uptime >= per_s]
+            if (n := read_count(totals.get(kind))) is not None and n / uptime >= per_s]
     if fast:
         yield finding("GPU182", f"{_label(gpu)}: NVLink CRC errors at {max(n for _, n in fast) / uptime:,.0f} a second "
                                 "on average since the driver loaded",
@@ -148,8 +144,8 @@ def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
     """DCGM's per-minute limit for the link at its top generation and full width; where either is unknown,
     the highest limit in the table, so that an unknown link is never judged by a stricter one."""
     rates = {int(k): float(v) for k, v in entry["replays_per_minute_per_lane"].items()}
-    gen = _count(known(get(gpu, "pcie.gen_max"))) or _count(known(get(gpu, "pcie.gen_current")))
-    width = _count(known(get(gpu, "pcie.width_max"))) or _count(known(get(gpu, "pcie.width_current")))
+    gen = read_count(known(get(gpu, "pcie.gen_max"))) or read_count(known(get(gpu, "pcie.gen_current")))
+    width = read_count(known(get(gpu, "pcie.width_max"))) or read_count(known(get(gpu, "pcie.width_current")))
     gen = min(gen, max(rates)) if gen and gen > 0 else max(rates)
     width = width if width and width > 0 else 16
     return math.ceil(rates.get(gen, rates[max(rates)]) * width), gen, width
