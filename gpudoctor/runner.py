@@ -27,7 +27,7 @@ from gpudoctor.probes.multigpu import TIMEOUT_S as MULTIGPU_TIMEOUT_S, probe_mul
 from gpudoctor.probes.nvml import probe_nvml
 from gpudoctor.probes.pyenv import probe_python
 from gpudoctor.probes.smoke import probe_smoke
-from gpudoctor.probes.workload import framework_facts, probe_workload
+from gpudoctor.probes.workload import framework_facts, hosted_smoke, probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
 from gpudoctor.run_options import RunOptions, Started
@@ -104,10 +104,24 @@ def select_probes(names: Collection[str], quick: bool = False, deep: bool = Fals
         return [replace(p, run=p.quick_run, variant="quick") if p.quick_run else p for p in chosen]
     chosen = [replace(p, run=p.deep_run, variant="deep") if deep and p.deep_run else p for p in chosen]
     if any(p.name == "workload" for p in chosen):  # one child per framework serves both probes
-        facts = framework_facts(deep, WORKLOAD_TIMEOUT_S)
-        chosen = [replace(p, run=lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S, facts_from=facts),
-                          variant="shared") if p.name == "frameworks" else p for p in chosen]
+        return [_shared(p, deep, hosts_smoke=any(p.name == "smoke" for p in chosen)) for p in chosen]
     return chosen
+
+
+def _shared(probe: Probe, deep: bool, hosts_smoke: bool) -> Probe:
+    """``probe`` where the workloads run too: the threaded frameworks' workload children report the
+    framework probe's facts, and (``hosts_smoke``) PyTorch's runs the smoke kernel, so that no other
+    process starts CUDA on a GPU that PyTorch starts it on anyway."""
+    if probe.name == "frameworks":
+        facts = framework_facts(deep, WORKLOAD_TIMEOUT_S, hosts_smoke)
+        return replace(probe, run=lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S, facts_from=facts),
+                       variant="shared")
+    if probe.name == "workload" and hosts_smoke:
+        return replace(probe, run=lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S, deep, smoke=True))
+    if probe.name == "smoke" and hosts_smoke:
+        return replace(probe, run=lambda target: probe_smoke(SMOKE_TIMEOUT_S, host=hosted_smoke(deep, WORKLOAD_TIMEOUT_S, target)),
+                       variant="shared")
+    return probe
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ SHAPE: dict[str, str] = {
     "facts.smoke": "obj|null", "facts.smoke.count": _OBJ, "facts.smoke.count.devices": _LIST,
     "facts.smoke.count.devices[]": _OBJ, "facts.smoke.count.devices[].ordinal": _INT, "facts.smoke.count.source": _STR,
     "facts.smoke.runs": _LIST, "facts.smoke.runs[]": _OBJ, "facts.smoke.runs[].ordinal": _INT,
-    "facts.smoke.runs[].ok": _BOOL, "facts.smoke.runs[].wrong_elements": _INT,
+    "facts.smoke.runs[].ok": _BOOL, "facts.smoke.runs[].wrong_elements": _INT, "facts.smoke.runs[].process": _STR,
     "facts.workload": "obj|null", "facts.workload.devices": _LIST, "facts.workload.runs": _LIST,
     "facts.workload.placement": _OBJ, "facts.workload.placement.*": _OBJ, "facts.workload.placement.*.devices": _LIST,
     "facts.workload.placement.*.why": _STR, "facts.frameworks.*.info.pinned": _OBJ,

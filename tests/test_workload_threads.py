@@ -312,7 +312,7 @@ def test_a_check_imports_each_threaded_framework_once(monkeypatch):
     monkeypatch.setattr(workload, "run_module", lambda module, args, **kw: started.append(("workload", *args)) or real_workload(module, args, **kw))
     report = pipeline.check(pipeline.RunOptions(only=("frameworks", "acceleration")))
     torch_children = [s for s in started if "torch" in s]
-    assert torch_children == [("workload", "torch", "-", "--facts")]
+    assert torch_children == [("workload", "torch", "-", "--facts", "--smoke")]
     assert report["facts"]["frameworks"]["torch"]["status"] == "ok"
     assert report["facts"]["frameworks"]["torch"]["info"]["version"].startswith("2.")
     assert [r["training"]["ok"] for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"] == [True]

@@ -1,11 +1,12 @@
-"""The framework-free smoke kernel on every GPU CUDA enumerates, one child process per GPU, all at once."""
+"""The framework-free smoke kernel on every GPU CUDA enumerates: from PyTorch's workload child where the
+workloads run too (it starts CUDA on every GPU anyway), else one child process per GPU, all at once."""
 
 from __future__ import annotations
 
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable, Optional
 
 from gpudoctor.procs.child import ChildResult, child_env, pinned, run_module, shared
 from gpudoctor.trace import mark
@@ -70,16 +71,36 @@ def pin_uuids(devices: list[dict[str, Any]]) -> dict[str, Any]:
     return {str(d["ordinal"]): d.get("uuid") for d in devices}
 
 
-def probe_smoke(timeout_s: float = 30.0) -> dict[str, Any]:
+#: A host of the kernel (workload.hosted_smoke): the CUDA ordinals to run on and how long to wait, to the
+#: runs it printed, by ordinal.
+Host = Callable[[list[str], float], dict[str, dict[str, Any]]]
+
+
+def probe_smoke(timeout_s: float = 30.0, host: Optional[Host] = None) -> dict[str, Any]:
+    """The kernel on every GPU: from ``host``'s process where it runs on them all the same, else (and for
+    any GPU whose hosted run did not pass) from a child of its own per GPU, so a failure is always told
+    by a process that runs nothing else."""
+    begun = time.monotonic()
     counted = count_gpus()
     count = counted.section("count")
     if count is None:
         return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}
-    children = _run_all(count["devices"], timeout_s)
-    runs = [_record(device, child, timeout_s) for device, child in zip(count["devices"], children)]
+    devices = count["devices"]
+    hosted = _passed(host([str(d["ordinal"]) for d in devices], max(0.0, timeout_s - (time.monotonic() - begun)))
+                     if host and devices else {})
+    own = [d for d in devices if str(d["ordinal"]) not in hosted]
+    children = dict(zip((str(d["ordinal"]) for d in own), _run_all(own, timeout_s)))
+    runs = [{**d, **hosted[str(d["ordinal"])], "ordinal": d["ordinal"]} if str(d["ordinal"]) in hosted
+            else _record(d, children[str(d["ordinal"])], timeout_s) for d in devices]
     if count.get("source") == NVML_SOURCE and any("error" in run for run in runs):
-        return _as_cuda_counts({str(d["uuid"]): c for d, c in zip(count["devices"], children)}, timeout_s)
+        return _as_cuda_counts({str(d["uuid"]): children[str(d["ordinal"])] for d in own}, timeout_s)
     return {"smoke": {"count": count, "runs": runs}}
+
+
+def _passed(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The hosted runs that passed: any other is run again in a child of its own, which says exactly what
+    the driver and the GPU do without a framework's process around them."""
+    return {o: r for o, r in runs.items() if r.get("ok") is True and "error" not in r}
 
 
 def _as_cuda_counts(children: dict[str, ChildResult], timeout_s: float) -> dict[str, Any]:

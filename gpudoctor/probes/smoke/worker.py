@@ -5,18 +5,21 @@ Run as ``python -m gpudoctor.probes.smoke.worker count`` (how many devices CUDA 
 context, has the driver JIT-compile a small PTX kernel (y = a*x + y over 1M floats of varied
 data), runs it, copies the result back and checks every element against a CPU reference. No
 toolkit and no framework are involved, so a failure here is the driver's or the GPU's.
-Each step's CUDA error is reported by number and name; the parent maps it to a fix.
+Each step's CUDA error is reported by number and name; the parent maps it to a fix. A workload child
+that has started CUDA on every GPU runs the same kernel from its own process instead (host()).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import sys
+import threading
 import time
 from array import array
-from typing import Any
+from typing import Any, Callable, ContextManager, Optional
 
 from gpudoctor.procs import protocol
 from gpudoctor.trace import mark
@@ -134,11 +137,21 @@ def _uuid(raw: bytes) -> str:
 def run(ordinal: int) -> int:
     cuda = load()
     start = time.monotonic()
-    steps: dict[str, float] = {}
     check(cuda, "cuInit", cuda.cuInit(0))
     mark(f"smoke {ordinal}: cuInit done")
+    result = on_gpu(cuda, ordinal)
+    result["total_s"] = round(time.monotonic() - start, 4)
+    emit("run", result)
+    mark(f"smoke {ordinal}: printed")
+    return 0
+
+
+def on_gpu(cuda: Any, ordinal: int) -> dict[str, Any]:
+    """The kernel on GPU ``ordinal`` once CUDA has started in this process: its result, the ordinal kept as
+    reported (a child pinned to its GPU's UUID calls that GPU 0), and each step's seconds."""
+    start = time.monotonic()
+    steps: dict[str, float] = {}
     dev, ctx, module, kernel = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
-    # pinned by the parent to this one GPU (CUDA_VISIBLE_DEVICES=its UUID): CUDA calls it 0; the report keeps the ordinal
     check(cuda, "cuDeviceGet", cuda.cuDeviceGet(ctypes.byref(dev), 0 if os.environ.get("GPUDOCTOR_PINNED_GPU") else ordinal))
     t = time.monotonic()
     check(cuda, "cuDevicePrimaryCtxRetain", cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
@@ -150,13 +163,11 @@ def run(ordinal: int) -> int:
         check(cuda, "cuModuleLoadData (PTX JIT)", cuda.cuModuleLoadData(ctypes.byref(module), PTX))
         check(cuda, "cuModuleGetFunction", cuda.cuModuleGetFunction(ctypes.byref(kernel), module, b"saxpy"))
         steps["jit_s"] = time.monotonic() - t
-        x = array("f", (((i % 1000) * 0.5 - 17.0) for i in range(N)))
-        y = array("f", ((i % 4093) * 0.25 + 1.0 for i in range(N)))
-        expected = array("f", (A * xi + yi for xi, yi in zip(x, y)))
+        x, y, expected = inputs()
         t = time.monotonic()
         got = _launch(cuda, kernel, x, y)
         steps["kernel_and_copies_s"] = time.monotonic() - t
-        bad = [i for i in range(N) if not _close(got[i], expected[i])]
+        bad = wrong(got, expected)
         result = {"ordinal": ordinal, "ok": not bad, "elements": N, "wrong_elements": len(bad),
                   "first_wrong": [[i, got[i], expected[i]] for i in bad[:5]]}
     finally:
@@ -164,9 +175,25 @@ def run(ordinal: int) -> int:
             cuda.cuModuleUnload(module)
         fn(cuda, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease")(dev)
     result.update({k: round(v, 4) for k, v in steps.items()}, total_s=round(time.monotonic() - start, 4))
-    emit("run", result)
-    mark(f"smoke {ordinal}: printed")
-    return 0
+    return result
+
+
+@functools.lru_cache(maxsize=1)
+def inputs() -> tuple[array, array, array]:
+    """The kernel's x and y, and the CPU's a*x + y, made once per process: a process that runs the kernel on
+    several GPUs (hosted) shares them. Every value is exact in float32 (halves and quarters well below
+    2**24), so a right answer is the same bytes."""
+    x = array("f", (((i % 1000) * 0.5 - 17.0) for i in range(N)))
+    y = array("f", ((i % 4093) * 0.25 + 1.0 for i in range(N)))
+    return x, y, array("f", (A * xi + yi for xi, yi in zip(x, y)))
+
+
+def wrong(got: array, expected: array) -> list[int]:
+    """The indices of the wrong elements: none when the bytes agree, the usual answer, which is read
+    without a Python step per element."""
+    if got.tobytes() == expected.tobytes():
+        return []
+    return [i for i in range(N) if not _close(got[i], expected[i])]
 
 
 def _launch(cuda: Any, kernel: Any, x: array, y: array) -> array:
@@ -202,15 +229,51 @@ def _close(got: float, want: float) -> bool:
     return abs(got - want) <= max(ulp, 1e-30)
 
 
+#: What a hosted run records as its process (the report's smoke.runs[].process); a run in a child of its
+#: own records none.
+HOSTED = "torch workload"
+
+
+def host(ordinals: list[str], lock: Callable[[str], ContextManager[Any]]) -> list[threading.Thread]:
+    """Run the kernel on each of ``ordinals`` from this process, a thread each, printing a ``smoke`` line per
+    GPU: for a workload child that has already started CUDA on those GPUs (PyTorch's, on every GPU), so the
+    driver makes no context and starts no process for the kernel. Still framework-free: the same driver
+    calls, on the libcuda the process loaded. ``lock(ordinal)`` keeps the kernel off the GPU while the
+    workload times something there. The caller joins the threads before it exits."""
+    threads = [threading.Thread(target=_hosted, args=(o, lock), name=f"smoke{o}", daemon=True) for o in ordinals]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _hosted(ordinal: str, lock: Callable[[str], ContextManager[Any]]) -> None:
+    try:
+        cuda = load()
+        check(cuda, "cuInit", cuda.cuInit(0))
+        with lock(ordinal):
+            result = on_gpu(cuda, int(ordinal))
+        emit("smoke", {**result, "process": HOSTED})
+    except BaseException as exc:  # noqa: BLE001 - the parent runs the kernel in a child of its own instead
+        emit("smoke", {"ordinal": int(ordinal), "error": failure(exc) or {"step": "hosted", "code": None, "name": type(exc).__name__,
+                                                                    "message": str(exc)[:500]}})
+
+
+def failure(exc: BaseException) -> Optional[dict[str, Any]]:
+    """What a failed run reports, for the failures it diagnoses; None for any other exception."""
+    if isinstance(exc, CudaFailure):
+        return {"step": exc.step, "code": exc.code, "name": exc.name}
+    if isinstance(exc, OSError):  # libcuda.so.1 cannot be loaded
+        return {"step": "load libcuda.so.1", "code": None, "name": "library_not_found", "message": str(exc)}
+    if isinstance(exc, AttributeError):
+        return {"step": "find a driver API symbol", "code": None, "name": "symbol_missing", "message": str(exc)}
+    return None
+
+
 def main(argv: list[str]) -> int:
     try:
         return count() if argv[0] == "count" else run(int(argv[1]))
-    except CudaFailure as exc:
-        emit("error", {"step": exc.step, "code": exc.code, "name": exc.name})
-    except OSError as exc:  # libcuda.so.1 cannot be loaded
-        emit("error", {"step": "load libcuda.so.1", "code": None, "name": "library_not_found", "message": str(exc)})
-    except AttributeError as exc:
-        emit("error", {"step": "find a driver API symbol", "code": None, "name": "symbol_missing", "message": str(exc)})
+    except (CudaFailure, OSError, AttributeError) as exc:
+        emit("error", failure(exc))
     return 0
 
 

@@ -118,14 +118,15 @@ class FrameworkChild:
     the workload probe waits for the end (wait()). One child instead of two: on 4 x H200 every process
     that starts CUDA on all four GPUs delays the others (the driver starts CUDA in one process at a time)."""
 
-    def __init__(self, framework: str, deep: bool, timeout_s: float, target: Target):
+    def __init__(self, framework: str, deep: bool, timeout_s: float, target: Target, smoke: bool = False):
         self.framework, self.timeout_s, self.target = framework, timeout_s, target
         self.result = ChildResult()  # filled while the child runs
         self.began = time.monotonic()
         self.facts_at: Optional[float] = None
         self._facts_printed = threading.Event()
+        self._smoke_printed = threading.Condition()
         self._done: Future = Future()
-        args = [framework, "-", "--facts", *(["--deep"] if deep else [])]
+        args = [framework, "-", "--facts", *(["--deep"] if deep else []), *(["--smoke"] if smoke else [])]
         threading.Thread(target=self._run, args=(args,), name=f"child-{framework}", daemon=True).start()
 
     def _run(self, args: list[str]) -> None:
@@ -138,11 +139,16 @@ class FrameworkChild:
         finally:
             self._done.set_result(self.result)  # first: facts() woken below must see a child that ended
             self._facts_printed.set()
+            with self._smoke_printed:
+                self._smoke_printed.notify_all()
 
     def _line(self, item: dict[str, Any]) -> None:
         if item.get("section") == "framework":
             self.facts_at = time.monotonic()
             self._facts_printed.set()
+        elif item.get("section") == "smoke":
+            with self._smoke_printed:
+                self._smoke_printed.notify_all()
 
     def facts(self, timeout_s: float) -> ChildResult:
         """For the framework probe: the child as it stood when it printed the facts (as if it had ended
@@ -161,20 +167,39 @@ class FrameworkChild:
     def wait(self) -> ChildResult:
         return self._done.result()
 
+    def smoke_runs(self, ordinals: list[str], timeout_s: float) -> dict[str, dict[str, Any]]:
+        """The smoke kernel's runs this child printed (it hosts the kernel: worker --smoke), by ordinal,
+        once there is one for each of ``ordinals``, the child has ended, or ``timeout_s`` has passed."""
+        deadline = time.monotonic() + timeout_s
+        with self._smoke_printed:
+            while True:
+                runs = {str(d.get("ordinal")): d for d in self.result.sections("smoke") if isinstance(d, dict)}
+                left = deadline - time.monotonic()
+                if all(o in runs for o in ordinals) or self._done.done() or left <= 0:
+                    return runs
+                self._smoke_printed.wait(left)
 
-def framework_child(framework: str, deep: bool, timeout_s: float, target: Target) -> FrameworkChild:
-    """The run's one child for a threaded framework, started by whichever probe asks first."""
-    return shared(f"framework child {framework}", lambda: FrameworkChild(framework, deep, timeout_s, target))
+
+#: The framework whose child runs on every GPU and so can host the smoke kernel (smoke.worker.host).
+SMOKE_HOST = "torch"
 
 
-def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float, Target], Optional[ChildResult]]:
+def framework_child(framework: str, deep: bool, timeout_s: float, target: Target, smoke: bool = False) -> FrameworkChild:
+    """The run's one child for a threaded framework, started by whichever probe asks first. ``smoke``: the
+    run's smoke probe takes its kernel runs from this child where it can host them (hosted_smoke); every
+    probe of a run passes the same value."""
+    return shared(f"framework child {framework}",
+                  lambda: FrameworkChild(framework, deep, timeout_s, target, smoke and framework == SMOKE_HOST))
+
+
+def framework_facts(deep: bool, timeout_s: float, smoke: bool = False) -> Callable[[str, float, Target], Optional[ChildResult]]:
     """For the framework probe when the workloads run too: a threaded framework's facts come from its
     workload child (None for the others: TensorFlow keeps its own framework-probe child)."""
     def facts(name: str, wait_s: float, target: Target) -> Optional[ChildResult]:
         if name not in THREADED:
             return None
         try:
-            child = framework_child(name, deep, timeout_s, target)
+            child = framework_child(name, deep, timeout_s, target, smoke)
         except Exception:  # noqa: BLE001 - it could not even be set up: the probe starts its own child
             return None
         return child.facts(wait_s)
@@ -182,12 +207,24 @@ def framework_facts(deep: bool, timeout_s: float) -> Callable[[str, float, Targe
     return facts
 
 
-def probe_workload(target: Target, timeout_s: float = 90.0, deep: bool = False) -> dict[str, Any]:
+def hosted_smoke(deep: bool, timeout_s: float, target: Target) -> Callable[[list[str], float], dict[str, dict[str, Any]]]:
+    """For the smoke probe when the workloads run too: the kernel's runs from PyTorch's workload child,
+    which has started CUDA on every GPU anyway, so the kernel costs no process and no context of its own
+    (each one the driver starts delays every other child's). Empty where PyTorch is not installed."""
+    def runs(ordinals: list[str], wait_s: float) -> dict[str, dict[str, Any]]:
+        if not installed(SMOKE_HOST, target):
+            return {}
+        return framework_child(SMOKE_HOST, deep, timeout_s, target, smoke=True).smoke_runs(ordinals, wait_s)
+
+    return runs
+
+
+def probe_workload(target: Target, timeout_s: float = 90.0, deep: bool = False, smoke: bool = False) -> dict[str, Any]:
     """Count the GPUs while the threaded frameworks' children import (they read their GPUs on stdin:
     1.4 s on 4 x H200); TensorFlow's one-GPU children start once the count has named the GPUs to pin
-    them to."""
+    them to. ``smoke``: PyTorch's child hosts the smoke kernel too (hosted_smoke)."""
     frameworks = [f for f in FRAMEWORKS if installed(f, target)]
-    threaded = {f: framework_child(f, deep, timeout_s, target) for f in frameworks if f in THREADED}
+    threaded = {f: framework_child(f, deep, timeout_s, target, smoke) for f in frameworks if f in THREADED}
     counted = count_gpus()  # the smoke probe's count: one child for both
     ordinals, uuids = gpus(counted)
     where = placement(frameworks, ordinals, models(counted))

@@ -33,9 +33,11 @@ from typing import Any, Optional
 from gpudoctor.procs import protocol
 from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
+from gpudoctor.probes.smoke import worker as smoke_worker
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
 from gpudoctor.probes.workload.cupy_run import run_cupy
 from gpudoctor.probes.workload.jax_run import run_jax
+from gpudoctor.probes.workload.locks import gpu_lock
 from gpudoctor.probes.workload.tensorflow_run import run_tensorflow
 from gpudoctor.probes.workload.torch_run import run_torch
 from gpudoctor.trace import mark
@@ -160,15 +162,18 @@ def main(argv: list[str]) -> int:
     mark(f"{framework} workload: imported")
     devices = early[0] if early else read_devices(argv[1])
     mark(f"{framework} workload: read its GPUs {devices}")
+    smoke = smoke_worker.host(devices, lambda o: gpu_lock(o, shared=True)) if "--smoke" in argv and "cpu" not in devices else []
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
             run_device(framework, device, deep, started, import_s)
-        return 0
-    threads = [threading.Thread(target=run_device, args=(framework, d, deep, started, import_s), name=f"gpu{d}")
-               for d in devices]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+    else:
+        threads = [threading.Thread(target=run_device, args=(framework, d, deep, started, import_s), name=f"gpu{d}")
+                   for d in devices]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for thread in smoke:
         thread.join()
     return 0
 
