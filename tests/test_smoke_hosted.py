@@ -198,3 +198,23 @@ def test_the_check_of_the_result_reads_bytes_and_still_names_each_wrong_element(
     assert smoke_worker.wrong(signed, expected) == []
     # every input is exact in float32, so a*x + y rounds to the same float whether fused or not
     assert all(smoke_worker.A * a + b == e for a, b, e in zip(x[:5000], y[:5000], expected[:5000]))
+
+
+@pytest.mark.parametrize("line, smoke_lines", [("0\n", 1), ("cpu\n", 0)], ids=["a-gpu-named", "no-gpu"])
+def test_the_real_torch_child_hosts_the_kernel_on_the_gpus_it_is_told(tmp_path, line, smoke_lines):
+    """PyTorch's child for real on this machine (a CPU-only PyTorch, no driver): told GPU 0, it never starts
+    CUDA, so the kernel runs after its facts and says libcuda cannot be loaded, as a child of its own says;
+    told "cpu", it runs no kernel. Both print the facts and the workload as without --smoke."""
+    pytest.importorskip("torch")
+    from gpudoctor.procs.child import run_module
+
+    reopen()
+    env = workload.workload_env(interpreter.own())
+    child = run_module(workload.WORKER, ["torch", "-", "--facts", "--smoke"], timeout_s=120.0, env=env, feed=lambda: line)
+    assert child.returncode == 0 and child.section("framework") is not None
+    assert [w.get("device") for w in child.sections("workload")] == [line.strip()]
+    runs = child.sections("smoke")
+    assert len(runs) == smoke_lines
+    if smoke_lines:
+        assert runs[0]["ordinal"] == 0 and runs[0]["error"]["name"] in ("library_not_found", "CUDA_ERROR_NO_DEVICE",
+                                                                         "CUDA_ERROR_STUB_LIBRARY")

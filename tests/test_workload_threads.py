@@ -425,10 +425,10 @@ class FakeLibcuda:
         return 0
 
 
-def start_contexts_early(monkeypatch) -> tuple[FakeLibcuda, threading.Event, threading.Thread]:
+def start_contexts_early(monkeypatch, then=lambda: None) -> tuple[FakeLibcuda, threading.Event, threading.Thread]:
     fake, done = FakeLibcuda(), threading.Event()
     monkeypatch.setattr(worker.ctypes, "CDLL", fake.open)
-    early = threading.Thread(target=worker.contexts_early, args=(done,))
+    early = threading.Thread(target=worker.contexts_early, args=(done, then))
     early.start()
     time.sleep(0.05)
     return fake, done, early
@@ -437,12 +437,14 @@ def start_contexts_early(monkeypatch) -> tuple[FakeLibcuda, threading.Event, thr
 def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(monkeypatch):
     import os
 
-    fake, done, early = start_contexts_early(monkeypatch)
+    hosted = []
+    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(fake.started))
     fake.loaded = True  # the framework's import loaded libcuda
     time.sleep(0.05)
-    assert fake.retained == []  # loaded, but CUDA not started yet: nothing is made before the framework's own cuInit
+    assert fake.retained == [] and hosted == []  # loaded, but CUDA not started: nothing before the framework's own cuInit
     fake.started = True
     early.join(5)
+    assert hosted == [True]  # the smoke kernel's host starts once CUDA has, and once
     deadline = time.monotonic() + 5
     while len(fake.retained) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -451,7 +453,20 @@ def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(mon
 
 
 def test_without_cuda_the_early_contexts_give_up_when_the_facts_are_done(monkeypatch):
-    fake, done, early = start_contexts_early(monkeypatch)
+    hosted = []
+    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(True))
     done.set()
     early.join(5)
-    assert not early.is_alive() and fake.retained == []
+    assert not early.is_alive() and fake.retained == [] and hosted == []  # the host runs the kernel after the facts
+
+
+def test_the_smoke_host_starts_once_and_only_where_asked(monkeypatch):
+    started = []
+    monkeypatch.setattr(worker.smoke_worker, "host", lambda devices, lock: started.append(devices) or [])
+    host = worker.SmokeHost(True)
+    host.start(["0", "1"])
+    host.start(["0", "1"])  # the facts done after CUDA started it: not again
+    host.join()
+    worker.SmokeHost(False).start(["0"])
+    worker.SmokeHost(True).start(["cpu"])
+    assert started == [["0", "1"], []]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import os
 import struct
 import sys
@@ -178,14 +179,22 @@ def on_gpu(cuda: Any, ordinal: int) -> dict[str, Any]:
     return result
 
 
-@functools.lru_cache(maxsize=1)
+_INPUTS_LOCK = threading.Lock()
+
+
 def inputs() -> tuple[array, array, array]:
     """The kernel's x and y, and the CPU's a*x + y, made once per process: a process that runs the kernel on
-    several GPUs (hosted) shares them. Every value is exact in float32 (halves and quarters well below
-    2**24), so a right answer is the same bytes."""
-    x = array("f", (((i % 1000) * 0.5 - 17.0) for i in range(N)))
-    y = array("f", ((i % 4093) * 0.25 + 1.0 for i in range(N)))
-    return x, y, array("f", (A * xi + yi for xi, yi in zip(x, y)))
+    several GPUs (host()) shares them, and its other threads share the interpreter. Every value is exact in
+    float32 (halves and quarters well below 2**24), so a right answer is the same bytes."""
+    with _INPUTS_LOCK:
+        return _inputs()
+
+
+@functools.lru_cache(maxsize=1)
+def _inputs() -> tuple[array, array, array]:
+    x = (array("f", [k * 0.5 - 17.0 for k in range(1000)]) * (N // 1000 + 1))[:N]  # (i % 1000) * 0.5 - 17
+    y = (array("f", [k * 0.25 + 1.0 for k in range(4093)]) * (N // 4093 + 1))[:N]  # (i % 4093) * 0.25 + 1
+    return x, y, array("f", map(operator.add, map(A.__mul__, x), y))
 
 
 def wrong(got: array, expected: array) -> list[int]:

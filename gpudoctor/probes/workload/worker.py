@@ -28,7 +28,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Optional
+from concurrent.futures import Future
+from typing import Any, Callable, Optional
 
 from gpudoctor.procs import protocol
 from gpudoctor.procs.ending import end_child
@@ -65,7 +66,28 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     mark(f"{framework} {device}: printed")
 
 
-def contexts_early(facts_done: threading.Event) -> None:
+class SmokeHost:
+    """The smoke kernel's runs from this child (``--smoke``): started on the GPUs placement gives the child as
+    soon as the framework has started CUDA (contexts_early), while it still reports its facts, or after
+    them where it never starts CUDA (a CPU-only build, a failed import); started once, joined before exit."""
+
+    def __init__(self, wanted: bool):
+        self.wanted = wanted
+        self._lock = threading.Lock()
+        self._threads: Optional[list[threading.Thread]] = None
+
+    def start(self, devices: list[str]) -> None:
+        with self._lock:
+            if not self.wanted or self._threads is not None:
+                return
+            self._threads = smoke_worker.host([d for d in devices if d != "cpu"], lambda o: gpu_lock(o, shared=True))
+
+    def join(self) -> None:
+        for thread in self._threads or []:
+            thread.join()
+
+
+def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambda: None) -> None:
     """Make every GPU's CUDA context while the framework still reports its facts, not after: PyTorch makes
     a GPU's context at that GPU's first use, holding the interpreter lock while the driver works (0.1-0.6 s
     a GPU on 4 x H200), so each GPU's thread waited for the others' contexts before it could do anything.
@@ -87,6 +109,7 @@ def contexts_early(facts_done: threading.Event) -> None:
     mark(f"contexts early: CUDA started, {count.value} GPUs")
     for ordinal in range(count.value):
         threading.Thread(target=_retain_context, args=(cuda, ordinal), name=f"context{ordinal}", daemon=True).start()
+    then()
 
 
 def _retain_context(cuda: Any, ordinal: int) -> None:
@@ -137,12 +160,17 @@ def main(argv: list[str]) -> int:
     mark(f"{framework} workload: begins")
     import_s: Optional[float] = None
     facts_done = threading.Event()
+    smoke = SmokeHost("--smoke" in argv)
+    told: Future = Future()  # the GPUs, read from the parent as soon as it writes them, by a smoke host
+    if smoke.wanted:
+        threading.Thread(target=_read_told, args=(argv[1], told), name="devices", daemon=True).start()
     if framework == "torch":
-        threading.Thread(target=contexts_early, args=(facts_done,), name="contexts", daemon=True).start()
+        threading.Thread(target=contexts_early, args=(facts_done, lambda: smoke.start(told.result())),
+                         name="contexts", daemon=True).start()
     early: list[list[str]] = []  # a framework placed once per GPU model learns its GPU before CUDA starts
 
     def placed() -> None:
-        if framework not in EVERY_GPU and argv[1] == "-":
+        if framework not in EVERY_GPU and argv[1] == "-" and not smoke.wanted:
             try:
                 early.append(read_devices("-"))
             except Exception:  # noqa: BLE001 - never an import failure of the framework's: no GPU is read
@@ -160,9 +188,9 @@ def main(argv: list[str]) -> int:
             protocol.emit("framework", import_failure(exc, framework), default=float)
     facts_done.set()
     mark(f"{framework} workload: imported")
-    devices = early[0] if early else read_devices(argv[1])
+    devices = told.result() if smoke.wanted else early[0] if early else read_devices(argv[1])
     mark(f"{framework} workload: read its GPUs {devices}")
-    smoke = smoke_worker.host(devices, lambda o: gpu_lock(o, shared=True)) if "--smoke" in argv and "cpu" not in devices else []
+    smoke.start(devices)
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
             run_device(framework, device, deep, started, import_s)
@@ -173,9 +201,17 @@ def main(argv: list[str]) -> int:
             thread.start()
         for thread in threads:
             thread.join()
-    for thread in smoke:
-        thread.join()
+    smoke.join()
     return 0
+
+
+def _read_told(arg: str, told: Future) -> None:
+    """The GPUs the parent names, then the smoke kernel's inputs, made while the framework still imports."""
+    try:
+        told.set_result(read_devices(arg))
+    except Exception:  # noqa: BLE001 - as placed(): no GPU is read
+        told.set_result([])
+    smoke_worker.inputs()
 
 
 if __name__ == "__main__":
