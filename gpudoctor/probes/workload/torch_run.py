@@ -41,9 +41,13 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
-    _step(out, "training", lambda: _torch_training(torch, dev, device, compare_cpu=device == "0"), lock="own")
+    _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cuda:
         _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
+    if cuda and device == "0" and "warm_step_s" in out["training"]:
+        # the same CPU serves every GPU: compared once, on cuda:0, and last, so that its CPU time never
+        # delays this GPU's turn at the host copies, which the GPUs take one after another
+        _compare_cpu(torch, out["training"])
     return out
 
 
@@ -97,52 +101,51 @@ def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
     return {"ok": all(c["ok"] for c in checks), "checks": checks, "cudnn": bool(torch.backends.cudnn.is_available())}
 
 
-def _torch_training(torch: Any, dev: Any, device: str, compare_cpu: bool = False) -> dict[str, Any]:
+def _torch_training(torch: Any, dev: Any, device: str) -> dict[str, Any]:
     """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
-    def data(device: Any) -> tuple[Any, Any]:
-        g = torch.Generator().manual_seed(4)
-        x = torch.randn(256, 3, 16, 16, generator=g)
-        yl = (x[:, 0, :8].mean(dim=(1, 2)) > x[:, 1, 8:].mean(dim=(1, 2))).long()
-        return x.to(device), yl.to(device)
-
-    def model(device: Any) -> Any:
-        with _GLOBAL_STATE:  # the weights come from PyTorch's one default generator
-            torch.manual_seed(5)
-            net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
-                                      torch.nn.Flatten(), torch.nn.Linear(256, 2))
-        return net.to(device)
-
-    def train(where: Any, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
-        net, (x, y) = model(where), data(where)
-        before = [p.detach().clone() for p in net.parameters()]
-        adam = _TorchAdam(torch, list(net.parameters()), lr=1e-2)
-        losses: list[float] = []
-        times: list[float] = []
-
-        def one_step() -> None:
-            t = time.perf_counter()
-            with torch.autocast(device_type=where.type, dtype=torch.bfloat16, enabled=amp):
-                loss = torch.nn.functional.cross_entropy(net(x), y)
-            loss.backward()
-            adam.step()
-            losses.append(float(loss.detach()))  # float() synchronises, so the step time is real
-            times.append(time.perf_counter() - t)
-
-        host_timed(one_step, steps, device if where.type == "cuda" else "cpu")
-        moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
-        return losses, times, moved
-
     cuda = device != "cpu"
     amp = cuda and torch.cuda.is_bf16_supported()
-    losses, times, moved = train(dev, 30, amp)
-    out = training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
-    if cuda and compare_cpu:  # the same CPU serves every GPU: compare once (on cuda:0), not once per GPU
-        begun = time.monotonic()
-        _, cpu_times, _ = train(torch.device("cpu"), 10, False)
-        out["cpu_compare_s"] = time.monotonic() - begun
-        out["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
-        out["speedup_vs_cpu"] = out["cpu_warm_step_s"] / out["warm_step_s"]
-    return out
+    losses, times, moved = _train(torch, dev, device, 30, amp)
+    return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
+
+
+def _compare_cpu(torch: Any, training: dict[str, Any]) -> None:
+    """The same training on the CPU, added to ``training``: how much faster the GPU's warm step is."""
+    begun = time.monotonic()
+    _, cpu_times, _ = _train(torch, torch.device("cpu"), "cpu", 10, False)
+    training["cpu_compare_s"] = time.monotonic() - begun
+    training["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
+    training["speedup_vs_cpu"] = training["cpu_warm_step_s"] / training["warm_step_s"]
+
+
+def _train(torch: Any, where: Any, device: str, steps: int, amp: bool) -> tuple[list[float], list[float], bool]:
+    """``steps`` steps of the CNN on ``where``: the losses, each step's seconds, and whether weights moved."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(256, 3, 16, 16, generator=g)
+    yl = (x[:, 0, :8].mean(dim=(1, 2)) > x[:, 1, 8:].mean(dim=(1, 2))).long()
+    x, y = x.to(where), yl.to(where)
+    with _GLOBAL_STATE:  # the weights come from PyTorch's one default generator
+        torch.manual_seed(5)
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                  torch.nn.Flatten(), torch.nn.Linear(256, 2))
+    net = net.to(where)
+    before = [p.detach().clone() for p in net.parameters()]
+    adam = _TorchAdam(torch, list(net.parameters()), lr=1e-2)
+    losses: list[float] = []
+    times: list[float] = []
+
+    def one_step() -> None:
+        t = time.perf_counter()
+        with torch.autocast(device_type=where.type, dtype=torch.bfloat16, enabled=amp):
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        adam.step()
+        losses.append(float(loss.detach()))  # float() synchronises, so the step time is real
+        times.append(time.perf_counter() - t)
+
+    host_timed(one_step, steps, device if where.type == "cuda" else "cpu")
+    moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, net.parameters()))
+    return losses, times, moved
 
 
 class _TorchAdam:

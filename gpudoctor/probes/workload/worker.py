@@ -94,7 +94,8 @@ def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambd
     Through ctypes the lock is free while the driver works, and PyTorch later finds the contexts made.
     Only once the framework has loaded libcuda and started CUDA itself (RTLD_NOLOAD: this never loads a
     libcuda, nor picks one the framework would not have); never, where it does not by the end of its facts
-    (no GPU, a CPU-only build). Threads, one per GPU: they end with the process."""
+    (no GPU, a CPU-only build). GPU 0's in this thread, then one thread for each other GPU: they end with the
+    process. ``then``: called once the contexts are under way (the smoke kernel's host starts)."""
     cuda, count = None, ctypes.c_int()
     while True:
         if cuda is None:
@@ -107,7 +108,9 @@ def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambd
         if facts_done.wait(0.01):
             return
     mark(f"contexts early: CUDA started, {count.value} GPUs")
-    for ordinal in range(count.value):
+    if count.value:  # GPU 0's first: the framework's own first kernel runs there, and the driver makes one at a time
+        _retain_context(cuda, 0)
+    for ordinal in range(1, count.value):
         threading.Thread(target=_retain_context, args=(cuda, ordinal), name=f"context{ordinal}", daemon=True).start()
     then()
 
