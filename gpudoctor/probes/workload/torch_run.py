@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import statistics
+import threading
 import time
-from typing import Any, Callable
+import traceback
+from typing import Any, Callable, Optional
 
 from gpudoctor.probes.workload.common import (BUSY_USED_SHARE, MEMORY_SHARE, _check, _step, cuda_index, host_timed,
                                               reference, rel_err, training_verdict)
@@ -29,6 +31,7 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
     if os.environ.get("GPUDOCTOR_CPU_THREADS"):
         torch.set_num_threads(int(os.environ["GPUDOCTOR_CPU_THREADS"]))
     out: dict[str, Any] = {"framework": "torch", "device": device, "version": torch.__version__}
+    cpu = None
     if cuda:
         begun = time.monotonic()
         torch.cuda.set_device(dev)
@@ -38,17 +41,44 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         if (total - free) / total > BUSY_USED_SHARE:
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
+        if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
+            cpu = _Background(lambda: _cpu_training(torch))
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
     _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cuda:
         _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
-    if cuda and device == "0" and "warm_step_s" in out["training"]:
-        # the same CPU serves every GPU: compared once, on cuda:0, and last, so that its CPU time never
-        # delays this GPU's turn at the host copies, which the GPUs take one after another
-        _compare_cpu(torch, out["training"])
+    if cpu is not None and "warm_step_s" in out["training"]:
+        try:
+            _compare_cpu(out["training"], *cpu.result())
+        except Exception as exc:  # noqa: BLE001 - as a failing step: the training's finding, the rest still stands
+            out["training"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
+                               "traceback_tail": traceback.format_exc()[-800:]}
     return out
+
+
+class _Background:
+    """``fn()`` in a thread of its own, started at once; result() waits for it (and raises what it raised)."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self._fn = fn
+        self._out: Any = None
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="cpu-compare", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out = self._fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
 
 
 def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
@@ -109,11 +139,16 @@ def _torch_training(torch: Any, dev: Any, device: str) -> dict[str, Any]:
     return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
 
 
-def _compare_cpu(torch: Any, training: dict[str, Any]) -> None:
-    """The same training on the CPU, added to ``training``: how much faster the GPU's warm step is."""
+def _cpu_training(torch: Any) -> tuple[float, list[float]]:
+    """The training on the CPU: its seconds in all, and each step's."""
     begun = time.monotonic()
-    _, cpu_times, _ = _train(torch, torch.device("cpu"), "cpu", 10, False)
-    training["cpu_compare_s"] = time.monotonic() - begun
+    _, times, _ = _train(torch, torch.device("cpu"), "cpu", 10, False)
+    return time.monotonic() - begun, times
+
+
+def _compare_cpu(training: dict[str, Any], seconds: float, cpu_times: list[float]) -> None:
+    """The CPU's training beside the GPU's, added to ``training``: how much faster the GPU's warm step is."""
+    training["cpu_compare_s"] = seconds
     training["cpu_warm_step_s"] = statistics.median(cpu_times[3:])
     training["speedup_vs_cpu"] = training["cpu_warm_step_s"] / training["warm_step_s"]
 
