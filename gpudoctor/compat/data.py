@@ -45,6 +45,29 @@ class Overlay:
         return {"path": self.path, "sha256": self.sha256, "topics": list(self.topic_names)}
 
 
+@dataclass(frozen=True)
+class Matrix:
+    """The compatibility matrix a verdict is read from: the bundled tables with the user's --matrix overlays
+    (``overlays``, in the order given) merged over them. A value, made once by the command line and handed
+    to whatever reads the matrix, so a verdict names what it rests on and one command's overlays never reach
+    another's. Hashable: the rules remember their answers per matrix."""
+
+    overlays: tuple[Overlay, ...] = ()
+
+    def topic(self, name: str) -> dict[str, Any]:
+        """The topic's table: the bundled file with the overlays merged over it (read once per matrix)."""
+        return _merged_topic(name, self.overlays)
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """The overlays as the report records them (options.matrix_overlays): each file's path, the SHA-256 of
+        its bytes and its topics. A verdict that rests on an overlay is only reproducible with it, so
+        `analyze` compares them with the ones it is given."""
+        return [o.recorded() for o in self.overlays]
+
+
+#: The bundled matrix alone: what is read where no --matrix file is given.
+BUNDLED = Matrix()
+
 #: The overlays the matrix is read with, for the command or run that set them (overlaid); none by default.
 #: A context variable, not a list: one command's --matrix never reaches the next one in the same process.
 _in_force: ContextVar[tuple[Overlay, ...]] = ContextVar("gpudoctor_matrix_overlays", default=())
@@ -115,7 +138,12 @@ def overlay_files(overlays: Optional[Iterable[Overlay]] = None) -> list[dict[str
 
 def load_topic(topic: str) -> dict[str, Any]:
     """The topic's table: the bundled file with the overlays in force merged over it."""
-    return _merged_topic(topic, in_force())
+    return matrix_in_force().topic(topic)
+
+
+def matrix_in_force() -> Matrix:
+    """The matrix with the overlays in force here and now."""
+    return Matrix(in_force())
 
 
 @lru_cache(maxsize=None)
