@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from gpudoctor.checks.branches import check_driver_branch
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED, load_topic
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.stack import judge_stack
 from gpudoctor.probes import kernel_log
@@ -74,14 +74,14 @@ def test_every_architecture_has_an_entry():
     ("590.44.01", "7.2", rules.OK, None),  # Jetson Xavier: its driver is JetPack's, not these branches
 ])
 def test_drives(driver, cc, status, needs):
-    verdict = branches.drives(driver, cc)
+    verdict = branches.drives(BUNDLED, driver, cc)
     assert (verdict.status, verdict.needs) == (status, needs)
 
 
 def test_gpu_by_pci_id_reuses_gpus_json():
-    assert branches.gpu_by_pci_id("0x102D")["model"] == "K80"
-    assert branches.gpu_by_pci_id("0x15f8")["compute_capability"] == "6.0"
-    assert branches.gpu_by_pci_id("0xffff") is None
+    assert branches.gpu_by_pci_id(BUNDLED, "0x102D")["model"] == "K80"
+    assert branches.gpu_by_pci_id(BUNDLED, "0x15f8")["compute_capability"] == "6.0"
+    assert branches.gpu_by_pci_id(BUNDLED, "0xffff") is None
 
 
 # --- matrix check and suggest ---------------------------------------------------------------------
@@ -153,9 +153,9 @@ def _facts(driver: str, name: str, cc: str) -> dict:
 
 
 def test_report_with_a_driver_that_cannot_drive_its_gpu_is_cmp010():
-    found = judge_stack(stack_from_facts(_facts("590.44.01", "Tesla P100-PCIE-16GB", "6.0")))
+    found = judge_stack(BUNDLED, stack_from_facts(BUNDLED, _facts("590.44.01", "Tesla P100-PCIE-16GB", "6.0")))
     assert [f.code for f in found if f.code == "CMP010"] == ["CMP010"]
-    assert not [f for f in judge_stack(stack_from_facts(_facts("580.95.05", "Tesla P100-PCIE-16GB", "6.0")))
+    assert not [f for f in judge_stack(BUNDLED, stack_from_facts(BUNDLED, _facts("580.95.05", "Tesla P100-PCIE-16GB", "6.0")))
                 if f.code == "CMP010"]
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED, load_topic
 from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
 
 K80, T4, V100, A100 = "Tesla K80", "Tesla T4", "Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-40GB"
@@ -103,7 +103,7 @@ def test_every_old_variant_has_a_driver_floor_and_a_known_default():
         assert row["default_pypi_variant"] == want_default.get(row["version"], "cu102")
         assert row["default_pypi_variant"] in {v["name"] for v in row["variants"]}
         for variant in row["variants"]:
-            floor = rules.toolkit_entry(variant["cuda"])
+            floor = rules.toolkit_entry(BUNDLED, variant["cuda"])
             assert floor and floor["min_driver_linux"], (row["version"], variant["name"])
             has_kepler_35 = "sm_35" in variant["arch_list"]
             assert has_kepler_35 is (rules.version(row["version"]) <= rules.version("1.3")), (row["version"], variant["name"])

@@ -20,7 +20,7 @@ from gpudoctor.checks.base import NotApplicable
 from gpudoctor.checks.registry import CHECKS, run_check
 from gpudoctor.checks.xid_events import WINDOW_S, check_xid_events
 from gpudoctor.compat import xid as catalogue
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED, load_topic
 from gpudoctor.findings import ERROR, INFO, SKIP, WARNING
 from gpudoctor.nvrm import bus_key, parse_xid
 from gpudoctor.pastes.forms import messages as paste_messages
@@ -109,12 +109,12 @@ def test_the_catalogue_covers_the_xids_a_node_gate_needs_and_cites_nvidia():
 
 def test_the_catalogue_judges_by_nvidias_resolution_buckets():
     for xid in (79, 48, 64, 95, 119, 120):  # RESTART_BM, WORKFLOW_XID_48, RESET_GPU
-        assert catalogue.severity(xid) == ERROR, xid
+        assert catalogue.severity(BUNDLED, xid) == ERROR, xid
     for xid in (13, 31, 43, 45):  # the application's own fault, or cleanup after it
-        assert catalogue.severity(xid) == INFO, xid
-    assert catalogue.severity(94, "Contained: CE User Channel (0x9). RST: No, D-RST: No") == WARNING
-    assert catalogue.severity(94, "Contained: CE User Channel (0x9). RST: Yes, D-RST: No") == ERROR
-    assert catalogue.severity(250) is None
+        assert catalogue.severity(BUNDLED, xid) == INFO, xid
+    assert catalogue.severity(BUNDLED, 94, "Contained: CE User Channel (0x9). RST: No, D-RST: No") == WARNING
+    assert catalogue.severity(BUNDLED, 94, "Contained: CE User Channel (0x9). RST: Yes, D-RST: No") == ERROR
+    assert catalogue.severity(BUNDLED, 250) is None
 
 
 @pytest.mark.parametrize("line, severity", [
@@ -125,7 +125,7 @@ def test_the_catalogue_judges_by_nvidias_resolution_buckets():
 ])
 def test_an_xid_that_says_its_own_verdict_is_judged_by_it(line, severity):
     xid = parse_xid(line)
-    assert catalogue.severity(xid["xid"], xid["detail"]) == severity
+    assert catalogue.severity(BUNDLED, xid["xid"], xid["detail"]) == severity
 
 
 # --- reading the sources ----------------------------------------------------------------------------

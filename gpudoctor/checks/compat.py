@@ -9,18 +9,19 @@ from typing import Iterator
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
-from gpudoctor.compat.data import MatrixError
+from gpudoctor.compat.data import MatrixError, matrix_in_force
 from gpudoctor.compat import stack as judge  # judge.judge_versions, as `matrix check` calls it (one judge, spied on in tests)
 from gpudoctor.findings import Finding
 
 
 def check_compat(facts: Facts) -> Iterator[Finding]:
+    matrix = matrix_in_force()
     stated = any(isinstance(g, dict) and g.get("stated") for g in facts.get("gpus") or [])
     if not nvml_ready(facts) and not stated:  # a GPU a ticket names is judged against its builds without NVML
         raise NotApplicable("NVML is not available")
     try:
-        stack = stack_from_facts(facts)
-        yield from judge.judge_versions(stack, settled_by_known_bad(stack))
+        stack = stack_from_facts(matrix, facts)
+        yield from judge.judge_versions(matrix, stack, settled_by_known_bad(matrix, stack))
     except MatrixError as exc:
         yield finding("CMP008", f"the compatibility matrix could not be read: {exc}")
 
@@ -30,13 +31,14 @@ def check_known_bad(facts: Facts) -> Iterator[Finding]:
     after 2.10 on native Windows, TensorFlow up to 2.20 on compute capability 12.x, ...): the same
     judge_known_bad that `matrix check` runs. Needs no NVML: TensorFlow on Windows is known bad even
     where the driver cannot be read."""
+    matrix = matrix_in_force()
     try:
-        stack = stack_from_facts(facts)
+        stack = stack_from_facts(matrix, facts)
     except MatrixError:
         return  # compat.stack reports the unreadable matrix (CMP008)
     if not stack.builds:
         raise NotApplicable("no framework build to judge")
-    yield from judge_known_bad(stack)
+    yield from judge_known_bad(matrix, stack)
 
 
 CHECKS = (

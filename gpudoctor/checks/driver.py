@@ -11,6 +11,7 @@ from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import as_list, get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
 from gpudoctor.compat.branches import undriven
+from gpudoctor.compat.data import matrix_in_force
 from gpudoctor.views.limits import limit_hit
 
 if TYPE_CHECKING:
@@ -249,7 +250,7 @@ def check_gpu_count(facts: Facts) -> Iterator[Finding]:
     if not isinstance(count, int) or in_container:
         return  # a container's /sys shows the host's GPUs, not the ones it was given
     driver_version = known(nvml.get("driver_version"))
-    pci = [d for d in pci if not undriven(d.get("device_id"), driver_version)]  # driver.branch names those (DRV021)
+    pci = [d for d in pci if not undriven(matrix_in_force(), d.get("device_id"), driver_version)]  # driver.branch names those (DRV021)
     bound_nvidia = [d for d in pci if d.get("driver") == "nvidia"]
     listed = {str(known(get(g, "pci.bus_id")) or "")[-12:].lower() for g in gpus(facts)}
     if len(bound_nvidia) > count:

@@ -22,18 +22,17 @@ from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals, read_count
 from gpudoctor.snapshot import get, is_unavailable, known
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.facts_types import GpuFacts
 
 DIAG_COMMAND = "dcgmi diag -r 2"
 FABRIC_COMMANDS = ("systemctl status nvidia-fabricmanager", "sudo systemctl enable --now nvidia-fabricmanager")
 
 
-def limits() -> dict[str, dict[str, Any]]:
+def limits(matrix: Matrix) -> dict[str, dict[str, Any]]:
     """The entries of compat_matrix/error_counters.json by id (a --matrix overlay's first)."""
-    from gpudoctor.compat.data import load_topic
-
     out: dict[str, dict[str, Any]] = {}
-    for entry in load_topic("error_counters")["entries"]:
+    for entry in matrix.topic("error_counters")["entries"]:
         out.setdefault(entry["id"], entry)
     return out
 
@@ -77,7 +76,9 @@ def check_nvlink_errors(facts: Facts) -> Iterator[Finding]:
     found = require_gpus(facts)
     if all(is_unavailable(g.get("nvlink")) and g["nvlink"]["unavailable"] == "not_supported" for g in found):
         raise NotApplicable("no GPU has NVLink")
-    entry = limits()["nvlink-crc-rate"]
+    from gpudoctor.compat.data import matrix_in_force
+
+    entry = limits(matrix_in_force())["nvlink-crc-rate"]
     unread = [g for g in found if get(g, "counters.nvlink_errors_unread") == UNREAD_IN_QUICK]
     judged = [g for g in found if not any(g is u for u in unread)]
     fast: list[Finding] = []
@@ -119,7 +120,9 @@ def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> I
 # --- PCIe ------------------------------------------------------------------------------------------
 
 def check_pcie_replays(facts: Facts) -> Iterator[Finding]:
-    entry = limits()["pcie-replay"]
+    from gpudoctor.compat.data import matrix_in_force
+
+    entry = limits(matrix_in_force())["pcie-replay"]
     for gpu, count in readings(require_gpus(facts), "counters.pcie_replay", "PCIe replay counters"):
         uptime = _uptime_s(gpu)
         if not isinstance(count, int) or count <= entry["above"] or uptime is None:
@@ -154,6 +157,9 @@ def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
 # --- NVSwitch fabric -------------------------------------------------------------------------------
 
 def check_fabric(facts: Facts) -> Iterator[Finding]:
+    from gpudoctor.compat.data import matrix_in_force
+
+    matrix = matrix_in_force()
     found = require_gpus(facts)
     read = [(g, f) for g, f in _fabric_readings(found) if isinstance(f, dict)]
     # CUDA refuses an unregistered GPU (error 802): one that ran the smoke kernel correctly in this run was
@@ -162,7 +168,7 @@ def check_fabric(facts: Facts) -> Iterator[Finding]:
     for state, severity in (("not_started", None), ("in_progress", WARNING)):
         waiting = [g for g, f in read if f.get("state") == state and not (g.get("uuid") and g.get("uuid") in ran)]
         if waiting:
-            booting = state == "in_progress" and _booting(waiting)
+            booting = state == "in_progress" and _booting(waiting, matrix)
             yield _not_registered(waiting, len(found), state, INFO if booting else severity, booting)
     for gpu, fabric in read:
         if fabric.get("state") == "completed" and fabric.get("status") not in (None, "success"):
@@ -193,10 +199,10 @@ def _fabric_readings(found: list[GpuFacts]) -> list[tuple[GpuFacts, Any]]:
     return unsupported + readings(others, "fabric", "The NVSwitch fabric state")
 
 
-def _booting(waiting: list[GpuFacts]) -> bool:
+def _booting(waiting: list[GpuFacts], matrix: Matrix) -> bool:
     """Whether every waiting GPU's host booted within the fabric entry's grace: registration still under way then
     is the normal course of a boot, not a fault."""
-    grace = float(limits()["fabric-in-progress"]["boot_grace_s"])
+    grace = float(limits(matrix)["fabric-in-progress"]["boot_grace_s"])
     uptimes = [_uptime_s(g) for g in waiting]
     return all(u is not None and u < grace for u in uptimes)
 

@@ -7,12 +7,15 @@ pairs rather than GPUs."""
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.snapshot import known
 from gpudoctor.views.topology import allreduce_setting, cuda_to_nvml, link_label, links_by_pair, pair_subject, slowest_pair
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 
 def _multigpu(facts: Facts) -> dict[str, Any]:
@@ -77,15 +80,16 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
                            "peer from CUDA programs here: a VM or container setting, IOMMU/ACS, or the GPUs split "
                            "between processes by CUDA_VISIBLE_DEVICES.",
                       commands=["nvidia-smi topo -p2p r", "nvidia-smi topo -m"])
-    yield from _slow_links(facts, index, [(p, link(p)) for p in pairs if not p.get("error")])
+    from gpudoctor.compat.data import matrix_in_force
+
+    yield from _slow_links(facts, matrix_in_force(), index, [(p, link(p)) for p in pairs if not p.get("error")])
 
 
-def _slow_links(facts: Facts, index: dict[Any, int], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Finding]:
+def _slow_links(facts: Facts, matrix: Matrix, index: dict[Any, int],
+                pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Finding]:
     """An NVLink pair whose copies run at less than half the median of the other pairs with as many NVLinks
     (the same pair's other direction left out). Fewer than two such pairs: nothing to compare with."""
-    from gpudoctor.compat import data as matrix
-
-    share = matrix.load_topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
+    share = matrix.topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
     nvlinked = [(p, lk) for p, lk in pairs if lk.get("nvlink_count") and isinstance(p.get("gbs"), (int, float))]
     by_link: dict[frozenset, list[dict[str, Any]]] = {}
     for pair, link in nvlinked:
@@ -143,18 +147,18 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         return
     measured = f"bus bandwidth {busbw:.0f} GB/s (algorithm bandwidth {result.get('algbw_gbs', 0):.0f} GB/s, " \
                f"{result.get('bytes', 0) / 2**20:.0f} MiB {result.get('dtype', '')})"
+    from gpudoctor.compat.data import matrix_in_force
     from gpudoctor.compat.rules import allreduce_row
 
+    matrix = matrix_in_force()
     model, label = allreduce_setting(facts, multigpu, world)
-    reference = allreduce_row(model, world, label)
+    reference = allreduce_row(matrix, model, world, label)
     where = f"{world} x {model or 'mixed GPUs'} ({label})"
     if reference is None:
         yield finding("RUN026", f"no reference all-reduce bandwidth for {where}; measured {measured}",
                       text="Update gpudoctor, or add the figure to the matrix with --matrix FILE.")
         return
-    from gpudoctor.compat import data as matrix
-
-    share = matrix.load_topic("performance").get("thresholds", {}).get("allreduce_reference_share", 0.7)
+    share = matrix.topic("performance").get("thresholds", {}).get("allreduce_reference_share", 0.7)
     if busbw < share * reference["busbw_gbs"]:
         yield finding("RUN025", f"{what} is slow: {measured}, {busbw / reference['busbw_gbs']:.2f} x the "
                                 f"{reference['busbw_gbs']} GB/s measured on {where}",

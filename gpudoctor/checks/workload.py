@@ -90,12 +90,15 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
 
 def check_throughput(facts: Facts) -> Iterator[Finding]:
     workload = _workload(facts)
-    from gpudoctor.compat import data as matrix, rules as compat
+    from gpudoctor.compat import rules as compat
+    from gpudoctor.compat.data import matrix_in_force
+
+    matrix = matrix_in_force()
 
     measured = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r["throughput"].get("ok") and r.get("name")]
     if not measured:  # a pass here would say throughput is fine when none was measured (a gate reads that)
         raise NotApplicable("no throughput was measured on a GPU")
-    limits = matrix.load_topic("performance").get("thresholds", {})
+    limits = matrix.topic("performance").get("thresholds", {})
     for run in measured:
         figures = run["throughput"]
         subject, label = _run_subject(facts, run), _label(run)
@@ -110,7 +113,7 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
             continue
         gpu: dict[str, Any] = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
         slow = []
-        entry = compat.performance_entry(run["name"])
+        entry = compat.performance_entry(matrix, run["name"])
         if entry is None:
             yield finding("RUN018", f"{label}: no expected throughput known for this GPU model; measured "
                                     f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16, {figures['device_copy_gbs']:.0f} GB/s copy",

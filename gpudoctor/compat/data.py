@@ -251,8 +251,8 @@ def _check_citations(node: Any, sources: dict[str, Any], where: str) -> None:
             _check_citations(value, sources, where)
 
 
-def architecture_for(compute_capability: str) -> str | None:
-    for entry in load_topic("architectures")["entries"]:
+def architecture_for(matrix: Matrix, compute_capability: str) -> str | None:
+    for entry in matrix.topic("architectures")["entries"]:
         if entry["compute_capability"] == compute_capability:
             return entry["architecture"]
     return None

@@ -297,10 +297,10 @@ def _torch_arch(version: str, cuda: str) -> Optional[tuple[list[str], str]]:
     (``+cu121``, or a plain PyPI version whose default variant is the stated CUDA): a conda or source build
     may carry others."""
     from gpudoctor.compat import rules
-    from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.data import MatrixError, matrix_in_force
 
     try:
-        release, variant, name = rules.torch_build(version)
+        release, variant, name = rules.torch_build(matrix_in_force(), version)
     except MatrixError:
         return None
     local = version.partition("+")[2]

@@ -205,11 +205,11 @@ def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] 
     compute capabilities and the newest CUDA the driver runs ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)
     runs on cc 9.0; driver 580.159.04 runs CUDA up to 13.0"), read as the compat checks read them
     (compat/from_facts.py stack_from_facts, on the GPUs CUDA programs see). "runs on" only where those checks found no problem."""
-    from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.data import MatrixError, matrix_in_force
     from gpudoctor.compat.from_facts import stack_from_facts
 
     try:
-        stack = stack_from_facts(facts)
+        stack = stack_from_facts(matrix_in_force(), facts)
     except (MatrixError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return "the compatibility matrix could not be read"
     mine = [f for f in findings or [] if isinstance(f, dict) and str(f.get("check", "")).startswith("compat.")]

@@ -167,11 +167,11 @@ def reference(name: Optional[str]) -> Optional[dict[str, Any]]:
     """This model's row of compat_matrix/performance.json, or None (unknown model, unreadable matrix)."""
     if not name:
         return None
-    from gpudoctor.compat.data import MatrixError
+    from gpudoctor.compat.data import MatrixError, matrix_in_force
     from gpudoctor.compat.rules import performance_entry
 
     try:
-        return performance_entry(name)
+        return performance_entry(matrix_in_force(), name)
     except (MatrixError, OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -276,7 +276,9 @@ def _allreduce_reference(facts: dict[str, Any], multigpu: dict[str, Any], world:
     """`` (101% of 337 expected for 4 x NVIDIA H200, NV18)``: the reference acceleration.allreduce judges by."""
     try:
         model, label = allreduce_setting(facts, multigpu, world)
-        row = allreduce_row(model, world, label)
+        from gpudoctor.compat.data import matrix_in_force
+
+        row = allreduce_row(matrix_in_force(), model, world, label)
     except Exception:  # noqa: BLE001 - a reference is a nicety; the check itself reports a failure
         return ""
     ref = _num((row or {}).get("busbw_gbs"))
