@@ -221,13 +221,13 @@ def _live(pci: list, listed: list[str], driver: str = "535.104.05", notices=None
 
 
 def _codes(facts: dict) -> list[str]:
-    return [f.code for f in check_driver_branch(facts)]
+    return [f.code for f in check_driver_branch(facts, BUNDLED)]
 
 
 def test_a_k80_beside_a_listed_gpu_is_named_with_its_branch():
     facts = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x102d", None)], ["0000:01:00.0"],
                   notices={"read": False, "reason": "no_permission"})
-    found = list(check_driver_branch(facts))
+    found = list(check_driver_branch(facts, BUNDLED))
     assert [f.code for f in found] == ["DRV021"]
     assert "Tesla K80" in found[0].title and "R470" in found[0].title and "0000:41:00.0" in found[0].title
     assert "not read (no_permission)" in found[0].detail
@@ -243,7 +243,7 @@ def test_the_only_gpu_ignored_while_the_module_found_nothing_is_named():
 
 def test_a_notice_names_a_gpu_the_matrix_has_no_id_for():
     notice = {"read": True, "notices": [{"name": "GeForce GT 710", "branch": "470", "driver": "535.104.05"}]}
-    found = list(check_driver_branch(_live([_pci("0000:41:00.0", "0x9999", None)], [], notices=notice)))
+    found = list(check_driver_branch(_live([_pci("0000:41:00.0", "0x9999", None)], [], notices=notice), BUNDLED))
     assert [f.code for f in found] == ["DRV021"] and "GeForce GT 710" in found[0].title
 
 
@@ -282,6 +282,6 @@ def test_an_unbound_k80_is_one_finding_not_two():
     for bound in (None, "nvidia"):
         facts = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x102d", bound)], ["0000:01:00.0"])
         assert _codes(facts) == ["DRV021"]
-        assert [f.code for f in check_gpu_count(facts)] == []
+        assert [f.code for f in check_gpu_count(facts, BUNDLED)] == []
     unbound_a100 = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x20b2", None)], ["0000:01:00.0"])
-    assert [f.code for f in check_gpu_count(unbound_a100)] == ["DRV014"]
+    assert [f.code for f in check_gpu_count(unbound_a100, BUNDLED)] == ["DRV014"]

@@ -350,7 +350,7 @@ def _check_with_overlay(monkeypatch, tmp_path: Path) -> tuple[Path, dict]:
     facts = json.loads(H200X2.read_text())["facts"]
     facts.pop("options", None)
     monkeypatch.setattr(pipeline, "run_probes", lambda *a, **k: json.loads(json.dumps(facts)))
-    return overlay, pipeline.check(pipeline.RunOptions(overlays=(data.read_overlay(str(overlay)),)))
+    return overlay, pipeline.check(pipeline.RunOptions(matrix=data.Matrix((data.read_overlay(str(overlay)),))))
 
 
 def test_a_report_records_the_overlay_it_was_judged_with(monkeypatch, tmp_path):

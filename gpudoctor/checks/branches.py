@@ -20,10 +20,7 @@ from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, gpus, known
 
 
-def check_driver_branch(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
+def check_driver_branch(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     pci = get(facts, "driver.pci_devices")
     if not isinstance(pci, list):
         raise NotApplicable("the PCI bus was not read")  # nothing judged: not a pass
@@ -114,5 +111,5 @@ def _log_state(facts: Facts) -> str:
 
 CHECKS = (
     Check("driver.branch", "driver", "every NVIDIA GPU is one the driver's branch still drives", ("DRV021",),
-          check_driver_branch, ("nvml", "driver_files")),
+          check_driver_branch, ("nvml", "driver_files"), reads_matrix=True),
 )

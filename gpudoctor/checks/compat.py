@@ -9,13 +9,12 @@ from typing import Iterator
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
-from gpudoctor.compat.data import MatrixError, matrix_in_force
+from gpudoctor.compat.data import Matrix, MatrixError
 from gpudoctor.compat import stack as judge  # judge.judge_versions, as `matrix check` calls it (one judge, spied on in tests)
 from gpudoctor.findings import Finding
 
 
-def check_compat(facts: Facts) -> Iterator[Finding]:
-    matrix = matrix_in_force()
+def check_compat(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     stated = any(isinstance(g, dict) and g.get("stated") for g in facts.get("gpus") or [])
     if not nvml_ready(facts) and not stated:  # a GPU a ticket names is judged against its builds without NVML
         raise NotApplicable("NVML is not available")
@@ -26,12 +25,11 @@ def check_compat(facts: Facts) -> Iterator[Finding]:
         yield finding("CMP008", f"the compatibility matrix could not be read: {exc}")
 
 
-def check_known_bad(facts: Facts) -> Iterator[Finding]:
+def check_known_bad(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     """The known-bad combinations of compat_matrix/known_bad.json on this machine's stack (TensorFlow
     after 2.10 on native Windows, TensorFlow up to 2.20 on compute capability 12.x, ...): the same
     judge_known_bad that `matrix check` runs. Needs no NVML: TensorFlow on Windows is known bad even
     where the driver cannot be read."""
-    matrix = matrix_in_force()
     try:
         stack = stack_from_facts(matrix, facts)
     except MatrixError:
@@ -43,7 +41,8 @@ def check_known_bad(facts: Facts) -> Iterator[Finding]:
 
 CHECKS = (
     Check("compat.known_bad", "compat", "no known-bad combination", ("CMP009",), check_known_bad,
-          ("frameworks", "host", "nvml")),
+          ("frameworks", "host", "nvml"), reads_matrix=True),
     Check("compat.stack", "compat", "the driver, GPUs, toolkit and framework builds are compatible",
-          ("CMP001", "CMP002", "CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008", "CMP010"), check_compat, ("nvml", "frameworks", "cuda_stack", "python")),
+          ("CMP001", "CMP002", "CMP003", "CMP004", "CMP005", "CMP006", "CMP007", "CMP008", "CMP010"), check_compat, ("nvml", "frameworks", "cuda_stack", "python"),
+          reads_matrix=True),
 )

@@ -56,7 +56,7 @@ def check_visible_none(facts: Facts) -> Iterator[Finding]:
                       commands=["docker run --gpus all <image>"], links=[TOOLKIT_DOCS])
 
 
-def check_require_cuda(facts: Facts) -> Iterator[Finding]:
+def check_require_cuda(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     """NVIDIA_REQUIRE_CUDA: space-separated alternatives, each a comma-separated list of constraints that must all hold."""
     env = _env(facts)
     require = env.get("NVIDIA_REQUIRE_CUDA")
@@ -69,9 +69,7 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
         return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
     driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
     wanted = _required_cuda(require)
-    from gpudoctor.compat.data import matrix_in_force
-
-    verdict = _image_verdict(matrix_in_force(), wanted, driver, str(host["cuda"]))
+    verdict = _image_verdict(matrix, wanted, driver, str(host["cuda"]))
     limited = verdict is not None and verdict.status == COMPAT_LIMITED
     yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {driver}) does not meet "
                             f"NVIDIA_REQUIRE_CUDA={require!r}"
@@ -174,5 +172,5 @@ CHECKS = (
     Check("container.shm", "container", "/dev/shm is large enough for NCCL and DataLoader workers", ("CTR005",),
           check_shm, ("host", "nvml")),
     Check("container.require_cuda", "container", "the host driver meets the image's NVIDIA_REQUIRE_CUDA",
-          ("CTR003",), check_require_cuda, ("host", "nvml")),
+          ("CTR003",), check_require_cuda, ("host", "nvml"), reads_matrix=True),
 )

@@ -72,13 +72,11 @@ QUICK_PER_LINK = ("not checked in --quick: this driver gives NVLink error counts
                   "the full check reads them")
 
 
-def check_nvlink_errors(facts: Facts) -> Iterator[Finding]:
+def check_nvlink_errors(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     found = require_gpus(facts)
     if all(is_unavailable(g.get("nvlink")) and g["nvlink"]["unavailable"] == "not_supported" for g in found):
         raise NotApplicable("no GPU has NVLink")
-    from gpudoctor.compat.data import matrix_in_force
-
-    entry = limits(matrix_in_force())["nvlink-crc-rate"]
+    entry = limits(matrix)["nvlink-crc-rate"]
     unread = [g for g in found if get(g, "counters.nvlink_errors_unread") == UNREAD_IN_QUICK]
     judged = [g for g in found if not any(g is u for u in unread)]
     fast: list[Finding] = []
@@ -119,10 +117,8 @@ def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> I
 
 # --- PCIe ------------------------------------------------------------------------------------------
 
-def check_pcie_replays(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    entry = limits(matrix_in_force())["pcie-replay"]
+def check_pcie_replays(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
+    entry = limits(matrix)["pcie-replay"]
     for gpu, count in readings(require_gpus(facts), "counters.pcie_replay", "PCIe replay counters"):
         uptime = _uptime_s(gpu)
         if not isinstance(count, int) or count <= entry["above"] or uptime is None:
@@ -156,10 +152,7 @@ def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
 
 # --- NVSwitch fabric -------------------------------------------------------------------------------
 
-def check_fabric(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
+def check_fabric(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     found = require_gpus(facts)
     read = [(g, f) for g, f in _fabric_readings(found) if isinstance(f, dict)]
     # CUDA refuses an unregistered GPU (error 802): one that ran the smoke kernel correctly in this run was
@@ -225,8 +218,9 @@ def _not_registered(waiting: list[GpuFacts], total: int, state: str, severity: O
 
 CHECKS = (
     Check("gpus.nvlink_errors", "gpus", "NVLink CRC errors below DCGM's rate", ("GPU182",),
-          check_nvlink_errors, ("nvml",)),
-    Check("gpus.pcie_replays", "gpus", "PCIe replays within DCGM's rate", ("GPU132",), check_pcie_replays, ("nvml",)),
+          check_nvlink_errors, ("nvml",), reads_matrix=True),
+    Check("gpus.pcie_replays", "gpus", "PCIe replays within DCGM's rate", ("GPU132",), check_pcie_replays, ("nvml",),
+          reads_matrix=True),
     Check("gpus.fabric", "gpus", "every GPU on an NVSwitch fabric is registered with it", ("GPU191", "GPU192", "GPU193"),
-          check_fabric, ("nvml",)),
+          check_fabric, ("nvml",), reads_matrix=True),
 )

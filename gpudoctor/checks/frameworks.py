@@ -159,10 +159,7 @@ def _steering(facts: Facts, name: str) -> Optional[tuple[str, str, str]]:
     return steering_cause(facts, name)
 
 
-def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
+def check_gpu_builds(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     frameworks = _installed(facts)
     expected = _expected_gpus(facts)
     if expected == 0:
@@ -409,7 +406,7 @@ CHECKS = (
     Check("frameworks.import", "frameworks", "every installed framework imports", ("FWK004", "FWK005", "FWK009"),
           check_imports, ("frameworks",)),
     Check("frameworks.gpu", "frameworks", "every framework is a GPU build that sees the GPUs",
-          ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml")),
+          ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml"), reads_matrix=True),
     Check("frameworks.cudnn", "frameworks", "frameworks run with the cuDNN they were built for", ("FWK006", "FWK007"),
           check_cudnn, ("frameworks",)),
 )

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.compat import xid as xid_catalogue
+from gpudoctor.compat.data import Matrix
 from gpudoctor.findings import ERROR, INFO, WARNING, Finding, Subject
 
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -328,10 +329,7 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
                            "(nvidia-smi on the host).", commands=["nvidia-smi", "nvidia-ctk --version"], links=[TOOLKIT_DOCS])
 
 
-def check_driver_messages(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
+def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
 
     _any(facts, ("driver_library_mismatch", "xid", "system_not_ready", "gpu_lost_said", *_CUDA_INIT))
     wsl = (facts.get("host") or {}).get("wsl") is True
@@ -467,7 +465,7 @@ def check_wsl1(facts: Facts) -> Iterator[Finding]:
 CHECKS = (
     Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023", "DRV024"),
           check_driver_messages,
-          ()),
+          (), reads_matrix=True),
     Check("driver.wsl1", "driver", "the pasted Linux is not WSL 1", ("DRV025",), check_wsl1, ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),

@@ -41,7 +41,7 @@ def _subject_of(facts: Facts, index: dict[Any, int], pairs: list[dict[str, Any]]
     return Subject()
 
 
-def check_p2p(facts: Facts) -> Iterator[Finding]:
+def check_p2p(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     multigpu = _multigpu(facts)
     p2p = multigpu.get("p2p")
     if not isinstance(p2p, dict):
@@ -80,9 +80,7 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
                            "peer from CUDA programs here: a VM or container setting, IOMMU/ACS, or the GPUs split "
                            "between processes by CUDA_VISIBLE_DEVICES.",
                       commands=["nvidia-smi topo -p2p r", "nvidia-smi topo -m"])
-    from gpudoctor.compat.data import matrix_in_force
-
-    yield from _slow_links(facts, matrix_in_force(), index, [(p, link(p)) for p in pairs if not p.get("error")])
+    yield from _slow_links(facts, matrix, index, [(p, link(p)) for p in pairs if not p.get("error")])
 
 
 def _slow_links(facts: Facts, matrix: Matrix, index: dict[Any, int],
@@ -117,7 +115,7 @@ def _slow_links(facts: Facts, matrix: Matrix, index: dict[Any, int],
                                 "nvidia-smi nvlink --errorcounters", XID_COMMAND])
 
 
-def check_allreduce(facts: Facts) -> Iterator[Finding]:
+def check_allreduce(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     multigpu = _multigpu(facts)
     result = multigpu.get("allreduce")
     if not isinstance(result, dict):
@@ -147,10 +145,8 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
         return
     measured = f"bus bandwidth {busbw:.0f} GB/s (algorithm bandwidth {result.get('algbw_gbs', 0):.0f} GB/s, " \
                f"{result.get('bytes', 0) / 2**20:.0f} MiB {result.get('dtype', '')})"
-    from gpudoctor.compat.data import matrix_in_force
     from gpudoctor.compat.rules import allreduce_row
 
-    matrix = matrix_in_force()
     model, label = allreduce_setting(facts, multigpu, world)
     reference = allreduce_row(matrix, model, world, label)
     where = f"{world} x {model or 'mixed GPUs'} ({label})"
@@ -179,7 +175,7 @@ def _slowest_link(multigpu: dict[str, Any]) -> str:
 
 CHECKS = (
     Check("acceleration.p2p", "acceleration", "every pair of GPUs copies to each other, at the speed of its link (--deep)",
-          ("RUN021", "RUN022", "RUN023"), check_p2p, ("multigpu", "nvml")),
+          ("RUN021", "RUN022", "RUN023"), check_p2p, ("multigpu", "nvml"), reads_matrix=True),
     Check("acceleration.allreduce", "acceleration", "an NCCL all-reduce across all GPUs is correct and fast (--deep)",
-          ("RUN024", "RUN025", "RUN026"), check_allreduce, ("multigpu", "nvml")),
+          ("RUN024", "RUN025", "RUN026"), check_allreduce, ("multigpu", "nvml"), reads_matrix=True),
 )

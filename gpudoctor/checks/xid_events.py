@@ -39,10 +39,7 @@ _READER_WORDS = {
 }
 
 
-def check_xid_events(facts: Facts) -> Iterator[Finding]:
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
+def check_xid_events(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     log = facts.get("kernel_log")
     if not isinstance(log, dict):
         raise NotApplicable("the kernel log was not read (a report from a gpudoctor that did not read it, or a paste)")
@@ -245,5 +242,5 @@ def _quote(event: dict[str, Any], log: dict[str, Any]) -> str:
 
 CHECKS = (
     Check("gpus.xid", "gpus", "no Xid or driver error in the kernel log", ("GPU105", "GPU106", "GPU107", "GPU108", "GPU109"),
-          check_xid_events, ("kernel_log",)),
+          check_xid_events, ("kernel_log",), reads_matrix=True),
 )

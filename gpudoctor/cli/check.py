@@ -84,8 +84,10 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         raise BadInput(str(bad_python)) from None
     prepare(fmt, quiet)  # while the probes started above run
     mark("cli: output prepared")
+    from gpudoctor.compat.data import matrix_in_force
+
     options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
-                                   require_gpus=require_gpus, early=early)
+                                   require_gpus=require_gpus, early=early, matrix=matrix_in_force())
 
     launch = _launch()
     if launch is not None and not (deep and not quick) and launch.local_rank != 0:
@@ -150,4 +152,4 @@ def _cluster_check(launch: Any, options: pipeline.RunOptions, quiet: bool, redac
     if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
         facts["probes"] = {**facts.get("probes", {}), "node_check": {
             "status": "error", "title": "this node's own check", "error": (report or {})["error"], "duration_s": 0.0}}
-    return pipeline.judge(facts, checks=pipeline.select_checks(options.only, options.skip))
+    return pipeline.judge(facts, checks=pipeline.select_checks(options.only, options.skip), matrix=options.matrix)

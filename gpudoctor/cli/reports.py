@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import click
 
@@ -18,6 +18,9 @@ from gpudoctor.cli.output import emit
 from gpudoctor.cli.writing import write
 from gpudoctor.render.changes import describe_changes
 from gpudoctor.render.safe import terminal
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 
 @cli.command(epilog=EXIT_CODES_HELP, short_help="Re-judge a saved report, or judge what a user pasted.")
@@ -32,10 +35,12 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
     several files to read them together, and - for standard input. A paste says only part of what `check`
     sees: what it cannot tell is reported as not checked."""
     from gpudoctor import pipeline
+    from gpudoctor.compat.data import matrix_in_force
 
+    matrix = matrix_in_force()
     if len(inputs) == 1 and str(inputs[0]) != "-" and _starts_as_json(inputs[0]):
         saved = load_report(inputs[0])  # a saved JSON report: exactly as before pastes were read
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, str(inputs[0]))
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, str(inputs[0]))
         return
     from gpudoctor.pastes import PasteError, read_inputs
     from gpudoctor.pastes.read import decode, read_bytes
@@ -51,7 +56,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
                     saved = rep.load(text, source=name)
                 except rep.ReportError as exc:
                     raise BadInput(str(exc)) from None
-                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, name)
+                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, name)
                 return
             texts.append((name, text))
             notes += bad
@@ -65,10 +70,10 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
             raise BadInput(str(exc)) from None
         for line in found.notes:
             click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out,
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, found.report_source, found.left_out,
                      found.shown_findings)
         return
-    report = pipeline.judge_only(found.facts, found.runnable, skip_reasons(found.facts))
+    report = pipeline.judge_only(found.facts, found.runnable, skip_reasons(found.facts), matrix=matrix)
     _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
     if fmt == "markdown":  # for a ticket: the reply a maintainer posts back, not the whole report
         _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)
@@ -132,17 +137,17 @@ def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:
                        f"reads; on the machine, run: {rep.GATHER_COMMAND}")
 
 
-def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
+def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool, matrix: Matrix,
                  source: str = "the report", left_out: Sequence[str] = (), shown: Sequence[dict] = ()) -> None:
     from gpudoctor import pipeline
 
-    report = pipeline.judge(saved["facts"], created=saved.get("created"))
+    report = pipeline.judge(saved["facts"], created=saved.get("created"), matrix=matrix)
     if left_out:  # what the checks reading those facts would say is unknown: reported as not judged, never passed
         from gpudoctor.pastes.markdown_report import carry_shown, not_judged
 
         reasons = not_judged(list(left_out), [c["id"] for c in report["checks"]])
         report = pipeline.judge_only(saved["facts"], {c["id"] for c in report["checks"]} - set(reasons), reasons,
-                                     created=saved.get("created"))
+                                     created=saved.get("created"), matrix=matrix)
         report = carry_shown(report, list(shown), reasons)  # the report's own verdict on what it left out stands
         click.echo(f"gpudoctor: note: {terminal(source)} left out {terminal('; '.join(left_out))} to fit an issue: "
                    f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
@@ -264,12 +269,14 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     (refused) and the rest is merged: exit 2.
     """
     from gpudoctor import fleet
+    from gpudoctor.compat.data import matrix_in_force
     from gpudoctor.render import formats
     from gpudoctor.render.safe import terminal
 
-    reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact)
+    matrix = matrix_in_force()
+    reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact, matrix=matrix)
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
-        id(facts), None) or fleet.judge_node(facts, created), refused=refused))
+        id(facts), None) or fleet.judge_node(facts, created, matrix), refused=refused))
     text = formats.renderer(fmt, "fleet")(merged)
     if output is None:
         click.echo(text, nl=False)
@@ -310,10 +317,10 @@ def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
     return tuple(out + empty)
 
 
-def _load_fleet(paths: tuple[Path, ...], identities: bool
+def _load_fleet(paths: tuple[Path, ...], identities: bool, matrix: Matrix
                 ) -> tuple[list[tuple[str, dict]], dict[int, dict], list[tuple[str, str]]]:
     """(source, what merge shows of its report, redacted) per readable file in order, the verdicts already
-    reached, by ``id`` of each report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs,
+    reached by ``matrix``, by ``id`` of each report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs,
     are judged there), and (source, why) per file that is not a readable report."""
     import os
 
@@ -323,7 +330,7 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
     # fork: spawn would re-run the user's __main__ (a pipx shim, pytest, a zipapp); forking is safe only
     # while this process runs no other thread (nothing gpudoctor starts for merge does)
     if len(paths) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
-        done = [_prepare_node(p, identities) for p in paths]
+        done = [_prepare_node(p, identities, matrix) for p in paths]
     else:
         import concurrent.futures
         import multiprocessing
@@ -338,15 +345,15 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
 
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
+            done = list(pool.map(_prepare_node, paths, [identities] * len(paths), [matrix] * len(paths), chunksize=chunk))
     reports = [(str(p), report) for p, (report, _) in zip(paths, done) if isinstance(report, dict)]
     refused = [(str(p), why) for p, (report, why) in zip(paths, done) if not isinstance(report, dict)]
     judged = {id(r["facts"]): j for r, j in done if isinstance(r, dict) and isinstance(j, dict)}
     return reports, judged, refused
 
 
-def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
-    """One node's report loaded and judged, and what merge shows of it redacted (fleet.judged_view); a file
+def _prepare_node(path: Path, identities: bool, matrix: Matrix) -> tuple[Any, Any]:
+    """One node's report loaded and judged by ``matrix``, and what merge shows of it redacted (fleet.judged_view); a file
     that is not a readable report gives (None, why) instead, so one bad file among a thousand does not stop
     the merge."""
     from gpudoctor import fleet
@@ -357,4 +364,4 @@ def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
         report = load_report(path)
     except BadInput as exc:
         return None, str(exc)
-    return fleet.judged_view(report, identities)
+    return fleet.judged_view(report, identities, matrix)
