@@ -82,12 +82,13 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     mark("cli: checks imported")
     if bad_python is not None:
         raise BadInput(str(bad_python)) from None
-    prepare(fmt, quiet)  # while the probes started above run
-    mark("cli: output prepared")
     from gpudoctor.compat.data import matrix_in_force
 
+    matrix = matrix_in_force()
+    prepare(fmt, quiet, matrix=matrix)  # while the probes started above run
+    mark("cli: output prepared")
     options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
-                                   require_gpus=require_gpus, early=early, matrix=matrix_in_force())
+                                   require_gpus=require_gpus, early=early, matrix=matrix)
 
     launch = _launch()
     if launch is not None and not (deep and not quick) and launch.local_rank != 0:
@@ -103,7 +104,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     mark("cli: judged")
     # a FIFO named by --output waits no longer than the rest of the run
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
-         duration_s=time.monotonic() - started, deadline=options.deadline)
+         duration_s=time.monotonic() - started, deadline=options.deadline, matrix=options.matrix)
     mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 

@@ -78,7 +78,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
     if fmt == "markdown":  # for a ticket: the reply a maintainer posts back, not the whole report
         _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)
     else:
-        emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+        emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on, matrix=matrix)
     read = terminal(listed([f"{p.kind} ({p.where})" for p in found.pastes]))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
     ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
@@ -157,7 +157,7 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
         click.echo(line, err=True)
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
-    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on, matrix=matrix)
     from gpudoctor.redact import redact_report
 
     # secrets leave redacted whatever --no-redact says, on stderr too (README: "removed anyway")
