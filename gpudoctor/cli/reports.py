@@ -60,7 +60,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
                 return
             texts.append((name, text))
             notes += bad
-        found = read_inputs(texts)
+        found = read_inputs(texts, matrix)
     except PasteError as exc:
         raise BadInput(str(exc)) from None
     if found.report is not None:
