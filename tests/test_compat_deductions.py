@@ -26,7 +26,6 @@ from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import build_from_matrix, judge_stack
 from gpudoctor.compat.data import BUNDLED
-from helpers_matrix import no_overlay  # noqa: F401 - applies here (autouse)
 
 PASTES = Path(__file__).parent / "fixtures" / "pastes"
 

@@ -23,14 +23,7 @@ from click.testing import CliRunner
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
 from gpudoctor.compat.data import BUNDLED
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def judge(*args: str) -> tuple[int, str, set[str]]:

@@ -19,11 +19,10 @@ from click.testing import CliRunner
 from gpudoctor.checks.branches import check_driver_branch
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import BUNDLED, load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.stack import judge_stack
 from gpudoctor.probes import kernel_log
-from helpers_matrix import clear_overlays
 
 TALOS = """NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
  NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please
@@ -39,17 +38,11 @@ NIXOS = """NVRM: The NVIDIA NVIDIA GeForce GTX 1050 GPU installed in this system
                            NVRM:  this GPU.  Continuing probe..."""
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
-
 
 # --- the data -------------------------------------------------------------------------------------
 
 def test_every_entry_is_sourced_and_dated():
-    data = load_topic("driver_branches")
+    data = BUNDLED.topic("driver_branches")
     assert data["entries"]
     for entry in data["entries"]:
         assert entry["source"] in data["sources"], entry
@@ -60,8 +53,8 @@ def test_every_entry_is_sourced_and_dated():
 
 
 def test_every_architecture_has_an_entry():
-    known = {e["architecture"] for e in load_topic("driver_branches")["entries"]}
-    assert {e["architecture"] for e in load_topic("architectures")["entries"]} <= known
+    known = {e["architecture"] for e in BUNDLED.topic("driver_branches")["entries"]}
+    assert {e["architecture"] for e in BUNDLED.topic("architectures")["entries"]} <= known
 
 
 @pytest.mark.parametrize("driver, cc, status, needs", [

@@ -14,22 +14,15 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import BUNDLED, load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.queries import stack_from_args, suggest
 from gpudoctor.compat.stack import judge_stack
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def test_every_first_branch_is_sourced():
-    data = load_topic("driver_branches")
+    data = BUNDLED.topic("driver_branches")
     firsts = [e for e in data["entries"] if e.get("first_branch")]
     assert {e["architecture"] for e in firsts} == {"hopper", "ada"}
     for entry in firsts:

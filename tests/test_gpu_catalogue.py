@@ -354,8 +354,8 @@ def test_every_gpu_is_one_the_matrix_can_judge():
     capability 3.2 and below, included), and architectures.json and cuda_targets.json describe every compute
     capability in it, so no catalogued GPU falls back to "unknown" for want of its architecture."""
     assert "legacy_entries" not in RAW
-    archs = {r["compute_capability"]: r["architecture"] for r in matrix.load_topic("architectures")["entries"]}
-    targets = {r["compute_capability"] for r in matrix.load_topic("cuda_targets")["entries"]}
+    archs = {r["compute_capability"]: r["architecture"] for r in BUNDLED.topic("architectures")["entries"]}
+    targets = {r["compute_capability"] for r in BUNDLED.topic("cuda_targets")["entries"]}
     assert {cc for _, cc, _ in page_names()} <= {r["compute_capability"] for r in ENTRIES}
     for row in ENTRIES:
         assert row["compute_capability"] in targets, row["model"]
@@ -388,5 +388,5 @@ def test_performance_rows_name_gpus_of_the_catalogue():
     """Every row of compat_matrix/performance.json must be reachable: at least one of its match strings occurs
     in an NVML name the catalogue knows (a row whose keys all drifted from the driver's names never matches)."""
     names = [f" {words(p)} " for r in ENTRIES for p in r["match"]]
-    for row in matrix.load_topic("performance")["entries"]:
+    for row in BUNDLED.topic("performance")["entries"]:
         assert any(f" {words(pattern)} " in n for pattern in row["match"] for n in names), row["model"]

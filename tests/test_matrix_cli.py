@@ -30,7 +30,7 @@ from gpudoctor.cli import cli
 from gpudoctor.compat.data import BUNDLED
 
 from conftest import REAL
-from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
+from helpers_matrix import matrix_check
 
 RTX5090 = "NVIDIA GeForce RTX 5090"
 

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.compat.data import BUNDLED, Matrix, load_topic
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.compat.queries import stack_from_args
 from gpudoctor.compat.stack import judge_stack
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def _cudnn_finding(tensorflow: str, cudnn: str, os_name=None, matrix: Matrix = BUNDLED):
@@ -60,7 +53,7 @@ def test_from_2_14_the_and_cuda_extra_is_the_fix():
 
 
 def test_no_release_with_the_extra_carries_conda_commands_and_each_command_list_is_sourced():
-    data = load_topic("tensorflow")
+    data = BUNDLED.topic("tensorflow")
     for release in data["entries"]:
         listed = release.get("gpu_install_linux") or release.get("gpu_install_windows")
         assert not (listed and release.get("and_cuda_extra")), release["version"]

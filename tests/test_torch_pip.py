@@ -13,17 +13,10 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import BUNDLED, load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.queries import suggest
 from gpudoctor.compat.torch_pip import pip_args
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def _build(text: str):
@@ -53,7 +46,7 @@ def test_pip_args(build, os_name, expected):
 
 def test_every_release_before_2_names_a_patch_release_it_was_published_as():
     """A wildcard cannot carry a local version: every pre-2.0 release and variant pins one patch release of its line."""
-    for release in load_topic("pytorch")["entries"]:
+    for release in BUNDLED.topic("pytorch")["entries"]:
         if rules.version(release["version"]) >= rules.version("2.0"):
             continue
         for variant in release["variants"]:

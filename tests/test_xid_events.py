@@ -20,7 +20,7 @@ from gpudoctor.checks.base import NotApplicable
 from gpudoctor.checks.registry import CHECKS, run_check
 from gpudoctor.checks.xid_events import WINDOW_S, check_xid_events
 from gpudoctor.compat import xid as catalogue
-from gpudoctor.compat.data import BUNDLED, load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.findings import ERROR, INFO, SKIP, WARNING
 from gpudoctor.nvrm import bus_key, parse_xid
 from gpudoctor.pastes.forms import messages as paste_messages
@@ -99,7 +99,7 @@ def test_a_bus_id_is_one_gpu_whatever_its_case_and_domain_width(a, b):
 # --- the catalogue ---------------------------------------------------------------------------------
 
 def test_the_catalogue_covers_the_xids_a_node_gate_needs_and_cites_nvidia():
-    data = load_topic("xid")
+    data = BUNDLED.topic("xid")
     codes = {e["xid"] for e in data["entries"]}
     assert {13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120} <= codes
     assert set(range(136, 160)) - {138, 152, 153} <= codes  # the Hopper and Blackwell Xids (138, 152, 153: unused)

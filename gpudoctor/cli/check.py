@@ -16,6 +16,7 @@ from gpudoctor.cli.progress import clear_progress, progress_printer
 
 if TYPE_CHECKING:
     from gpudoctor import pipeline
+    from gpudoctor.compat.data import Matrix
 
 
 class Seconds(click.FloatRange):
@@ -58,7 +59,7 @@ class Seconds(click.FloatRange):
 @NO_REDACT_OPTION
 def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
           timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
-          python: Optional[str], no_redact: bool) -> None:
+          python: Optional[str], no_redact: bool, matrix: Matrix) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
@@ -82,9 +83,6 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     mark("cli: checks imported")
     if bad_python is not None:
         raise BadInput(str(bad_python)) from None
-    from gpudoctor.compat.data import matrix_in_force
-
-    matrix = matrix_in_force()
     prepare(fmt, quiet, matrix=matrix)  # while the probes started above run
     mark("cli: output prepared")
     options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,

@@ -51,12 +51,10 @@ def matrix_group() -> None:
                                                        "WSL runs the Windows driver). Default: judged as Linux.")
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, stack, findings} as JSON.")
 @MATRIX_OPTION
-def matrix_check(as_json: bool, **options: Optional[str]) -> None:
+def matrix_check(as_json: bool, matrix: Matrix, **options: Optional[str]) -> None:
     """Judge a hypothetical stack: exit 1 on an error verdict, 2 on bad input, else 0."""
     from gpudoctor.compat import queries
-    from gpudoctor.compat.data import matrix_in_force
 
-    matrix = matrix_in_force()
     if not any(value for name, value in options.items() if name != "os_name"):  # --os alone describes no stack
         raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
                        "--cuda, --cudnn, --python")
@@ -77,12 +75,10 @@ def matrix_check(as_json: bool, **options: Optional[str]) -> None:
 @click.option("--python", metavar="X.Y", help="Python version.")
 @click.option("--os", "os_name", type=OS_CHOICE, help="Operating system. Default: Linux.")
 @MATRIX_OPTION
-def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
+def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name, matrix) -> None:
     """The newest PyTorch and TensorFlow builds that will work here, with their install commands."""
     from gpudoctor.compat import queries, rules
-    from gpudoctor.compat.data import matrix_in_force
 
-    matrix = matrix_in_force()
     if not (gpu or cc):
         raise BadInput("give --gpu NAME or --cc X.Y")
     parsed = check_inputs(driver=driver, cc=cc, python=python, driver_cuda=driver_cuda)
@@ -103,7 +99,7 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
 @matrix_group.command("show", short_help="The matrix data as tables, with their sources.")
 @click.argument("topic", required=False)
 @MATRIX_OPTION
-def matrix_show(topic) -> None:
+def matrix_show(topic, matrix) -> None:
     """The matrix data as tables, with sources (TOPIC: one of the compat_matrix files)."""
     from gpudoctor.compat.data import topics
     from gpudoctor.render import matrix_table
@@ -111,7 +107,7 @@ def matrix_show(topic) -> None:
     click.get_current_context().meta[LISTING] = True
     if topic and topic not in topics():
         raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
-    click.echo(terminal(_matrix_call(lambda: matrix_table.show(topic)), newlines=True))
+    click.echo(terminal(_matrix_call(lambda: matrix_table.show(matrix, topic)), newlines=True))
 
 
 def _print_check(matrix: Matrix, stack: Stack, as_json: bool, notes: Sequence[str] = ()) -> int:

@@ -28,16 +28,15 @@ if TYPE_CHECKING:
                 type=click.Path(path_type=Path, allow_dash=True))  # a folder: the reader's one-line error
 @report_options
 @NO_REDACT_OPTION
-def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
+def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
+            matrix: Matrix) -> None:
     """Re-check a saved JSON report with this version's checks (for triaging someone else's machine), or judge
     what a user pasted: gpudoctor's Markdown report, `python -m torch.utils.collect_env` output (PyTorch's or
     vLLM's), `nvidia-smi` output (table, -q or -q -x), or a whole issue body holding several of them. Give
     several files to read them together, and - for standard input. A paste says only part of what `check`
     sees: what it cannot tell is reported as not checked."""
     from gpudoctor import pipeline
-    from gpudoctor.compat.data import matrix_in_force
 
-    matrix = matrix_in_force()
     if len(inputs) == 1 and str(inputs[0]) != "-" and _starts_as_json(inputs[0]):
         saved = load_report(inputs[0])  # a saved JSON report: exactly as before pastes were read
         _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, str(inputs[0]))
@@ -153,7 +152,7 @@ def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, f
                    f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
                    "(--format json --output report.json) judges them", err=True)
     _refuse_if_nothing_judged(report, source, "the report holds")
-    for line in missing_overlays(saved["facts"], source):
+    for line in missing_overlays(saved["facts"], source, matrix):
         click.echo(line, err=True)
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
@@ -179,14 +178,14 @@ Exit codes:
 """
 
 
-def missing_overlays(facts: dict, source: str) -> list[str]:
-    """A note for each --matrix file the report was judged with that is not in force now (none given, or
-    one with other bytes): its verdicts rested on it, so a verdict that changes now would be unexplained."""
+def missing_overlays(facts: dict, source: str, matrix: Matrix) -> list[str]:
+    """A note for each --matrix file the report was judged with that ``matrix``, the one it is judged by now,
+    lacks (none given, or one with other bytes): its verdicts rested on it, so a verdict that changes now
+    would be unexplained."""
     from gpudoctor.checks.selection import options_of
-    from gpudoctor.compat.data import overlay_files
 
     recorded = options_of(facts).get("matrix_overlays")
-    now = {f["sha256"] for f in overlay_files()}
+    now = {overlay.sha256 for overlay in matrix.overlays}
     notes = []
     for overlay in recorded if isinstance(recorded, list) else []:
         if not isinstance(overlay, dict) or overlay.get("sha256") in now:
@@ -256,7 +255,8 @@ def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
               help="Lowest severity on any node that makes the exit code 1.")
 @MATRIX_OPTION
 @NO_REDACT_OPTION
-def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str, no_redact: bool) -> None:
+def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str, no_redact: bool,
+          matrix: Matrix) -> None:
     """Compare saved JSON reports of many nodes: a nodes x areas table, drift between nodes, outlier GPUs.
 
     Each report is re-judged with this version's checks, as `analyze` does. Drift lists the driver,
@@ -269,11 +269,9 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     (refused) and the rest is merged: exit 2.
     """
     from gpudoctor import fleet
-    from gpudoctor.compat.data import matrix_in_force
     from gpudoctor.render import formats
     from gpudoctor.render.safe import terminal
 
-    matrix = matrix_in_force()
     reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact, matrix=matrix)
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
         id(facts), None) or fleet.judge_node(facts, created, matrix), refused=refused))
