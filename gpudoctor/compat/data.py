@@ -3,7 +3,8 @@
 Installed, the data is the package ``gpudoctor.compat_matrix`` (a sibling of this ``gpudoctor.compat``
 package, not inside it); in a source checkout it is the top-level ``compat_matrix/`` folder. Each file
 has a topic, an "as of" date, named sources and entries that each cite one of those sources; validate()
-and validate_shapes() hold the bundled files and every overlay to that shape.
+and validate_shapes() hold the bundled files and every overlay to that shape. A Matrix is the bundled
+files with the overlays merged over them, as one value that whatever reads a table is handed.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Which source wins: nvidia-smi's XML, then ``-q``, then its table, then collect_e
 ``nvidia-smi``), for the driver and the GPUs; collect_env alone knows the framework build, the nvcc on
 PATH and Python. Two pastes that disagree (a driver upgraded between two comments) keep the first
 and say so in a note. A GPU's compute capability is not in any paste: it is looked up by model name in
-the bundled matrix, and stays unknown when the name is not there (or was truncated past recognition).
+the matrix the pastes are judged with (the bundled one, with any --matrix file over it), and stays unknown
+when the name is not there (or was truncated past recognition).
 
 What a paste cannot show is not judged: a check runs only when the facts it reads are in the pastes
 (``RUNNABLE``); every other one is reported skipped with the reason for its area (``NOT_TOLD``),
