@@ -30,7 +30,7 @@ FABRIC_COMMANDS = ("systemctl status nvidia-fabricmanager", "sudo systemctl enab
 
 
 def limits(matrix: Matrix) -> dict[str, dict[str, Any]]:
-    """The entries of compat_matrix/error_counters.json by id (a --matrix overlay's first)."""
+    """The entries of ``matrix``'s error_counters table by id (a --matrix overlay's first)."""
     out: dict[str, dict[str, Any]] = {}
     for entry in matrix.topic("error_counters")["entries"]:
         out.setdefault(entry["id"], entry)
