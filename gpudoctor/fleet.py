@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from gpudoctor import __version__
 from gpudoctor import report as rep
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.findings import ERROR, WARNING
 from gpudoctor.fleet_counters import counter_outliers
 from gpudoctor.snapshot import get, gpus, is_unavailable, job_nodes, known
@@ -173,17 +174,19 @@ def node_names(sources: Sequence[str], hostnames: Sequence[Optional[str]]) -> li
 
 # The nodes' own verdicts ------------------------------------------------------------------------
 
-def judge_node(facts: dict[str, Any], created: Optional[str]) -> dict[str, Any]:
-    """One node's report re-judged with this version's checks, as ``analyze`` does."""
+def judge_node(facts: dict[str, Any], created: Optional[str], matrix: Matrix = BUNDLED) -> dict[str, Any]:
+    """One node's report re-judged with this version's checks, as ``analyze`` does, by the compatibility
+    matrix ``matrix``."""
     from gpudoctor import pipeline
 
-    return pipeline.judge(facts, created=created)
+    return pipeline.judge(facts, created=created, matrix=matrix)
 
 
 _judge = judge_node
 
 
-def judged_view(report: dict[str, Any], identities: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+def judged_view(report: dict[str, Any], identities: bool = True,
+                matrix: Matrix = BUNDLED) -> tuple[dict[str, Any], dict[str, Any]]:
     """(what ``merge`` shows of ``report``, its verdict), redacted as ``redact_report`` would redact them.
 
     The node is judged on its report as saved, as ``analyze`` judges one, and only then are the shown
@@ -194,8 +197,8 @@ def judged_view(report: dict[str, Any], identities: bool = True) -> tuple[dict[s
 
     if job_nodes(report.get("facts") or {}):
         redacted = redact_report(report, identities=identities)
-        return redacted, judge_node(redacted["facts"], redacted.get("created"))
-    judged = judge_node(report["facts"], report.get("created"))
+        return redacted, judge_node(redacted["facts"], redacted.get("created"), matrix)
+    judged = judge_node(report["facts"], report.get("created"), matrix)
     redact = part_redactor(report, identities=identities)
     summary = judged.get("summary") or {}
     verdict = {

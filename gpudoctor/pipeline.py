@@ -1,8 +1,8 @@
 """Facts, then judgement: the two steps every command shares, importable without the CLI.
 
 `check` takes its options as one value (RunOptions), made once by the command line: the interpreter
-diagnosed, the deadline, the --matrix overlays, the selection and the probes already started travel
-from here to the runner and the probes as parameters. The checks are imported when first needed, so the
+diagnosed, the deadline, the compatibility matrix with its --matrix overlays, the selection and the probes
+already started travel from here to the runner, the probes and the checks as parameters. The checks are imported when first needed, so the
 command line can start the early probes (start_early) before that import."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Optional, 
 
 from gpudoctor import report as rep
 from gpudoctor import runner
-from gpudoctor.compat.data import in_force as overlays_in_force  # noqa: F401 - the --matrix files this command was given
-from gpudoctor.compat.data import overlaid
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.probes import interpreter
 from gpudoctor.procs.child import kill_all, reopen
 from gpudoctor.probes.interpreter import BadPython, Target  # noqa: F401 - the command line's one layer
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from gpudoctor.checks.base import Check
 
 __all__ = ["BadPython", "RunOptions", "Target", "check", "choose_interpreter", "judge", "judge_only",
-           "device_facts", "overlays_in_force", "own_interpreter", "run_options", "select_checks", "start_early"]
+           "device_facts", "own_interpreter", "run_options", "select_checks", "start_early"]
 
 #: Probes every selection needs: what the machine is, whether the driver answers, and which Python is diagnosed.
 BASE_PROBES = ("host", "driver_files", "nvml", "python")
@@ -46,13 +45,13 @@ def start_early(target: Target, quick: bool) -> tuple[Started, ...]:
 
 def run_options(target: Target, timeout_s: Optional[float] = None, only: Sequence[str] = (), skip: Sequence[str] = (),
                 quick: bool = False, deep: bool = False, require_gpus: Optional[int] = None,
-                early: tuple[Started, ...] = ()) -> RunOptions:
+                early: tuple[Started, ...] = (), matrix: Matrix = BUNDLED) -> RunOptions:
     """The run's options, made once from the command's: --timeout becomes a deadline counted from now, and
-    the --matrix overlays the command was given (cli/base.py) are the ones the verdicts rest on."""
+    ``matrix`` (the bundled one with the command's --matrix files over it) is what the verdicts rest on."""
     import time
 
     deadline = time.monotonic() + timeout_s if timeout_s else None
-    return RunOptions(interpreter=target, deadline=deadline, overlays=overlays_in_force(), only=tuple(only),
+    return RunOptions(interpreter=target, deadline=deadline, matrix=matrix, only=tuple(only),
                       skip=tuple(skip), quick=quick, deep=deep, require_gpus=require_gpus, early=early)
 
 
@@ -70,7 +69,7 @@ def select_checks(only: Sequence[str] = (), skip: Sequence[str] = (), require_gp
 
 def check(options: RunOptions, on_progress: Optional[Callable[[Progress], None]] = None) -> dict[str, Any]:
     """Probe this machine and judge it as ``options`` ask: only the probes the selected checks read are
-    run, and the verdicts use the --matrix overlays it names."""
+    run, and the verdicts read the compatibility matrix it names."""
     from gpudoctor.checks.selection import required_gpus
 
     recorded = options.recorded()
@@ -85,14 +84,14 @@ def check(options: RunOptions, on_progress: Optional[Callable[[Progress], None]]
     # the selection travels with the facts, so the gates (checks/gates.py) judge it again in `analyze`
     if recorded:
         facts["options"] = recorded
-    with overlaid(options.overlays):
-        return judge(facts, checks=checks)
+    return judge(facts, checks=checks, matrix=options.matrix)
 
 
-def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional[Sequence[Check]] = None) -> dict[str, Any]:
+def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional[Sequence[Check]] = None,
+          matrix: Matrix = BUNDLED) -> dict[str, Any]:
     """Judge facts (fresh, or from a saved report) with this version's checks: ``checks``, or those the run
-    selected as its facts record it (all without ``options``). ``--require-gpus N``, as the facts record it,
-    always brings its check, whatever the selection."""
+    selected as its facts record it (all without ``options``), by the compatibility matrix ``matrix``.
+    ``--require-gpus N``, as the facts record it, always brings its check, whatever the selection."""
     from gpudoctor.checks.registry import CHECKS, run_checks, selection
     from gpudoctor.checks.selection import REQUIRED_GPUS_CHECK, required_gpus
 
@@ -101,18 +100,18 @@ def judge(facts: dict[str, Any], created: Optional[str] = None, checks: Optional
         order = {c.id: i for i, c in enumerate(CHECKS)}
         checks = sorted([*checks, *(c for c in CHECKS if c.id == REQUIRED_GPUS_CHECK)],
                         key=lambda c: order.get(c.id, len(order)))
-    return rep.build(facts, run_checks(facts, checks), created=created)
+    return rep.build(facts, run_checks(facts, checks, matrix), created=created)
 
 
 def judge_only(facts: dict[str, Any], run: Collection[str], reasons: Mapping[str, str],
-               created: Optional[str] = None) -> dict[str, Any]:
+               created: Optional[str] = None, matrix: Matrix = BUNDLED) -> dict[str, Any]:
     """Judge facts that hold only part of a machine (read from a paste: gpudoctor/pastes/) with the checks
     named in ``run``; every other check is reported skipped, with the reason ``reasons`` gives for its id or
     its area, so nothing that was not judged shows as passed."""
     from gpudoctor.checks.registry import CHECKS, run_check
     from gpudoctor.findings import SKIP, CheckResult
 
-    results = [run_check(c, facts) if c.id in run else
+    results = [run_check(c, facts, matrix) if c.id in run else
                CheckResult(c.id, c.area, c.title, SKIP, 0.0, reason=reasons.get(c.id) or reasons.get(c.area, "not checked"))
                for c in CHECKS]
     return rep.build(facts, results, created=created)

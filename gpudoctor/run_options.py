@@ -1,8 +1,8 @@
 """What one `gpudoctor check` is asked to do, made once by the command line and passed down as a value.
 
 The pipeline hands it to the runner, and the runner hands each probe the part it reads (the interpreter
-diagnosed), so every route from an option to the code it steers is a chain of parameters: no module
-holds the state of a run.
+diagnosed); its compatibility matrix goes to the checks that read one (checks/registry.py). So every route
+from an option to the code it steers is a chain of parameters: no module holds the state of a run.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from gpudoctor.compat.data import Overlay
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.probes.interpreter import Target, own
 
 
@@ -32,14 +32,15 @@ class Started:
 @dataclass(frozen=True)
 class RunOptions:
     """The run's options. ``interpreter``: the Python diagnosed (interpreter.choose). ``deadline``: the
-    --timeout deadline, a ``time.monotonic()`` value, or None. ``overlays``: the --matrix files the
-    verdicts rest on. ``only``/``skip``: the checks selected, by area or id. ``quick``: no work on the
-    GPUs (it wins over ``deep``); ``deep``: the multi-GPU tests and longer workloads. ``require_gpus``:
-    --require-gpus. ``early``: the probes already started (runner.start_early), for the run to adopt."""
+    --timeout deadline, a ``time.monotonic()`` value, or None. ``matrix``: the compatibility matrix the
+    verdicts rest on, the bundled one with the --matrix files over it. ``only``/``skip``: the checks
+    selected, by area or id. ``quick``: no work on the GPUs (it wins over ``deep``); ``deep``: the multi-GPU
+    tests and longer workloads. ``require_gpus``: --require-gpus. ``early``: the probes already started
+    (runner.start_early), for the run to adopt."""
 
     interpreter: Target = field(default_factory=own)
     deadline: Optional[float] = None
-    overlays: tuple[Overlay, ...] = ()
+    matrix: Matrix = BUNDLED
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
     quick: bool = False
@@ -57,6 +58,6 @@ class RunOptions:
             out["only"] = list(self.only)
         if self.skip:
             out["skip"] = list(self.skip)
-        if self.overlays:  # the verdicts rest on them: `analyze` without them says so (cli/reports.py)
-            out["matrix_overlays"] = [o.recorded() for o in self.overlays]
+        if self.matrix.overlays:  # the verdicts rest on them: `analyze` without them says so (cli/reports.py)
+            out["matrix_overlays"] = self.matrix.recorded()
         return out

@@ -21,6 +21,7 @@ import pytest
 from gpudoctor import pipeline
 from gpudoctor.probes.interpreter import own
 from gpudoctor.probes.workload import sharing
+from gpudoctor.compat.data import BUNDLED
 from helpers_facts import with_fact
 
 from helpers_deep import CLUSTER, CLUSTER4, REAL, deep, h200x4, recorded
@@ -308,7 +309,7 @@ def test_real_checks_of_the_same_code_on_each_machine_are_all_clear(path, device
 def test_expected_figures_belong_to_that_very_product(name, model):
     from gpudoctor.compat import rules as compat
 
-    entry = compat.performance_entry(name)
+    entry = compat.performance_entry(BUNDLED, name)
     assert (entry and entry["model"]) == model
 
 

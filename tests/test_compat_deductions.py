@@ -25,7 +25,7 @@ from gpudoctor.compat import rules
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import build_from_matrix, judge_stack
-from helpers_matrix import no_overlay  # noqa: F401 - applies here (autouse)
+from gpudoctor.compat.data import BUNDLED
 
 PASTES = Path(__file__).parent / "fixtures" / "pastes"
 
@@ -58,7 +58,7 @@ def codes(data: dict, severity: str = "") -> set[str]:
     ("13.0", "9.9", False),  # a compute capability the matrix does not know: no verdict
 ])
 def test_toolkit_that_dropped_an_architecture_builds_nothing_for_it(cuda, cc, dropped):
-    verdict = rules.cuda_dropped(cuda, cc)
+    verdict = rules.cuda_dropped(BUNDLED, cuda, cc)
     assert (verdict is not None and verdict.status == rules.FAIL) is dropped
     if dropped:
         assert "was the last toolkit" in verdict.reason and "no PTX that runs there" in verdict.reason
@@ -74,7 +74,7 @@ def test_toolkit_that_dropped_an_architecture_builds_nothing_for_it(cuda, cc, dr
     ("12.8", "12.0", None),
 ])
 def test_cuda_older_than_the_gpu_has_no_machine_code_for_it(cuda, cc, first):
-    why = rules.cuda_too_old(cuda, cc)
+    why = rules.cuda_too_old(BUNDLED, cuda, cc)
     assert (why is None) == (first is None)
     if first:
         assert f"first supported by CUDA {first}" in why
@@ -129,21 +129,21 @@ def test_no_toolkit_finding_where_it_still_targets_the_gpu(cuda, cc):
 def test_a_cuda_13_build_whose_architectures_are_unknown_still_fails_on_pascal():
     """Nothing built with CUDA 13 runs below 7.5 (TARGETS), whatever else the build carries."""
     stack = Stack(gpus=[("GPU 0 (NVIDIA GeForce GTX 1080)", "6.1")])
-    build = build_from_matrix("torch", "2.9.0+cu130", stack, installed=True)
+    build = build_from_matrix(BUNDLED, "torch", "2.9.0+cu130", stack, installed=True)
     build.sass = build.ptx = None  # as a build read from package metadata alone
     stack.builds.append(build)
-    assert [f.code for f in judge_stack(stack)] == ["CMP003"]
+    assert [f.code for f in judge_stack(BUNDLED, stack)] == ["CMP003"]
 
 
 def test_a_cuda_10_build_of_unknown_architectures_on_an_a100_says_why_it_is_unknown():
     """No machine code can exist (TARGETS), but PTX of an older architecture would JIT (GUIDE): unknown, with the reason."""
     stack = Stack(gpus=[("GPU 0 (NVIDIA A100-SXM4-80GB)", "8.0")])
-    build = build_from_matrix("torch", "1.12.1=py3.9_cuda10.2_cudnn7.6.5_0", stack)
+    build = build_from_matrix(BUNDLED, "torch", "1.12.1=py3.9_cuda10.2_cudnn7.6.5_0", stack)
     stack.builds.append(build)
-    [f] = judge_stack(stack)
+    [f] = judge_stack(BUNDLED, stack)
     assert f.code == "CMP008" and "first supported by CUDA 11.0" in f.detail and "PTX" in f.detail
     build.ptx = []  # known to carry none: then nothing runs there
-    assert [f.code for f in judge_stack(stack)] == ["CMP003"]
+    assert [f.code for f in judge_stack(BUNDLED, stack)] == ["CMP003"]
 
 
 # --- every variant, every rule ---------------------------------------------------------------------
@@ -254,7 +254,7 @@ def _facts(driver: str, os_name: str) -> dict:
     ("551.86", "", None),  # no OS: the Linux and Windows columns differ
 ])
 def test_snapshot_driver_without_its_cuda_gets_it_from_table_3(driver, os_name, cuda):
-    assert stack_from_facts(_facts(driver, os_name)).driver_cuda == cuda
+    assert stack_from_facts(BUNDLED, _facts(driver, os_name)).driver_cuda == cuda
 
 
 def test_windows_collect_env_paste_states_the_drivers_cuda():

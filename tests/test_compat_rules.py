@@ -22,14 +22,8 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from helpers_matrix import clear_overlays
+from gpudoctor.compat.data import BUNDLED
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def judge(*args: str) -> tuple[int, str, set[str]]:
@@ -160,10 +154,10 @@ def test_tensorflow_after_2_10_on_native_windows_is_known_bad():
         return {"host": {"os": os_name}, **gpus, "frameworks": {"tensorflow": {"installed": True, "status": "ok",
                                                                                 "info": {"version": version}}}}
 
-    assert [f.code for f in check_known_bad(facts("Windows", "2.16.1"))] == ["CMP009"]
-    assert list(check_known_bad(facts("Windows", "2.16.1", gpu=False))) == []  # no GPU left unused
-    assert list(check_known_bad(facts("Windows", "2.10.1"))) == []
-    assert list(check_known_bad(facts("Linux", "2.16.1"))) == []
+    assert [f.code for f in check_known_bad(facts("Windows", "2.16.1"), BUNDLED)] == ["CMP009"]
+    assert list(check_known_bad(facts("Windows", "2.16.1", gpu=False), BUNDLED)) == []  # no GPU left unused
+    assert list(check_known_bad(facts("Windows", "2.10.1"), BUNDLED)) == []
+    assert list(check_known_bad(facts("Linux", "2.16.1"), BUNDLED)) == []
 
 
 def _matrix_ranges() -> set[str]:

@@ -19,11 +19,10 @@ from click.testing import CliRunner
 from gpudoctor.checks.branches import check_driver_branch
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.from_facts import stack_from_facts
 from gpudoctor.compat.stack import judge_stack
 from gpudoctor.probes import kernel_log
-from helpers_matrix import clear_overlays
 
 TALOS = """NVRM: The NVIDIA GeForce GT 710 GPU installed in this system is
  NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please
@@ -39,17 +38,11 @@ NIXOS = """NVRM: The NVIDIA NVIDIA GeForce GTX 1050 GPU installed in this system
                            NVRM:  this GPU.  Continuing probe..."""
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
-
 
 # --- the data -------------------------------------------------------------------------------------
 
 def test_every_entry_is_sourced_and_dated():
-    data = load_topic("driver_branches")
+    data = BUNDLED.topic("driver_branches")
     assert data["entries"]
     for entry in data["entries"]:
         assert entry["source"] in data["sources"], entry
@@ -60,8 +53,8 @@ def test_every_entry_is_sourced_and_dated():
 
 
 def test_every_architecture_has_an_entry():
-    known = {e["architecture"] for e in load_topic("driver_branches")["entries"]}
-    assert {e["architecture"] for e in load_topic("architectures")["entries"]} <= known
+    known = {e["architecture"] for e in BUNDLED.topic("driver_branches")["entries"]}
+    assert {e["architecture"] for e in BUNDLED.topic("architectures")["entries"]} <= known
 
 
 @pytest.mark.parametrize("driver, cc, status, needs", [
@@ -74,14 +67,14 @@ def test_every_architecture_has_an_entry():
     ("590.44.01", "7.2", rules.OK, None),  # Jetson Xavier: its driver is JetPack's, not these branches
 ])
 def test_drives(driver, cc, status, needs):
-    verdict = branches.drives(driver, cc)
+    verdict = branches.drives(BUNDLED, driver, cc)
     assert (verdict.status, verdict.needs) == (status, needs)
 
 
 def test_gpu_by_pci_id_reuses_gpus_json():
-    assert branches.gpu_by_pci_id("0x102D")["model"] == "K80"
-    assert branches.gpu_by_pci_id("0x15f8")["compute_capability"] == "6.0"
-    assert branches.gpu_by_pci_id("0xffff") is None
+    assert branches.gpu_by_pci_id(BUNDLED, "0x102D")["model"] == "K80"
+    assert branches.gpu_by_pci_id(BUNDLED, "0x15f8")["compute_capability"] == "6.0"
+    assert branches.gpu_by_pci_id(BUNDLED, "0xffff") is None
 
 
 # --- matrix check and suggest ---------------------------------------------------------------------
@@ -153,9 +146,9 @@ def _facts(driver: str, name: str, cc: str) -> dict:
 
 
 def test_report_with_a_driver_that_cannot_drive_its_gpu_is_cmp010():
-    found = judge_stack(stack_from_facts(_facts("590.44.01", "Tesla P100-PCIE-16GB", "6.0")))
+    found = judge_stack(BUNDLED, stack_from_facts(BUNDLED, _facts("590.44.01", "Tesla P100-PCIE-16GB", "6.0")))
     assert [f.code for f in found if f.code == "CMP010"] == ["CMP010"]
-    assert not [f for f in judge_stack(stack_from_facts(_facts("580.95.05", "Tesla P100-PCIE-16GB", "6.0")))
+    assert not [f for f in judge_stack(BUNDLED, stack_from_facts(BUNDLED, _facts("580.95.05", "Tesla P100-PCIE-16GB", "6.0")))
                 if f.code == "CMP010"]
 
 
@@ -221,13 +214,13 @@ def _live(pci: list, listed: list[str], driver: str = "535.104.05", notices=None
 
 
 def _codes(facts: dict) -> list[str]:
-    return [f.code for f in check_driver_branch(facts)]
+    return [f.code for f in check_driver_branch(facts, BUNDLED)]
 
 
 def test_a_k80_beside_a_listed_gpu_is_named_with_its_branch():
     facts = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x102d", None)], ["0000:01:00.0"],
                   notices={"read": False, "reason": "no_permission"})
-    found = list(check_driver_branch(facts))
+    found = list(check_driver_branch(facts, BUNDLED))
     assert [f.code for f in found] == ["DRV021"]
     assert "Tesla K80" in found[0].title and "R470" in found[0].title and "0000:41:00.0" in found[0].title
     assert "not read (no_permission)" in found[0].detail
@@ -243,7 +236,7 @@ def test_the_only_gpu_ignored_while_the_module_found_nothing_is_named():
 
 def test_a_notice_names_a_gpu_the_matrix_has_no_id_for():
     notice = {"read": True, "notices": [{"name": "GeForce GT 710", "branch": "470", "driver": "535.104.05"}]}
-    found = list(check_driver_branch(_live([_pci("0000:41:00.0", "0x9999", None)], [], notices=notice)))
+    found = list(check_driver_branch(_live([_pci("0000:41:00.0", "0x9999", None)], [], notices=notice), BUNDLED))
     assert [f.code for f in found] == ["DRV021"] and "GeForce GT 710" in found[0].title
 
 
@@ -282,6 +275,6 @@ def test_an_unbound_k80_is_one_finding_not_two():
     for bound in (None, "nvidia"):
         facts = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x102d", bound)], ["0000:01:00.0"])
         assert _codes(facts) == ["DRV021"]
-        assert [f.code for f in check_gpu_count(facts)] == []
+        assert [f.code for f in check_gpu_count(facts, BUNDLED)] == []
     unbound_a100 = _live([_pci("0000:01:00.0", "0x20b2", "nvidia"), _pci("0000:41:00.0", "0x20b2", None)], ["0000:01:00.0"])
-    assert [f.code for f in check_gpu_count(unbound_a100)] == ["DRV014"]
+    assert [f.code for f in check_gpu_count(unbound_a100, BUNDLED)] == ["DRV014"]

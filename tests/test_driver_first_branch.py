@@ -14,22 +14,15 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.queries import stack_from_args, suggest
 from gpudoctor.compat.stack import judge_stack
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def test_every_first_branch_is_sourced():
-    data = load_topic("driver_branches")
+    data = BUNDLED.topic("driver_branches")
     firsts = [e for e in data["entries"] if e.get("first_branch")]
     assert {e["architecture"] for e in firsts} == {"hopper", "ada"}
     for entry in firsts:
@@ -46,15 +39,15 @@ def test_every_first_branch_is_sourced():
     ("390.157", "7.5", rules.OK), ("not-a-version", "9.0", rules.UNKNOWN),
 ])
 def test_too_old(driver, cc, status):
-    verdict = branches.too_old(driver, cc)
+    verdict = branches.too_old(BUNDLED, driver, cc)
     assert verdict.status == status
     assert verdict.needs == ("520" if status == rules.FAIL else None)
 
 
 def test_first_driver_is_the_first_toolkits_table3_driver():
-    assert branches.first_driver("9.0") == "520.61.05"
-    assert branches.first_driver("8.9", "windows") == "520.06"
-    assert branches.first_driver("8.0") is None
+    assert branches.first_driver(BUNDLED, "9.0") == "520.61.05"
+    assert branches.first_driver(BUNDLED, "8.9", "windows") == "520.06"
+    assert branches.first_driver(BUNDLED, "8.0") is None
 
 
 @pytest.mark.parametrize("gpu, driver, os_name", [
@@ -74,13 +67,13 @@ def test_matrix_check_names_the_first_branch(gpu, driver, os_name):
     ("NVIDIA H100 80GB HBM3", "580.159.04"), ("NVIDIA A100-SXM4-40GB", "450.51.05"),
 ])
 def test_a_driver_that_drives_the_gpu_is_no_error(gpu, driver):
-    stack = stack_from_args(driver=driver, gpu=gpu)
-    assert not [f for f in judge_stack(stack) if f.code == "CMP010"]
+    stack = stack_from_args(BUNDLED, driver=driver, gpu=gpu)
+    assert not [f for f in judge_stack(BUNDLED, stack) if f.code == "CMP010"]
 
 
 def test_a_pasted_reports_stack_is_judged_the_same():
     stack = Stack(driver="470.129.06", gpus=[("GPU 0 (NVIDIA H100 PCIe)", "9.0")])
-    found = [f for f in judge_stack(stack) if f.code == "CMP010"]
+    found = [f for f in judge_stack(BUNDLED, stack) if f.code == "CMP010"]
     assert len(found) == 1 and "first branch" in found[0].title
     assert list(found[0].remediation.commands) == ["gpudoctor matrix suggest --cc 9.0 --driver 520.61.05"]
 
@@ -89,13 +82,13 @@ def test_a_pasted_reports_stack_is_judged_the_same():
     ("9.0", "470.82.01", None, "520.61.05"), ("8.9", "512.15", "windows", "520.06"),
 ])
 def test_suggest_never_offers_builds_for_a_driver_older_than_the_gpu(cc, driver, os_name, first):
-    lines = suggest(driver, cc, None, os_name)
+    lines = suggest(BUNDLED, driver, cc, None, os_name)
     assert lines[0].startswith(f"Driver {driver} does not drive compute capability {cc} GPUs: R520 is the first branch")
     assert f"for driver {first}" in lines[0]
     stack = Stack(driver=first, os=os_name, gpus=[("gpu", cc)])
-    stack.driver_cuda = rules.driver_cuda_of(first, stack.driver_os)
+    stack.driver_cuda = rules.driver_cuda_of(BUNDLED, first, stack.driver_os)
     # every build offered runs on the first driver that drives the GPU
     for line in lines[1:]:
         if line.startswith("PyTorch "):
             cuda = line.split("(cu")[1][:3]
-            assert rules.driver_runs_cuda(f"{cuda[:-1]}.{cuda[-1]}", first, stack.driver_cuda, stack.driver_os).status == rules.OK
+            assert rules.driver_runs_cuda(BUNDLED, f"{cuda[:-1]}.{cuda[-1]}", first, stack.driver_cuda, stack.driver_os).status == rules.OK

@@ -26,6 +26,7 @@ from gpudoctor.probes.nvml import _binding as nv
 from gpudoctor.nvlink_totals import nvlink_totals
 from gpudoctor.probes import boot_clock
 from gpudoctor.probes.nvml import counters
+from gpudoctor.compat.data import BUNDLED
 from helpers_facts import with_fact
 
 from conftest import REAL
@@ -131,7 +132,7 @@ def test_counts_since_the_driver_loaded_are_not_judged(either, kind, value):
 @pytest.mark.parametrize("kind,words", [("crc_flit", "CRC-flit"), ("crc_data", "CRC-data")])
 def test_a_crc_storm_at_dcgms_rate_is_an_error(either, kind, words):
     """100 a second over the whole uptime (a day): some second reached DCGM's limit."""
-    assert limits()["nvlink-crc-rate"]["rate_per_s_at_least"] == 100
+    assert limits(BUNDLED)["nvlink-crc-rate"]["rate_per_s_at_least"] == 100
     assert codes(with_fact(either, crc_path(either, kind), 100 * 86400 - 1)) & OUR_CODES == set()
     f = only(with_fact(either, crc_path(either, kind), 100 * 86400), "GPU182")
     assert (f["check"], f["severity"], f["subject"]["gpu_index"]) == ("gpus.nvlink_errors", "error", 0)

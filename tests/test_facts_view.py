@@ -33,6 +33,7 @@ from click.testing import CliRunner
 from gpudoctor.cli import cli
 from gpudoctor.cli import output
 from gpudoctor.render.facts_view import facts_view
+from gpudoctor.compat.data import BUNDLED
 from helpers_faults import HOST_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -330,7 +331,7 @@ def test_render_decides_colour_from_tty_no_color_and_term(monkeypatch):
             monkeypatch.setenv("NO_COLOR", no_color)
         else:
             monkeypatch.delenv("NO_COLOR", raising=False)
-        assert ("\x1b[" in output.render(report, "text", False, to_terminal=True)) is coloured, (term, no_color)
+        assert ("\x1b[" in output.render(report, "text", False, to_terminal=True, matrix=BUNDLED)) is coloured, (term, no_color)
 
 
 @pytest.mark.parametrize("args", [("-v",), ("--format", "markdown")], ids=["verbose", "markdown"])

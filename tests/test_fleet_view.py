@@ -56,7 +56,7 @@ def test_what_is_shown_keeps_no_secret_and_no_identity(monkeypatch: pytest.Monke
     title = f"HF_TOKEN={token} in /home/alice/.bashrc on alice-ws for {uuid}"
     judged = fleet.judge_node(report["facts"], report.get("created"))
     judged["findings"].append({"code": "ENV001", "severity": "warning", "title": title, "subject": {"kind": "host"}})
-    monkeypatch.setattr(fleet, "judge_node", lambda facts, created: judged)
+    monkeypatch.setattr(fleet, "judge_node", lambda facts, created, matrix: judged)
     shown, verdict = fleet.judged_view(report, identities=True)
     text = json.dumps([shown, verdict])
     for secret in (token, "alice", uuid):

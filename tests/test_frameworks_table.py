@@ -16,6 +16,7 @@ from gpudoctor.probes.frameworks import metadata
 from gpudoctor.probes.frameworks import worker as framework_worker
 from gpudoctor.probes.workload import THREADED
 from gpudoctor.probes.workload import worker as workload_worker
+from gpudoctor.compat.data import BUNDLED
 from helpers_facts import with_fact
 from helpers_judge import findings
 
@@ -70,8 +71,8 @@ RELEASES = {"torch": "2.5.1+cu121", "tensorflow": "2.15.0", "jax": "0.4.30+cuda1
 
 def test_matrix_check_takes_each_framework_by_its_key():
     assert set(RELEASES) == set(KEYS)
-    stack = stack_from_args(driver="535.104.05", **RELEASES)
+    stack = stack_from_args(BUNDLED, driver="535.104.05", **RELEASES)
     assert [(b.framework, b.version) for b in stack.builds] == [(key, RELEASES[key]) for key in KEYS]
     assert stack.unknown == []
     with pytest.raises(TypeError, match="mxnet"):
-        stack_from_args(mxnet="1.9.1")
+        stack_from_args(BUNDLED, mxnet="1.9.1")

@@ -27,6 +27,7 @@ from gpudoctor.compat import rules
 from gpudoctor.compat.model import Stack
 from gpudoctor.compat.stack import fitting_torch
 from gpudoctor.snapshot import known
+from gpudoctor.compat.data import BUNDLED
 
 from conftest import REAL, load_facts
 
@@ -48,7 +49,7 @@ def _choice(finding: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     (command,) = finding["remediation"]["commands"]
     m = COMMAND.search(command)
     assert m, command
-    release, variant, name = rules.torch_build(f"{m['release']}.0+{m['variant']}")
+    release, variant, name = rules.torch_build(BUNDLED, f"{m['release']}.0+{m['variant']}")
     assert release is not None and variant is not None and name == m["variant"], command
     return m["release"], variant
 
@@ -109,9 +110,9 @@ def test_5090_gets_a_build_with_sm_120_not_2_6_cu126():
     assert release != "2.6"
     assert "No CUDA build of PyTorch 2.6 runs here" in finding["remediation"]["text"]
     assert "compute capability 12.0" in finding["remediation"]["text"]
-    assert rules.driver_runs_cuda(variant["cuda"], "570.133.07", "12.8").status in (rules.OK, rules.LIMITED)
+    assert rules.driver_runs_cuda(BUNDLED, variant["cuda"], "570.133.07", "12.8").status in (rules.OK, rules.LIMITED)
     # the same choice as `gpudoctor matrix check --gpu 'NVIDIA GeForce RTX 5090' --driver 570.133.07 --python 3.12`
-    same = fitting_torch(Stack(driver="570.133.07", driver_cuda="12.8", gpus=[("RTX 5090", "12.0")], python="3.12"), "2.6")
+    same = fitting_torch(BUNDLED, Stack(driver="570.133.07", driver_cuda="12.8", gpus=[("RTX 5090", "12.0")], python="3.12"), "2.6")
     assert same is not None and (release, variant["name"]) == (same[0]["version"], same[1]["name"])
     assert finding["remediation"]["commands"][0].startswith("/opt/venv/bin/python3 -m pip")
 
@@ -124,9 +125,9 @@ def test_5090_collect_env_alone_gets_a_command_from_the_driver_version(tmp_path)
     (finding,) = [f for f in report["findings"] if f["code"] == "FWK001"]
     release, variant = _choice(finding)
     assert _runs_on(variant, "12.0") == rules.OK
-    assert rules.driver_runs_cuda(variant["cuda"], "570.124.04").status in (rules.OK, rules.LIMITED)
+    assert rules.driver_runs_cuda(BUNDLED, variant["cuda"], "570.124.04").status in (rules.OK, rules.LIMITED)
     assert "Python 3.12" in finding["remediation"]["text"]
-    assert rules.python_in(rules.torch_build(f"{release}.0")[0]["python"], "3.12") is True
+    assert rules.python_in(rules.torch_build(BUNDLED, f"{release}.0")[0]["python"], "3.12") is True
 
 
 # --- H100 with driver 580 (CUDA 13.0): the user's release is kept --------------------------------------
@@ -167,7 +168,7 @@ def test_gtx_1080_is_not_offered_a_build_without_pascal_code():
     assert variant["name"] not in ("cu128", "cu130")
     assert release == "2.11"
     # CUDA 12.6 on a 12.2 driver: minor-version compatibility, and the text says so
-    assert rules.driver_runs_cuda(variant["cuda"], "535.183.01", "12.2").status == rules.LIMITED
+    assert rules.driver_runs_cuda(BUNDLED, variant["cuda"], "535.183.01", "12.2").status == rules.LIMITED
     assert "minor-version compatibility" in finding["remediation"]["text"]
 
 

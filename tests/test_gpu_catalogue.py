@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import pytest
 
 from gpudoctor.compat import data as matrix, rules as compat
+from gpudoctor.compat.data import BUNDLED
 
 RAW = json.loads((matrix.data_dir() / "gpus.json").read_text(encoding="utf-8"))
 ENTRIES: list[dict[str, Any]] = RAW["entries"]
@@ -185,7 +186,7 @@ def test_every_name_on_nvidias_pages_is_listed_by_exactly_one_entry_per_compute_
 def test_gpudoctors_lookup_finds_every_gpu_on_nvidias_pages(page: str, cc: str, name: str):
     want = TWICE_LISTED.get(clean(name), cc)
     for spelled in (clean(name), f"NVIDIA {clean(name).removeprefix('NVIDIA ')}"):
-        row = compat.gpu_entry(spelled)
+        row = compat.gpu_entry(BUNDLED, spelled)
         assert row is not None, spelled
         assert row["compute_capability"] == want, (spelled, row["model"])
         assert clean(name) in row.get("listed_as", []) or row["source"] == page or row.get("cc_source") == page
@@ -220,7 +221,7 @@ ISSUE_MODELS = [
 
 @pytest.mark.parametrize("nvml_name, model, cc", ISSUE_MODELS)
 def test_the_models_missing_in_tickets_are_found(nvml_name: str, model: str, cc: str):
-    row = compat.gpu_entry(nvml_name)
+    row = compat.gpu_entry(BUNDLED, nvml_name)
     assert row is not None, nvml_name
     assert (row["model"], row["compute_capability"]) == (model, cc)
 
@@ -233,7 +234,7 @@ def test_every_match_string_resolves_to_its_own_entry():
     for row in ENTRIES:
         for pattern in row["match"]:
             for spelled in (pattern, f"NVIDIA {pattern}"):
-                hit = compat.gpu_entry(spelled)
+                hit = compat.gpu_entry(BUNDLED, spelled)
                 assert hit == row, f"{spelled!r} of {row['model']} resolves to {hit and hit['model']}"
 
 
@@ -262,28 +263,28 @@ def test_every_match_string_resolves_to_its_own_entry():
     ("GeForce GTX 650 Ti BOOST", "GeForce GTX 650 Ti"),
 ])
 def test_neighbours_resolve_to_different_entries(longer: str, shorter: str):
-    a, b = compat.gpu_entry(longer), compat.gpu_entry(shorter)
+    a, b = compat.gpu_entry(BUNDLED, longer), compat.gpu_entry(BUNDLED, shorter)
     assert a is not None and b is not None and a is not b, (longer, shorter)
 
 
 def test_titan_x_maxwell_and_pascal_keep_their_compute_capabilities():
     # NVIDIA's legacy page: GeForce GTX TITAN X is 5.2 (Maxwell), NVIDIA TITAN X is 6.1 (Pascal); the driver
     # names the Pascal card "NVIDIA TITAN X (Pascal)" (g_nv_name_released.h 580.142, device 0x1B00).
-    assert compat.gpu_entry("NVIDIA GeForce GTX TITAN X")["compute_capability"] == "5.2"
-    assert compat.gpu_entry("NVIDIA TITAN X (Pascal)")["compute_capability"] == "6.1"
-    assert compat.gpu_entry("NVIDIA TITAN Xp")["compute_capability"] == "6.1"
+    assert compat.gpu_entry(BUNDLED, "NVIDIA GeForce GTX TITAN X")["compute_capability"] == "5.2"
+    assert compat.gpu_entry(BUNDLED, "NVIDIA TITAN X (Pascal)")["compute_capability"] == "6.1"
+    assert compat.gpu_entry(BUNDLED, "NVIDIA TITAN Xp")["compute_capability"] == "6.1"
 
 
 def test_the_ada_rtx_3050_laptop_is_not_taken_for_the_ampere_one():
     # The driver (OGKM README 595.45.04) names an Ada part "NVIDIA GeForce RTX 3050 A Laptop GPU"; pci.ids puts
     # its device id on an AD10x chip, which NVIDIA's page lists at 8.9. The plain 3050 Laptop GPU is GA107 (8.6).
-    assert compat.gpu_entry("NVIDIA GeForce RTX 3050 A Laptop GPU")["compute_capability"] == "8.9"
-    assert compat.gpu_entry("NVIDIA GeForce RTX 3050 Laptop GPU")["compute_capability"] == "8.6"
+    assert compat.gpu_entry(BUNDLED, "NVIDIA GeForce RTX 3050 A Laptop GPU")["compute_capability"] == "8.9"
+    assert compat.gpu_entry(BUNDLED, "NVIDIA GeForce RTX 3050 Laptop GPU")["compute_capability"] == "8.6"
 
 
 def test_names_no_source_gives_stay_unknown():
     for name in ("NVIDIA GeForce RTX 9090", "NVIDIA H300", "NVIDIA Graphics Device", "Intel(R) UHD Graphics 630", ""):
-        assert compat.gpu_entry(name) is None, name
+        assert compat.gpu_entry(BUNDLED, name) is None, name
 
 
 # --- the lab machines' recordings still resolve ----------------------------------------------------------
@@ -307,7 +308,7 @@ def recorded_gpus() -> Iterator[tuple[str, str, str]]:
 def test_recorded_real_gpus_resolve_to_their_measured_compute_capability():
     seen = set()
     for where, name, cc in recorded_gpus():
-        row = compat.gpu_entry(name)
+        row = compat.gpu_entry(BUNDLED, name)
         assert row is not None and row["compute_capability"] == cc, (where, name)
         seen.add((name, row["model"]))
     assert {("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H200", "H200")} <= seen
@@ -319,7 +320,7 @@ def test_recorded_pci_device_ids_are_in_the_resolved_entry():
         names = {g.get("name") for g in facts.get("gpus") or [] if isinstance(g.get("name"), str)}
         ids = {d.get("device_id") for d in (facts.get("driver") or {}).get("pci_devices") or []}
         for name in names:
-            row = compat.gpu_entry(name)
+            row = compat.gpu_entry(BUNDLED, name)
             assert ids and ids <= set(row["pci_device_ids"]), (path, name, ids)
 
 
@@ -353,8 +354,8 @@ def test_every_gpu_is_one_the_matrix_can_judge():
     capability 3.2 and below, included), and architectures.json and cuda_targets.json describe every compute
     capability in it, so no catalogued GPU falls back to "unknown" for want of its architecture."""
     assert "legacy_entries" not in RAW
-    archs = {r["compute_capability"]: r["architecture"] for r in matrix.load_topic("architectures")["entries"]}
-    targets = {r["compute_capability"] for r in matrix.load_topic("cuda_targets")["entries"]}
+    archs = {r["compute_capability"]: r["architecture"] for r in BUNDLED.topic("architectures")["entries"]}
+    targets = {r["compute_capability"] for r in BUNDLED.topic("cuda_targets")["entries"]}
     assert {cc for _, cc, _ in page_names()} <= {r["compute_capability"] for r in ENTRIES}
     for row in ENTRIES:
         assert row["compute_capability"] in targets, row["model"]
@@ -375,11 +376,11 @@ def test_every_gpu_is_one_the_matrix_can_judge():
 ])
 def test_the_oldest_gpus_resolve_and_get_a_toolkit_verdict(name: str, cc: str, architecture: str, last_good: str,
                                                          first_bad: str):
-    row = compat.gpu_entry(f"NVIDIA {name}") or compat.gpu_entry(name)
+    row = compat.gpu_entry(BUNDLED, f"NVIDIA {name}") or compat.gpu_entry(BUNDLED, name)
     assert row is not None and (row["compute_capability"], row["architecture"]) == (cc, architecture), name
-    assert matrix.architecture_for(cc) == architecture
-    assert compat.toolkit_targets(last_good, cc).status == compat.OK
-    verdict = compat.toolkit_targets(first_bad, cc)
+    assert matrix.architecture_for(BUNDLED, cc) == architecture
+    assert compat.toolkit_targets(BUNDLED, last_good, cc).status == compat.OK
+    verdict = compat.toolkit_targets(BUNDLED, first_bad, cc)
     assert verdict.status == compat.FAIL and last_good in verdict.reason
 
 
@@ -387,5 +388,5 @@ def test_performance_rows_name_gpus_of_the_catalogue():
     """Every row of compat_matrix/performance.json must be reachable: at least one of its match strings occurs
     in an NVML name the catalogue knows (a row whose keys all drifted from the driver's names never matches)."""
     names = [f" {words(p)} " for r in ENTRIES for p in r["match"]]
-    for row in matrix.load_topic("performance")["entries"]:
+    for row in BUNDLED.topic("performance")["entries"]:
         assert any(f" {words(pattern)} " in n for pattern in row["match"] for n in names), row["model"]

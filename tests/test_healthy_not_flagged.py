@@ -21,6 +21,7 @@ from gpudoctor.cli import cli
 from gpudoctor.findings import INFO, WARNING
 from gpudoctor.pastes.forms import observed, rocm
 from gpudoctor.probes import driver_events
+from gpudoctor.compat.data import BUNDLED
 
 
 def analyze_text(tmp_path: Any, text: str) -> tuple[int, dict[str, Any]]:
@@ -94,27 +95,27 @@ def _xid_facts(lines: list[str], module: str = "550.54.15") -> dict[str, Any]:
 
 def test_benign_nvrm_lines_give_no_finding() -> None:
     lines = [line.split("] ", 1)[-1] for line in REAL_NVRM.read_text().splitlines() if "NVRM:" in line] + BENIGN_NVRM
-    assert list(check_xid_events(_xid_facts(lines))) == []
+    assert list(check_xid_events(_xid_facts(lines), BUNDLED)) == []
 
 
 def test_an_init_failure_of_a_gpu_nvml_answers_for_now_is_a_note() -> None:
-    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:667)"]))
+    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:667)"]), BUNDLED)
     assert (found.code, found.severity) == ("GPU109", INFO) and "NVML answers for this GPU now" in found.title
 
 
 def test_an_init_failure_of_a_gpu_nvml_does_not_list_stays_a_warning() -> None:
-    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x22:0x56:667)"]))
+    [found] = check_xid_events(_xid_facts(["NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x22:0x56:667)"]), BUNDLED)
     assert (found.code, found.severity) == ("GPU109", WARNING) and "not listed by NVML now" in found.title
 
 
 def test_an_api_mismatch_the_module_was_reloaded_after_is_a_note() -> None:
     """The libraries were upgraded to 550.54.15 under a loaded 550.54.14 module, which was then reloaded."""
-    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.15"))
+    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.15"), BUNDLED)
     assert (found.code, found.severity) == ("GPU109", INFO) and "the module was reloaded since" in found.title
 
 
 def test_an_api_mismatch_with_the_module_still_older_stays_a_warning() -> None:
-    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.14"))
+    [found] = check_xid_events(_xid_facts([MISMATCH], module="550.54.14"), BUNDLED)
     assert (found.code, found.severity) == ("GPU109", WARNING)
 
 
@@ -220,7 +221,7 @@ def test_an_xid_before_the_module_was_loaded_again_is_listed_not_judged() -> Non
              "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error",
              "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:667)",
              "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build"]
-    [found] = check_xid_events(_xid_facts(lines))
+    [found] = check_xid_events(_xid_facts(lines), BUNDLED)
     assert (found.code, found.severity) == ("GPU108", INFO) and "before the NVIDIA kernel module was loaded again" in found.title
     assert "Xid 48" in found.title and "init_failed" in found.title
 
@@ -228,7 +229,7 @@ def test_an_xid_before_the_module_was_loaded_again_is_listed_not_judged() -> Non
 def test_an_xid_after_the_module_loaded_is_judged() -> None:
     lines = ["NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build",
              "NVRM: Xid (PCI:0000:41:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error"]
-    [found] = check_xid_events(_xid_facts(lines))
+    [found] = check_xid_events(_xid_facts(lines), BUNDLED)
     assert (found.code, found.severity) == ("GPU105", "error")
 
 
@@ -258,19 +259,19 @@ def test_in_a_container_an_xid_on_a_host_gpu_it_was_not_given_is_a_note() -> Non
     facts = _xid_facts(["NVRM: Xid (PCI:0000:c1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
                         "NVRM: GPU 0000:c1:00.0: GPU has fallen off the bus."])
     facts["host"] = {"container": {"detected": True, "markers": ["/.dockerenv"]}}
-    found = list(check_xid_events(facts))
+    found = list(check_xid_events(facts, BUNDLED))
     assert [(f.code, f.severity) for f in found] == [("GPU107", INFO), ("GPU109", INFO)]
     assert "not given to this container" in found[0].title and "not given to this container" in found[1].title
 
 
 def test_on_the_host_or_with_a_gpu_nvml_cannot_read_an_unlisted_gpus_xid_is_judged() -> None:
     line = "NVRM: Xid (PCI:0000:c1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
-    [found] = check_xid_events(_xid_facts([line]))  # not in a container: the machine's own GPU is lost
+    [found] = check_xid_events(_xid_facts([line]), BUNDLED)  # not in a container: the machine's own GPU is lost
     assert (found.code, found.severity) == ("GPU105", "error")
     facts = _xid_facts([line])
     facts["host"] = {"container": {"detected": True, "markers": []}}
     facts["nvml"]["device_count"] = 2  # a second GPU is counted but could not be read: it may be this one
-    [found] = check_xid_events(facts)
+    [found] = check_xid_events(facts, BUNDLED)
     assert (found.code, found.severity) == ("GPU105", "error")
 
 

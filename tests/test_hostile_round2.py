@@ -16,7 +16,6 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import data
-from helpers_matrix import clear_overlays
 
 VERSION_OPTIONS = {"--cc": "8.6", "--driver": "535.104.05", "--driver-cuda": "12.2", "--torch": "2.5.1+cu124",
                    "--tensorflow": "2.15.0", "--jax": "0.4.30", "--cupy": "13.0.0", "--cuda": "12.4",
@@ -25,11 +24,6 @@ VERSION_OPTIONS = {"--cc": "8.6", "--driver": "535.104.05", "--driver-cuda": "12
 FOREIGN_DIGITS = {"arabic-indic": 0x0660, "full-width": 0xFF10, "devanagari": 0x0966}
 ESCAPES = re.compile("[\x1b\x07\x9b]")
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    yield
-    clear_overlays()
 
 
 def _foreign(text: str, zero: int) -> str:
@@ -350,7 +344,7 @@ def _check_with_overlay(monkeypatch, tmp_path: Path) -> tuple[Path, dict]:
     facts = json.loads(H200X2.read_text())["facts"]
     facts.pop("options", None)
     monkeypatch.setattr(pipeline, "run_probes", lambda *a, **k: json.loads(json.dumps(facts)))
-    return overlay, pipeline.check(pipeline.RunOptions(overlays=(data.read_overlay(str(overlay)),)))
+    return overlay, pipeline.check(pipeline.RunOptions(matrix=data.Matrix((data.read_overlay(str(overlay)),))))
 
 
 def test_a_report_records_the_overlay_it_was_judged_with(monkeypatch, tmp_path):
@@ -367,7 +361,6 @@ def test_analyze_without_the_overlay_says_so(monkeypatch, tmp_path):
     overlay, report = _check_with_overlay(monkeypatch, tmp_path)
     saved = tmp_path / "report.json"
     saved.write_text(rep.to_json(report))
-    clear_overlays()
     digest = report["facts"]["options"]["matrix_overlays"][0]["sha256"]
     without = CliRunner().invoke(cli, ["analyze", str(saved), "--no-redact"])
     notes = [line for line in without.stderr.splitlines() if "--matrix" in line]
@@ -377,7 +370,6 @@ def test_analyze_without_the_overlay_says_so(monkeypatch, tmp_path):
     same = CliRunner().invoke(cli, ["analyze", str(saved), "--matrix", str(overlay)])
     assert "--matrix" not in same.stderr
     overlay.write_text(overlay.read_text().replace("9.0", "8.9"))  # the same path, other contents: not the same overlay
-    clear_overlays()
     changed = CliRunner().invoke(cli, ["analyze", str(saved), "--matrix", str(overlay)])
     assert "was judged with --matrix" in changed.stderr
 

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import jax_wheels, rules
+from gpudoctor.compat.data import BUNDLED
 
 from helpers_judge import findings, only
 
@@ -103,7 +104,7 @@ def test_a_jax_0_2_version_is_judged_against_every_jaxlib_it_imports(jax, cudnn,
 
 
 def test_floors_of_a_version_without_its_tag_are_every_wheel_s():
-    release = rules.jax_release("0.3.25")
+    release = rules.jax_release(BUNDLED, "0.3.25")
     assert jax_wheels.cudnn_floors(release, None, None) == ["8.0.5", "8.2"]
     wheel = jax_wheels.tagged_wheel(release, "CUDA11.cudnn82")
     assert wheel == jax_wheels.Wheel("cuda11.cudnn82", "11", "8.2") and wheel.major == 11
@@ -114,10 +115,10 @@ def test_floors_of_a_version_without_its_tag_are_every_wheel_s():
     assert jax_wheels.refusing_floor("x", ["8.2"]) is None and jax_wheels.refusing_floor("8.2", []) is None
     assert jax_wheels.tagged_wheel(release, "cuda12") is None
     assert jax_wheels.tagged_wheel({"jaxlib_tags": {"cudaXY": {"cuda": "banana"}}}, "cudaXY") is None
-    oldest, lines = jax_wheels.jaxlib_lines_of(rules.jax_release("0.2.20"), "0.2.20")
+    oldest, lines = jax_wheels.jaxlib_lines_of(BUNDLED, rules.jax_release(BUNDLED, "0.2.20"), "0.2.20")
     assert oldest == "0.1.69" and set(lines["jaxlib_tags"]) == {"cuda101", "cuda102", "cuda110", "cuda111", "cuda11.cudnn805",
                                                                  "cuda11.cudnn82"}
-    assert jax_wheels.jaxlib_lines_of(rules.jax_release("0.3.25"), "0.3.25") is None  # a jaxlib version itself
+    assert jax_wheels.jaxlib_lines_of(BUNDLED, rules.jax_release(BUNDLED, "0.3.25"), "0.3.25") is None  # a jaxlib version itself
 
 
 # --- an installed JAX: the cuDNN its own process loaded -------------------------------------------

@@ -27,9 +27,10 @@ from gpudoctor import pipeline
 from gpudoctor.checks import compat as compat_check
 from gpudoctor.compat import stack as judge
 from gpudoctor.cli import cli
+from gpudoctor.compat.data import BUNDLED
 
 from conftest import REAL
-from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
+from helpers_matrix import matrix_check
 
 RTX5090 = "NVIDIA GeForce RTX 5090"
 
@@ -215,7 +216,7 @@ def test_the_recorded_stack_gets_the_same_verdict_from_both_entry_points():
     """The H100 recording (driver 580.159.04, CUDA 13.0, PyTorch 2.11.0+cu130, JAX 0.11.2, CuPy 14.2.0, nvcc 13.0):
     `check` found nothing; `matrix check` with the same stack says ok."""
     facts = json.loads((REAL / "h100x1-20261123" / "quick.json").read_text())["facts"]
-    assert list(compat_check.check_compat(facts)) == []
+    assert list(compat_check.check_compat(facts, BUNDLED)) == []
     exit_code, data = check("--driver", "580.159.04", "--gpu", "NVIDIA H100 80GB HBM3", "--torch", "2.11.0+cu130",
                             "--jax", "0.11.2", "--cupy", "14.2.0", "--cuda", "13.0", "--python", "3.12")
     assert (exit_code, data["verdict"], data["findings"]) == (0, "ok", [])
@@ -226,7 +227,7 @@ def test_quick_facts_take_the_architectures_from_the_matrix():
     Volta GPU put in place of the H100 gets CMP003, as `matrix check` says."""
     facts = json.loads((REAL / "h100x1-20261123" / "quick.json").read_text())["facts"]
     facts["gpus"][0]["compute_capability"] = "7.0"
-    got = {f.code for f in compat_check.check_compat(facts)}
+    got = {f.code for f in compat_check.check_compat(facts, BUNDLED)}
     assert "CMP003" in got
     _, data = check("--cc", "7.0", "--torch", "2.11.0+cu130")
     assert "CMP003" in codes(data)
@@ -238,9 +239,9 @@ def test_known_bad_on_facts_tensorflow_on_blackwell():
     facts["frameworks"]["tensorflow"] = {"installed": True, "status": "ok",
                                          "info": {"version": "2.20.0", "built_cuda": "12.5.1", "cpu_only_build": False,
                                                   "arch_list": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]}}
-    found = {f.code for f in compat_check.check_known_bad(facts)}
+    found = {f.code for f in compat_check.check_known_bad(facts, BUNDLED)}
     assert found == {"CMP009"}
-    stack_codes = {f.code for f in compat_check.check_compat(facts)}
+    stack_codes = {f.code for f in compat_check.check_compat(facts, BUNDLED)}
     # the known-bad error disproves "runs through PTX JIT" (CMP004); the recorded PyTorch cu130 has sm_120
     assert stack_codes == set()
 

@@ -13,6 +13,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from gpudoctor.compat import data as matrix
+from gpudoctor.compat.data import BUNDLED
 
 FILES = sorted(matrix.data_dir().glob("*.json"))
 TOPICS = [p.stem for p in FILES]
@@ -24,7 +25,7 @@ TODAY = "2026-12-31"  # the latest "as of" date a file may carry (the matrix is 
 
 
 def topic(name: str) -> dict[str, Any]:
-    return matrix.load_topic(name)
+    return BUNDLED.topic(name)
 
 
 def walk(node: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
@@ -48,7 +49,7 @@ def test_expected_topics_are_bundled():
 
 @pytest.mark.parametrize("path", FILES, ids=TOPICS)
 def test_file_loads_validates_and_cites(path: Path):
-    data = matrix.load_topic(path.stem)  # load_topic runs matrix.validate
+    data = BUNDLED.topic(path.stem)  # reading a topic runs matrix.validate
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert raw["topic"] == path.stem
     assert ISO_DATE.match(raw["as_of"]) and "2026-11-21" <= raw["as_of"] <= TODAY, raw["as_of"]
@@ -287,7 +288,7 @@ def test_the_engines_gpu_matcher_agrees_with_this_one():
 
     for name in ("NVIDIA A10G", "NVIDIA A100-SXM4-80GB", "NVIDIA RTX 6000 Ada Generation", "NVIDIA L4", "NVIDIA L40S",
                  "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 5090", "NVIDIA T400"):
-        assert compat.gpu_entry(name) == match_gpu(name)
+        assert compat.gpu_entry(BUNDLED, name) == match_gpu(name)
 
 
 def test_no_match_string_is_shadowed_by_an_earlier_entry():
@@ -301,7 +302,7 @@ def test_no_match_string_is_shadowed_by_an_earlier_entry():
 def test_gpu_architecture_agrees_with_architectures_json():
     for row in topic("gpus")["entries"]:
         assert row["segment"] in ("datacenter", "workstation", "geforce", "jetson")
-        assert matrix.architecture_for(row["compute_capability"]) == row["architecture"], row["model"]
+        assert matrix.architecture_for(BUNDLED, row["compute_capability"]) == row["architecture"], row["model"]
 
 
 def test_measured_pci_ids():
@@ -369,12 +370,12 @@ def test_cuda_13_dropped_everything_below_7_5():
 def test_engine_reads_the_toolkit_matrix():
     from gpudoctor.compat import rules as compat
 
-    assert compat.driver_runs_cuda("12.4", driver="550.54.14").status == compat.OK
-    assert compat.driver_runs_cuda("12.8", driver="535.104.05").status == compat.LIMITED
-    assert compat.driver_runs_cuda("13.0", driver="575.57.08", driver_cuda="12.9").status == compat.FAIL
-    assert compat.toolkit_targets("13.0", "7.0").status == compat.FAIL
-    assert compat.toolkit_targets("12.9", "7.0").status == compat.OK
-    assert compat.toolkit_targets("12.6", "12.0").status == compat.FAIL
+    assert compat.driver_runs_cuda(BUNDLED, "12.4", driver="550.54.14").status == compat.OK
+    assert compat.driver_runs_cuda(BUNDLED, "12.8", driver="535.104.05").status == compat.LIMITED
+    assert compat.driver_runs_cuda(BUNDLED, "13.0", driver="575.57.08", driver_cuda="12.9").status == compat.FAIL
+    assert compat.toolkit_targets(BUNDLED, "13.0", "7.0").status == compat.FAIL
+    assert compat.toolkit_targets(BUNDLED, "12.9", "7.0").status == compat.OK
+    assert compat.toolkit_targets(BUNDLED, "12.6", "12.0").status == compat.FAIL
 
 
 # --- frameworks -----------------------------------------------------------------------------------
@@ -406,11 +407,11 @@ def test_pytorch_releases():
 def test_engine_reads_the_pytorch_matrix():
     from gpudoctor.compat import rules as compat
 
-    release, variant, name = compat.torch_build("2.7.1")
+    release, variant, name = compat.torch_build(BUNDLED, "2.7.1")
     assert (release["version"], name) == ("2.7", "cu126")
-    release, variant, name = compat.torch_build("2.7.1+cu128")
+    release, variant, name = compat.torch_build(BUNDLED, "2.7.1+cu128")
     assert compat.arch_runs("12.0", variant["arch_list"] + variant.get("ptx", [])).status == compat.OK
-    release, variant, name = compat.torch_build("2.7.1+cu126")
+    release, variant, name = compat.torch_build(BUNDLED, "2.7.1+cu126")
     assert compat.arch_runs("12.0", variant["arch_list"] + variant.get("ptx", [])).status == compat.FAIL
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import pytest
 
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import load_topic
-from helpers_matrix import matrix_check, no_overlay  # noqa: F401 - no_overlay applies here (autouse)
+from gpudoctor.compat.data import BUNDLED
+from helpers_matrix import matrix_check
 
 K80, T4, V100, A100 = "Tesla K80", "Tesla T4", "Tesla V100-SXM2-16GB", "NVIDIA A100-SXM4-40GB"
 
@@ -96,14 +96,14 @@ def test_every_old_variant_has_a_driver_floor_and_a_known_default():
     """Every CUDA variant of PyTorch 1.0-1.11 finds its toolkit's Table 3 driver, and the plain PyPI wheel
     is one of the release's variants (its CUDA as torch/version.py of the wheel says)."""
     want_default = {"1.0": "cu90", "1.1": "cu90", "1.2": "cu100", "1.3": "cu101", "1.3.1": "cu101", "1.4": "cu101"}
-    rows = [r for r in load_topic("pytorch")["entries"] if rules.version(r["version"]) < rules.version("1.12")]
+    rows = [r for r in BUNDLED.topic("pytorch")["entries"] if rules.version(r["version"]) < rules.version("1.12")]
     # 1.3.1 has an entry of its own: its wheels carry other architectures than 1.3.0's
     assert [r["version"] for r in rows] == [f"1.{m}" for m in range(4)] + ["1.3.1"] + [f"1.{m}" for m in range(4, 12)]
     for row in rows:
         assert row["default_pypi_variant"] == want_default.get(row["version"], "cu102")
         assert row["default_pypi_variant"] in {v["name"] for v in row["variants"]}
         for variant in row["variants"]:
-            floor = rules.toolkit_entry(variant["cuda"])
+            floor = rules.toolkit_entry(BUNDLED, variant["cuda"])
             assert floor and floor["min_driver_linux"], (row["version"], variant["name"])
             has_kepler_35 = "sm_35" in variant["arch_list"]
             assert has_kepler_35 is (rules.version(row["version"]) <= rules.version("1.3")), (row["version"], variant["name"])
@@ -112,7 +112,7 @@ def test_every_old_variant_has_a_driver_floor_and_a_known_default():
 def test_tensorflow_package_split():
     """Before 2.1 the GPU build is the tensorflow-gpu package (tensorflow is CPU-only), except 1.15, whose
     tensorflow wheel is a CUDA build too."""
-    rows = {r["version"]: r for r in load_topic("tensorflow")["entries"]}
+    rows = {r["version"]: r for r in BUNDLED.topic("tensorflow")["entries"]}
     assert rows["1.14"]["cpu_only_packages"] == ["tensorflow"] and rows["2.0"]["cpu_only_packages"] == ["tensorflow"]
     assert "tensorflow" in rows["1.15"]["gpu_packages"] and "tensorflow" in rows["2.1"]["gpu_packages"]
     assert rows["2.3"]["compute_capabilities"] == ["sm_35", "sm_37", "sm_52", "sm_60", "sm_61", "compute_70"]

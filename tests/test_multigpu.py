@@ -26,6 +26,7 @@ from gpudoctor.probes import multigpu
 from gpudoctor.procs.child import PACKAGE_ROOT, ChildResult, child_env, run_module
 from gpudoctor.probes.interpreter import own
 from gpudoctor.runner import DEEP_ONLY, GPU_WORK, PROBES, select_probes
+from gpudoctor.compat.data import BUNDLED
 
 from helpers_deep import GB, REAL, deep, deep_section
 
@@ -49,7 +50,7 @@ def statuses(facts: dict[str, Any]) -> dict[str, str]:
 def test_the_headline_reports_the_slowest_pair_against_the_median():
     from gpudoctor.render.facts_text import area_headline
 
-    line = area_headline("acceleration", deep(gbs={(2, 0): 361.0}))
+    line = area_headline("acceleration", deep(gbs={(2, 0): 361.0}), BUNDLED)
     assert "slowest cuda:2 -> cuda:0 361 GB/s" in line and "P2P median" in line and "over 12 pairs" in line
     assert "NCCL all-reduce on 4 GPUs 337 GB/s busbw" in line
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.render.facts_text import area_headline
+from gpudoctor.compat.data import BUNDLED
 
 TICKETS = Path(__file__).resolve().parent / "fixtures" / "tickets"
 #: An issue template and prose that name torch ("PyTorch version (GPU?): 1.11.0 (True)") but no driver,
@@ -32,15 +33,15 @@ def test_a_paste_without_driver_facts_does_not_say_the_driver_is_missing():
 def test_a_paste_that_shows_no_gpu_still_says_none_listed():
     # nvidia-smi's "No devices were found" is a fact the paste holds: NVML answered and counted none
     facts = {"paste": {"not_checked": {}}, "nvml": {"init": {"ok": True}, "device_count": 0}}
-    assert area_headline("gpus", facts) == "none listed"
-    assert area_headline("driver", facts) != "not available"
+    assert area_headline("gpus", facts, BUNDLED) == "none listed"
+    assert area_headline("driver", facts, BUNDLED) != "not available"
 
 
 def test_a_live_check_without_a_driver_still_says_not_available():
     facts = {"nvml": {"init": {"ok": False, "reason": "library_not_found"}}}
-    assert area_headline("driver", facts) == "not available"
-    assert area_headline("gpus", facts) == "none listed"
-    assert area_headline("container", {"host": {"container": {"detected": False}}}) == "not detected"
+    assert area_headline("driver", facts, BUNDLED) == "not available"
+    assert area_headline("gpus", facts, BUNDLED) == "none listed"
+    assert area_headline("container", {"host": {"container": {"detected": False}}}, BUNDLED) == "not detected"
 
 
 def test_an_empty_folder_beside_reports_is_refused_not_dropped(tmp_path: Path):

@@ -22,6 +22,7 @@ from gpudoctor import __version__
 from gpudoctor import report as rep
 from gpudoctor.cli import cli
 from gpudoctor.cli.output import emit, render
+from gpudoctor.compat.data import BUNDLED
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 HEALTHY = REAL / "h100x1-20261127" / "full.json"
@@ -69,7 +70,7 @@ def values(families: dict[str, Any], name: str) -> list[tuple[dict[str, str], fl
 
 
 def prometheus(report: dict[str, Any], **kwargs: Any) -> str:
-    return render(rep.encodable(report), "prometheus", False, to_terminal=False, **kwargs)
+    return render(rep.encodable(report), "prometheus", False, to_terminal=False, matrix=BUNDLED, **kwargs)
 
 
 @pytest.mark.parametrize("path", recorded(), ids=lambda p: str(p.relative_to(REAL)))
@@ -205,7 +206,7 @@ def test_check_passes_its_duration(tmp_path: Path) -> None:
     report = json.loads(HEALTHY.read_text(encoding="utf-8"))
     runner = CliRunner()
     with runner.isolation() as (out, _err, *_):
-        emit(report, "prometheus", None, verbose=False, duration_s=0.4)
+        emit(report, "prometheus", None, verbose=False, duration_s=0.4, matrix=BUNDLED)
     assert values(parse(out.getvalue().decode()), "gpudoctor_run_duration_seconds") == [({}, 0.4)]
 
 

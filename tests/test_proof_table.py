@@ -26,6 +26,7 @@ from gpudoctor.render import facts_text as ft
 from gpudoctor.render import proof
 from gpudoctor.render.markdown import render_markdown
 from gpudoctor.render.text import render_text
+from gpudoctor.compat.data import BUNDLED
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 
@@ -41,7 +42,7 @@ def judged(name: str) -> dict[str, Any]:
 
 
 def test_h100_rows_show_the_measured_figures_against_the_reference():
-    rows = proof.rows(load("h100x1-20261123/full.json")["facts"])
+    rows = proof.rows(load("h100x1-20261123/full.json")["facts"], BUNDLED)
     assert [(r["gpu"], r["framework"]) for r in rows] == [("cuda:0", "torch"), ("cuda:0", "jax"), ("cuda:0", "cupy")]
     torch, jax, cupy = rows
     assert torch == {"gpu": "cuda:0", "framework": "torch", "smoke": "correct", "results": "6 of 6 correct",
@@ -55,22 +56,22 @@ def test_h100_rows_show_the_measured_figures_against_the_reference():
 
 def test_four_h200s_one_row_per_gpu_and_framework_and_the_collectives():
     facts = load("h200x4-20261121/deep-report-1709.json")["facts"]
-    rows = proof.rows(facts)
+    rows = proof.rows(facts, BUNDLED)
     assert [(r["gpu"], r["framework"]) for r in rows] == [(f"cuda:{i}", fw) for i in range(4) for fw in ("torch", "jax", "cupy")]
     assert all(r["smoke"] == "correct" for r in rows)
     torch = [r for r in rows if r["framework"] == "torch"]
     assert [r["matmul"] for r in torch] == [f"bf16 {t} TFLOP/s ({p}% of 790 expected)" for t, p in
                                             ((700, 89), (684, 87), (703, 89), (710, 90))]
     assert "CPU speed" in torch[0]["training"] and "CPU" not in torch[1]["training"]  # compared once, on cuda:0
-    lines = proof.between_gpus(facts)
+    lines = proof.between_gpus(facts, BUNDLED)
     assert lines == ["P2P copies: 12 GPU pairs, median 387 GB/s, slowest cuda:2 -> cuda:0 387 GB/s",
                      "NCCL all-reduce on 4 GPUs: 340 GB/s bus bandwidth (101% of 337 expected for 4 x NVIDIA H200, NV18)"]
 
 
 def test_torchrun_job_says_the_job_all_reduce():
-    lines = proof.between_gpus(load("h200x4-20261121/cluster/job-2x2.json")["facts"])
+    lines = proof.between_gpus(load("h200x4-20261121/cluster/job-2x2.json")["facts"], BUNDLED)
     assert lines[-1] == "torchrun job of 4 ranks on 2 node(s): NCCL all-reduce 340.9 GB/s bus bandwidth via P2P/CUMEM"
-    failed = proof.between_gpus(load("h200x2-20261121/cluster/fault-no-such-interface.json")["facts"])
+    failed = proof.between_gpus(load("h200x2-20261121/cluster/fault-no-such-interface.json")["facts"], BUNDLED)
     assert failed == ["torchrun job of 2 ranks on 2 node(s): all-reduce failed"]
 
 
@@ -100,33 +101,33 @@ def test_markdown_carries_the_same_table():
 
 
 def test_a_slow_gpu_and_a_shared_gpu_show_as_measured():
-    slow = proof.rows(load("h100x1-20261123/env-faults/slowing.json")["facts"])[0]
+    slow = proof.rows(load("h100x1-20261123/env-faults/slowing.json")["facts"], BUNDLED)[0]
     assert slow["matmul"] == "bf16 569 TFLOP/s (72% of 786 expected)"  # RUN014 in that report
-    shared = proof.rows(load("h100x1-20261123/shared_gpu.json")["facts"])[0]
+    shared = proof.rows(load("h100x1-20261123/shared_gpu.json")["facts"], BUNDLED)[0]
     assert shared["matmul"] == "bf16 312 TFLOP/s (40% of 786 expected) [GPU shared: not judged]"  # RUN019
 
 
 def test_failures_show_in_their_cells():
     stub = load("h200x2-20261121/faults/stub-libcuda-first-on-ld-library-path.json")["facts"]
-    assert proof.rows(stub) == [{"gpu": "every GPU", "framework": "-", "smoke": "failed: cuInit returned "
+    assert proof.rows(stub, BUNDLED) == [{"gpu": "every GPU", "framework": "-", "smoke": "failed: cuInit returned "
                                  "CUDA_ERROR_STUB_LIBRARY (34)", "results": "-", "training": "-", "matmul": "-",
                                  "memory": "-", "host": "-"}]
-    assert ft.area_headline("acceleration", stub) == "smoke kernel failed: cuInit returned CUDA_ERROR_STUB_LIBRARY (34)"
-    bogus = proof.rows(load("h100x1-20261123/bogus_alloc.json")["facts"])  # PyTorch refused its allocator setting
+    assert ft.area_headline("acceleration", stub, BUNDLED) == "smoke kernel failed: cuInit returned CUDA_ERROR_STUB_LIBRARY (34)"
+    bogus = proof.rows(load("h100x1-20261123/bogus_alloc.json")["facts"], BUNDLED)  # PyTorch refused its allocator setting
     assert bogus[0]["framework"] == "torch" and bogus[0]["results"] == "did not run"
     facts = load("h100x1-20261123/full.json")["facts"]
     wrong = copy.deepcopy(facts)
     wrong["smoke"]["runs"][0].update(ok=False, wrong_elements=7)
     wrong["workload"]["runs"][0]["matmul"]["checks"][1]["ok"] = False
     wrong["workload"]["runs"][0]["training"]["ok"] = False
-    row = proof.rows(wrong)[0]
+    row = proof.rows(wrong, BUNDLED)[0]
     assert row["smoke"] == "WRONG: 7 of 262144 elements" and row["results"] == "WRONG: matmul bfloat16"
     assert row["training"].endswith("did NOT learn")
 
 
 def test_quick_report_has_no_table():
     report = judged("h100x1-20261123/quick.json")
-    assert proof.rows(report["facts"]) == []
+    assert proof.rows(report["facts"], BUNDLED) == []
     assert "Proof of acceleration" not in render_markdown(report, {0: [0]})
 
 
@@ -134,11 +135,11 @@ def test_unknown_model_and_values_of_the_wrong_type_do_not_raise():
     facts = copy.deepcopy(load("h100x1-20261123/full.json")["facts"])
     for where in (facts["smoke"]["count"]["devices"][0], facts["smoke"]["runs"][0], facts["workload"]["runs"][0]):
         where["name"] = "NVIDIA Imaginary 9000"
-    assert proof.rows(facts)[0]["matmul"] == "bf16 744 TFLOP/s (no reference for this model)"
+    assert proof.rows(facts, BUNDLED)[0]["matmul"] == "bf16 744 TFLOP/s (no reference for this model)"
     facts["workload"]["runs"][0]["training"].update(loss_first="x", steps="30", speedup_vs_cpu=None)
     facts["workload"]["runs"][1]["throughput"] = {"ok": True, "matmul_bf16_tflops": "fast", "h2d_gbs": True}
     facts["workload"]["runs"][2]["conv"] = "broken"
-    rows = proof.rows(facts)
+    rows = proof.rows(facts, BUNDLED)
     assert rows[0]["training"] == "loss unknown" and rows[1]["matmul"] == "-" and rows[1]["host"] == "-"
     assert rows[2]["results"] == "2 of 2 correct"
 
@@ -160,7 +161,7 @@ def test_hostile_gpu_names_stay_text():
 
 def test_compatibility_says_its_result():
     report = judged("h100x1-20261123/full.json")
-    line = ft.area_headline("compat", report["facts"], report["findings"])
+    line = ft.area_headline("compat", report["facts"], BUNDLED, report["findings"])
     assert line == ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120), jax 0.11.2 (CUDA 13, cc 7.5+), "
                     "cupy 14.2.0 (CUDA 13, kernels compiled at run time), nvcc 13.0 run on cc 9.0; "
                     "driver 580.159.04 runs CUDA up to 13.0")
@@ -169,7 +170,7 @@ def test_compatibility_says_its_result():
 
     facts = EXAMPLES["CMP001"]
     findings = pipeline.judge(copy.deepcopy(facts))["findings"]
-    line = ft.area_headline("compat", facts, findings)
+    line = ft.area_headline("compat", facts, BUNDLED, findings)
     assert line.startswith("1 problem(s) (CMP001): ") and " run on " not in line
 
 

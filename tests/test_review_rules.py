@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.compat import known_bad, model as st, rules, stack
+from gpudoctor.compat.data import BUNDLED
 
 REAL = Path(__file__).parent / "fixtures/real/h100x1-20261123"
 H100 = ("GPU 0 (NVIDIA H100 80GB HBM3)", "9.0")
@@ -35,7 +36,7 @@ def _codes(findings):
 def test_an_installed_tensorflow_built_for_compute_90_is_not_ptx_only_on_an_h100():
     tf = st.Build("TensorFlow 2.17.0", "tensorflow", "12.3", arch_list=["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
                   version="2.17.0", installed=True, arch_measured=True)
-    found = stack.judge_versions(st.Stack(driver="580.159.04", driver_cuda="13.0", gpus=[H100], builds=[tf], os="linux"))
+    found = stack.judge_versions(BUNDLED, st.Stack(driver="580.159.04", driver_cuda="13.0", gpus=[H100], builds=[tf], os="linux"))
     assert "CMP004" not in _codes(found) and "CMP003" not in _codes(found)
     # the same build on a cc 12.0 GPU still has only PTX for it
     assert rules.build_runs_on("12.0", tf.sass, tf.ptx).status == rules.LIMITED
@@ -43,11 +44,11 @@ def test_an_installed_tensorflow_built_for_compute_90_is_not_ptx_only_on_an_h100
 
 def test_known_bad_os_entries_need_a_gpu_use():
     cpu_torch = st.Build("PyTorch 2.5.1", "torch", None, version="2.5.1", cpu_only=True, installed=True)
-    assert known_bad.judge_known_bad(st.Stack(os="macos", builds=[cpu_torch])) == []
+    assert known_bad.judge_known_bad(BUNDLED, st.Stack(os="macos", builds=[cpu_torch])) == []
     jax = st.Build("JAX 0.4.30", "jax", None, version="0.4.30", installed=True)
-    assert known_bad.judge_known_bad(st.Stack(os="windows", builds=[jax])) == []  # no NVIDIA GPU in view
+    assert known_bad.judge_known_bad(BUNDLED, st.Stack(os="windows", builds=[jax])) == []  # no NVIDIA GPU in view
     # with the GPU there, the framework silently leaves it unused: that stays an error
-    assert _codes(known_bad.judge_known_bad(st.Stack(os="windows", builds=[jax], gpus=[("GPU 0 (NVIDIA GeForce RTX 4090)", "8.9")]))) \
+    assert _codes(known_bad.judge_known_bad(BUNDLED, st.Stack(os="windows", builds=[jax], gpus=[("GPU 0 (NVIDIA GeForce RTX 4090)", "8.9")]))) \
         == ["CMP009"]
 
 
@@ -74,6 +75,6 @@ def test_an_arm_host_quick_check_does_not_take_the_x86_list():
 
 
 def test_a_mig_slice_has_no_expected_figures():
-    assert rules.performance_entry("NVIDIA H100 80GB HBM3") is not None
-    assert rules.performance_entry("NVIDIA H100 80GB HBM3 MIG 1g.10gb") is None
-    assert rules.performance_entry("NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None
+    assert rules.performance_entry(BUNDLED, "NVIDIA H100 80GB HBM3") is not None
+    assert rules.performance_entry(BUNDLED, "NVIDIA H100 80GB HBM3 MIG 1g.10gb") is None
+    assert rules.performance_entry(BUNDLED, "NVIDIA A100-SXM4-40GB MIG 1g.5gb") is None

@@ -39,18 +39,15 @@ def test_a_commands_matrix_overlay_ends_with_the_command(tmp_path):
     assert not _gpu_known()
     assert _gpu_known("--matrix", str(overlay))
     assert not _gpu_known()  # the next command reads the bundled matrix alone
-    assert data.in_force() == ()
 
 
-def test_overlaid_reads_the_matrix_with_the_overlay_only_inside(tmp_path):
+def test_a_matrix_reads_its_overlay_first_and_the_bundled_one_is_untouched(tmp_path):
     overlay = data.read_overlay(str(_overlay(tmp_path)))
-    models = lambda: [e["model"] for e in data.load_topic("gpus")["entries"]]  # noqa: E731
-    assert GPU not in models()
-    with data.overlaid([overlay]):
-        assert models()[0] == GPU  # an overlay's entries come first
-    assert GPU not in models()
-    assert data.overlay_files([overlay]) == [{"path": str(tmp_path / "gpus.json"), "sha256": overlay.sha256,
-                                              "topics": ["gpus"]}]
+    models = lambda matrix: [e["model"] for e in matrix.topic("gpus")["entries"]]  # noqa: E731
+    assert models(data.Matrix((overlay,)))[0] == GPU  # an overlay's entries come first
+    assert GPU not in models(data.BUNDLED)
+    assert data.Matrix((overlay,)).recorded() == [{"path": str(tmp_path / "gpus.json"), "sha256": overlay.sha256,
+                                                   "topics": ["gpus"]}]
 
 
 def test_an_early_probe_is_adopted_only_for_the_interpreter_it_was_started_for(monkeypatch):

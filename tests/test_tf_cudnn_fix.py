@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.compat.queries import stack_from_args
 from gpudoctor.compat.stack import judge_stack
-from helpers_matrix import clear_overlays
 
 
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
-
-def _cudnn_finding(tensorflow: str, cudnn: str, os_name=None):
-    stack = stack_from_args(driver="535.104.05", gpu="NVIDIA GeForce RTX 3090", tensorflow=tensorflow, cudnn=cudnn, os_name=os_name)
-    found = [f for f in judge_stack(stack) if f.code in ("FWK006", "FWK007")]
-    assert len(found) == 1, [f.code for f in judge_stack(stack)]
+def _cudnn_finding(tensorflow: str, cudnn: str, os_name=None, matrix: Matrix = BUNDLED):
+    stack = stack_from_args(matrix, driver="535.104.05", gpu="NVIDIA GeForce RTX 3090", tensorflow=tensorflow, cudnn=cudnn, os_name=os_name)
+    found = [f for f in judge_stack(matrix, stack) if f.code in ("FWK006", "FWK007")]
+    assert len(found) == 1, [f.code for f in judge_stack(matrix, stack)]
     return found[0]
 
 
@@ -60,7 +53,7 @@ def test_from_2_14_the_and_cuda_extra_is_the_fix():
 
 
 def test_no_release_with_the_extra_carries_conda_commands_and_each_command_list_is_sourced():
-    data = load_topic("tensorflow")
+    data = BUNDLED.topic("tensorflow")
     for release in data["entries"]:
         listed = release.get("gpu_install_linux") or release.get("gpu_install_windows")
         assert not (listed and release.get("and_cuda_extra")), release["version"]
@@ -69,12 +62,11 @@ def test_no_release_with_the_extra_carries_conda_commands_and_each_command_list_
 
 
 def test_an_overlays_command_list_that_is_not_a_list_gives_no_commands(tmp_path):
-    from gpudoctor.compat.data import overlaid, read_overlay
+    from gpudoctor.compat.data import read_overlay
 
     overlay = tmp_path / "tf.json"
     overlay.write_text('{"topic": "tensorflow", "as_of": "2026-11-27", "sources": {"X": "test"}, "entries": '
                        '[{"version": "2.10", "cuda": "11.2", "cudnn": "8.1", "gpu_install_linux": "conda install x", "source": "X"}]}',
                        encoding="utf-8")
-    with overlaid([read_overlay(str(overlay))]):
-        found = _cudnn_finding("2.10.0", "7.6.5")
+    found = _cudnn_finding("2.10.0", "7.6.5", matrix=Matrix((read_overlay(str(overlay)),)))
     assert list(found.remediation.commands) == []

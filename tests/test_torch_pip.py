@@ -13,21 +13,14 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.compat.queries import suggest
 from gpudoctor.compat.torch_pip import pip_args
-from helpers_matrix import clear_overlays
 
-
-@pytest.fixture(autouse=True)
-def _no_overlay():
-    clear_overlays()
-    yield
-    clear_overlays()
 
 
 def _build(text: str):
-    release, variant, _ = rules.torch_build(text)
+    release, variant, _ = rules.torch_build(BUNDLED, text)
     assert release is not None and variant is not None, text
     return release, variant
 
@@ -53,7 +46,7 @@ def test_pip_args(build, os_name, expected):
 
 def test_every_release_before_2_names_a_patch_release_it_was_published_as():
     """A wildcard cannot carry a local version: every pre-2.0 release and variant pins one patch release of its line."""
-    for release in load_topic("pytorch")["entries"]:
+    for release in BUNDLED.topic("pytorch")["entries"]:
         if rules.version(release["version"]) >= rules.version("2.0"):
             continue
         for variant in release["variants"]:
@@ -65,10 +58,10 @@ def test_every_release_before_2_names_a_patch_release_it_was_published_as():
 
 
 def test_the_1_3_1_entry_is_chosen_for_1_3_1_only():
-    assert rules.torch_build("1.3.1")[0]["version"] == "1.3.1"
-    assert rules.torch_build("1.3.1+cu92")[0]["version"] == "1.3.1"
-    assert rules.torch_build("1.3.0")[0]["version"] == "1.3"
-    assert rules.torch_build("1.3.0+cu100")[0]["version"] == "1.3"
+    assert rules.torch_build(BUNDLED, "1.3.1")[0]["version"] == "1.3.1"
+    assert rules.torch_build(BUNDLED, "1.3.1+cu92")[0]["version"] == "1.3.1"
+    assert rules.torch_build(BUNDLED, "1.3.0")[0]["version"] == "1.3"
+    assert rules.torch_build(BUNDLED, "1.3.0+cu100")[0]["version"] == "1.3"
 
 
 @pytest.mark.parametrize("torch, exit_code", [("1.3.1", 1), ("1.3.1+cu92", 1), ("1.3.0", 0), ("1.2.0", 0)])
@@ -80,10 +73,10 @@ def test_a_tesla_k40m_is_judged_by_the_patch_release(torch, exit_code):
 
 
 def test_suggest_for_a_k40_pins_the_release_with_sm_35():
-    line = next(ln for ln in suggest("418.87.01", "3.5", "3.7") if ln.startswith("PyTorch "))
+    line = next(ln for ln in suggest(BUNDLED, "418.87.01", "3.5", "3.7") if ln.startswith("PyTorch "))
     assert line.endswith("pip install torch==1.3.0")
 
 
 def test_fix_command_for_a_pascal_gpu_on_an_r418_driver_names_an_existing_wheel():
-    line = next(ln for ln in suggest("418.87.01", "6.1", "3.7") if ln.startswith("PyTorch "))
+    line = next(ln for ln in suggest(BUNDLED, "418.87.01", "6.1", "3.7") if ln.startswith("PyTorch "))
     assert line.endswith("pip install torch==1.8.1+cu101 -f https://download.pytorch.org/whl/torch_stable.html")

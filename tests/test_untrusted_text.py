@@ -44,6 +44,7 @@ from gpudoctor.render.quiet import render_quiet
 from gpudoctor.render.safe import (code_span, fence, indented, json_text, markdown_inline, markdown_lines, printable,
                                    terminal, xml, xml_text)
 from gpudoctor.render.text import COLOURS, render_text
+from gpudoctor.compat.data import BUNDLED
 from helpers_faults import HOST_ENV
 
 RECORDED = Path(__file__).parent / "fixtures" / "real" / "h100x1-20261123"
@@ -328,7 +329,7 @@ def test_recorded_reports_are_unchanged_by_cleaning(name):
     assert json_text(facts) == json.dumps(facts, indent=2, ensure_ascii=False)
     assert json_text(facts, markdown=True) == json.dumps(facts, indent=2, ensure_ascii=False)
     for area in report["summary"]["areas"]:
-        phrase = ft.area_headline(area, facts, report["findings"])
+        phrase = ft.area_headline(area, facts, BUNDLED, report["findings"])
         assert markdown_inline(phrase) == phrase.replace("|", "\\|")
     markdown = render_markdown(report, {0: [0]})
     assert "\n```gpudoctor-facts\n" in markdown and "\n```\n" in markdown  # three backticks, as before

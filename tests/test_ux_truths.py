@@ -16,6 +16,7 @@ from gpudoctor.render.facts_view import facts_view
 from gpudoctor.render.markdown import render_markdown
 from gpudoctor.render.text import render_text
 from gpudoctor.status import SKIP
+from gpudoctor.compat.data import BUNDLED
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -62,7 +63,7 @@ def test_the_acceleration_headline_counts_the_tables_results(name):
     text = render_text(_judged(facts))
     cells = [tuple(map(int, m)) for m in re.findall(r"  (\d+) of (\d+) correct  ", text)]
     assert cells, "the table shows each run's comparisons"
-    headline = area_headline("acceleration", facts)
+    headline = area_headline("acceleration", facts, BUNDLED)
     assert f"results vs CPU correct in {sum(c for c, _ in cells)} of {sum(n for _, n in cells)}" in headline
     runs = [r for r in facts["workload"]["runs"] if r.get("device") != "cpu"]
     silent = len(runs) - len(cells)

@@ -20,7 +20,7 @@ from gpudoctor.checks.base import NotApplicable
 from gpudoctor.checks.registry import CHECKS, run_check
 from gpudoctor.checks.xid_events import WINDOW_S, check_xid_events
 from gpudoctor.compat import xid as catalogue
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import BUNDLED
 from gpudoctor.findings import ERROR, INFO, SKIP, WARNING
 from gpudoctor.nvrm import bus_key, parse_xid
 from gpudoctor.pastes.forms import messages as paste_messages
@@ -99,7 +99,7 @@ def test_a_bus_id_is_one_gpu_whatever_its_case_and_domain_width(a, b):
 # --- the catalogue ---------------------------------------------------------------------------------
 
 def test_the_catalogue_covers_the_xids_a_node_gate_needs_and_cites_nvidia():
-    data = load_topic("xid")
+    data = BUNDLED.topic("xid")
     codes = {e["xid"] for e in data["entries"]}
     assert {13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120} <= codes
     assert set(range(136, 160)) - {138, 152, 153} <= codes  # the Hopper and Blackwell Xids (138, 152, 153: unused)
@@ -109,12 +109,12 @@ def test_the_catalogue_covers_the_xids_a_node_gate_needs_and_cites_nvidia():
 
 def test_the_catalogue_judges_by_nvidias_resolution_buckets():
     for xid in (79, 48, 64, 95, 119, 120):  # RESTART_BM, WORKFLOW_XID_48, RESET_GPU
-        assert catalogue.severity(xid) == ERROR, xid
+        assert catalogue.severity(BUNDLED, xid) == ERROR, xid
     for xid in (13, 31, 43, 45):  # the application's own fault, or cleanup after it
-        assert catalogue.severity(xid) == INFO, xid
-    assert catalogue.severity(94, "Contained: CE User Channel (0x9). RST: No, D-RST: No") == WARNING
-    assert catalogue.severity(94, "Contained: CE User Channel (0x9). RST: Yes, D-RST: No") == ERROR
-    assert catalogue.severity(250) is None
+        assert catalogue.severity(BUNDLED, xid) == INFO, xid
+    assert catalogue.severity(BUNDLED, 94, "Contained: CE User Channel (0x9). RST: No, D-RST: No") == WARNING
+    assert catalogue.severity(BUNDLED, 94, "Contained: CE User Channel (0x9). RST: Yes, D-RST: No") == ERROR
+    assert catalogue.severity(BUNDLED, 250) is None
 
 
 @pytest.mark.parametrize("line, severity", [
@@ -125,7 +125,7 @@ def test_the_catalogue_judges_by_nvidias_resolution_buckets():
 ])
 def test_an_xid_that_says_its_own_verdict_is_judged_by_it(line, severity):
     xid = parse_xid(line)
-    assert catalogue.severity(xid["xid"], xid["detail"]) == severity
+    assert catalogue.severity(BUNDLED, xid["xid"], xid["detail"]) == severity
 
 
 # --- reading the sources ----------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def test_kmsg_refused_under_dmesg_restrict_is_not_checked_never_no_xid(tmp_path,
 def test_a_container_without_the_hosts_log_is_not_checked_and_says_where_the_log_is(tmp_path):
     log = _probe(tmp_path, str(tmp_path / "no-kmsg"))
     with pytest.raises(NotApplicable, match="outside this container"):
-        list(check_xid_events(_facts(log, container=True)))
+        list(check_xid_events(_facts(log, container=True), BUNDLED))
 
 
 def test_journalctl_is_read_when_kmsg_is_not(tmp_path):
@@ -205,14 +205,14 @@ def test_a_log_that_never_ends_is_bounded_and_is_not_a_pass(tmp_path):
     assert time.monotonic() - started < 2.0
     assert log["read"] is True and log["complete"] is False
     with pytest.raises(NotApplicable, match="only in part"):
-        list(check_xid_events(_facts(log)))
+        list(check_xid_events(_facts(log), BUNDLED))
 
 
 # --- the check: window, GPU, severity --------------------------------------------------------------
 
 def test_a_recent_xid_79_is_an_error_on_the_gpu_its_bus_id_names():
     log = _log(9000.0, [(5107.6, "NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.")])
-    [found] = check_xid_events(_facts(log, bus="00000000:2B:00.0"))
+    [found] = check_xid_events(_facts(log, bus="00000000:2B:00.0"), BUNDLED)
     assert (found.code, found.severity, found.subject.gpu_index) == ("GPU105", ERROR, 0)
     assert "Xid 79 (GPU has fallen off the bus)" in found.title and "GPU 0" in found.title
     assert "2026-" in found.detail or "UTC" in found.detail  # the wall time from the boot time
@@ -220,32 +220,32 @@ def test_a_recent_xid_79_is_an_error_on_the_gpu_its_bus_id_names():
 
 def test_application_xids_are_notes_and_repeats_are_counted():
     lines = [(8700.0 + i, line) for i, line in enumerate(_lines("gpud-46-xid13-109.txt"))]
-    found = {f.code: f for f in check_xid_events(_facts(_log(9000.0, lines), bus="00000000:CB:00.0"))}
+    found = {f.code: f for f in check_xid_events(_facts(_log(9000.0, lines), bus="00000000:CB:00.0"), BUNDLED)}
     assert found["GPU107"].severity == INFO and "3 times" in found["GPU107"].title
     assert found["GPU105"].severity == ERROR and "Xid 109" in found["GPU105"].title  # RESET_GPU
 
 
 def test_an_xid_older_than_the_window_is_listed_not_judged():
     line = "NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE)"
-    [found] = check_xid_events(_facts(_log(WINDOW_S + 5000.0, [(219.5, line)]), bus="00000000:07:00.0"))
+    [found] = check_xid_events(_facts(_log(WINDOW_S + 5000.0, [(219.5, line)]), bus="00000000:07:00.0"), BUNDLED)
     assert (found.code, found.severity) == ("GPU108", INFO) and "Xid 48 on GPU 0" in found.title
-    [recent] = check_xid_events(_facts(_log(WINDOW_S - 100.0, [(219.5, line)]), bus="00000000:07:00.0"))
+    [recent] = check_xid_events(_facts(_log(WINDOW_S - 100.0, [(219.5, line)]), bus="00000000:07:00.0"), BUNDLED)
     assert (recent.code, recent.severity) == ("GPU105", ERROR)
 
 
 def test_an_xid_on_a_bus_nvml_does_not_list_names_the_bus():
-    [found] = check_xid_events(_facts(_log(100.0, [(50.0, _lines("modal-gpu-health-xid79.txt")[0])])))
+    [found] = check_xid_events(_facts(_log(100.0, [(50.0, _lines("modal-gpu-health-xid79.txt")[0])])), BUNDLED)
     assert found.subject.kind == "host" and "the GPU at 0000:c6:00 (not listed by NVML now)" in found.title
 
 
 def test_driver_errors_without_an_xid_are_warnings():
     lines = [(float(i), line) for i, line in enumerate(_lines("ogkm-1230-gsp-timeout-h100.txt"))]
-    [found] = check_xid_events(_facts(_log(600.0, lines)))
+    [found] = check_xid_events(_facts(_log(600.0, lines)), BUNDLED)
     assert (found.code, found.severity) == ("GPU109", WARNING) and "2 times" in found.title
 
 
 def test_an_xid_the_catalogue_does_not_know_is_a_note_that_says_so():
-    [found] = check_xid_events(_facts(_log(100.0, [(50.0, "NVRM: Xid (PCI:0000:41:00): 250, pid=1, something new")])))
+    [found] = check_xid_events(_facts(_log(100.0, [(50.0, "NVRM: Xid (PCI:0000:41:00): 250, pid=1, something new")])), BUNDLED)
     assert (found.code, found.severity) == ("GPU107", INFO) and "not in gpudoctor's Xid catalogue" in found.title
 
 
@@ -254,7 +254,7 @@ def test_the_healthy_lab_h100s_kernel_log_gives_no_finding(tmp_path):
     path = _kmsg(tmp_path, [(float(t.strip("[ ")), text) for t, text in lines], prio=6)
     log = _probe(tmp_path, path)
     assert log["read"] is True and log["nvrm_lines"] == 3 and log["events"] == log["errors"] == []
-    assert list(check_xid_events(_facts(log))) == []
+    assert list(check_xid_events(_facts(log), BUNDLED)) == []
 
 
 def test_a_recorded_healthy_report_with_its_real_kernel_log_stays_all_clear(tmp_path):
@@ -287,7 +287,7 @@ def test_a_tickets_xid_is_judged_by_the_catalogue(name, severity):
     evidence = (paste_messages.read(_lines(name)) or {"evidence": []})["evidence"]
     for item in evidence:
         item["where"] = "issue.md, line 1"
-    found = {f.title.split(" on the GPU")[0]: f.severity for f in check_driver_messages({"evidence": evidence})
+    found = {f.title.split(" on the GPU")[0]: f.severity for f in check_driver_messages({"evidence": evidence}, BUNDLED)
              if f.code == "DRV020"}
     if severity is None:
         assert found == {"the kernel log shows Xid 13 (Graphics Engine Exception)": WARNING,
@@ -299,7 +299,7 @@ def test_a_tickets_xid_is_judged_by_the_catalogue(name, severity):
 def test_a_machine_without_the_nvidia_module_has_no_driver_log_to_judge():
     facts = {**_facts(_log(100.0, [])), "driver": {"kernel_module": {"loaded": False}}}
     with pytest.raises(NotApplicable, match="not loaded"):
-        list(check_xid_events(facts))
+        list(check_xid_events(facts, BUNDLED))
 
 
 def test_a_saved_redacted_report_reads_back_and_judges_its_xids_the_same(tmp_path):

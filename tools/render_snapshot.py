@@ -50,17 +50,18 @@ def invoke(args: list[str], tmp: Path) -> dict[str, Any]:
 
 
 def emitted(report: dict[str, Any], quiet: bool, colour: bool) -> str:
-    """``check``'s text as emit prints it: ``--quiet``, or on a colour terminal."""
+    """``check``'s text as emit prints it, with no --matrix file: ``--quiet``, or on a colour terminal."""
     import os
 
     from gpudoctor.cli.output import emit
+    from gpudoctor.compat.data import BUNDLED
 
     runner = CliRunner(env={"NO_COLOR": None, "TERM": "xterm"} if colour else None)
     with runner.isolation(color=colour) as (stdout, _stderr, *_):  # color: click would strip the codes
         if colour:
             sys.stdout.isatty = lambda: True  # type: ignore[method-assign]
             assert os.environ.get("TERM") == "xterm"
-        emit(report, "text", None, verbose=False, quiet=quiet)
+        emit(report, "text", None, verbose=False, quiet=quiet, matrix=BUNDLED)
         sys.stdout.flush()
         return stdout.getvalue().decode("utf-8")
 

@@ -25,8 +25,9 @@ class Check:
     area: str
     title: str
     codes: tuple[str, ...]
-    run: Callable[..., Iterable[Finding]]  # run(facts), or run(facts, RunView) with sees_run
+    run: Callable[..., Iterable[Finding]]  # run(facts); run(facts, matrix) with reads_matrix; run(facts, RunView) with sees_run
     needs: tuple[str, ...] = ()  # probes whose facts it reads
+    reads_matrix: bool = False  # judges by the compatibility matrix: given the run's (the bundled one, --matrix files over it)
     sees_run: bool = False  # judges the other checks' verdicts (the doctor's gate): given a RunView
 
 

@@ -15,11 +15,12 @@ from typing import Any, Iterator, Optional
 
 from gpudoctor.checks.base import DRIVER_LOAD_COMMAND, Check, Facts, NotApplicable, finding, nvml_ready
 from gpudoctor.compat import branches, rules
+from gpudoctor.compat.data import Matrix
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, gpus, known
 
 
-def check_driver_branch(facts: Facts) -> Iterator[Finding]:
+def check_driver_branch(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     pci = get(facts, "driver.pci_devices")
     if not isinstance(pci, list):
         raise NotApplicable("the PCI bus was not read")  # nothing judged: not a pass
@@ -33,31 +34,33 @@ def check_driver_branch(facts: Facts) -> Iterator[Finding]:
             continue
         if str(dev.get("bus_id") or "")[-12:].lower() in listed:
             continue
-        found = _judge(dev, driver, notices, facts)
+        found = _judge(dev, driver, notices, facts, matrix)
         if found is not None:
             yield found
 
 
-def _judge(dev: dict[str, Any], driver: Optional[str], notices: list[dict[str, Any]], facts: Facts) -> Optional[Finding]:
+def _judge(dev: dict[str, Any], driver: Optional[str], notices: list[dict[str, Any]], facts: Facts,
+           matrix: Matrix) -> Optional[Finding]:
     """The finding for one GPU the driver does not list, or None when neither the matrix nor the kernel
     log says its branch is the cause (DRV013 and DRV014 speak for the other causes)."""
-    entry = branches.gpu_by_pci_id(str(dev.get("device_id") or ""))
+    entry = branches.gpu_by_pci_id(matrix, str(dev.get("device_id") or ""))
     name = (entry.get("listed_as") or [entry["model"]])[0] if entry else None
-    notice = _notice_for(entry, notices)
+    notice = _notice_for(matrix, entry, notices)
     if entry and driver:
-        verdict = branches.drives(driver, entry["compute_capability"])
+        verdict = branches.drives(matrix, driver, entry["compute_capability"])
         if verdict.status == rules.FAIL:
-            return _finding(dev, name, driver, int(verdict.needs or 0), verdict.reason, notice, facts, entry["compute_capability"])
+            return _finding(dev, name, driver, int(verdict.needs or 0), verdict.reason, notice, facts, matrix,
+                            entry["compute_capability"])
     if notice and (driver is None or notice.get("driver") in (None, driver)):
         return _finding(dev, name or notice.get("name"), driver or notice.get("driver"), int(notice["branch"]),
                         f"the driver logged that this GPU is supported through the NVIDIA {notice['branch']}.xx Legacy drivers",
-                        notice, facts, entry["compute_capability"] if entry else None)
+                        notice, facts, matrix, entry["compute_capability"] if entry else None)
     return None
 
 
 def _finding(dev: dict[str, Any], name: Optional[str], driver: Optional[str], last: int, reason: str,
-             notice: Optional[dict[str, Any]], facts: Facts, cc: Optional[str]) -> Finding:
-    branch = branches.last_branch(cc) if cc else None
+             notice: Optional[dict[str, Any]], facts: Facts, matrix: Matrix, cc: Optional[str]) -> Finding:
+    branch = branches.last_branch(matrix, cc) if cc else None
     newest = branch.newest_driver if branch and branch.last == last else None
     what = f"{name}, device {dev.get('device_id')}" if name else f"device {dev.get('device_id')}"
     log = (f" Kernel log: the NVIDIA {notice['name']} GPU 'is supported through the NVIDIA {notice['branch']}.xx Legacy "
@@ -91,10 +94,10 @@ def _notices(facts: Facts) -> list[dict[str, Any]]:
     return [n for n in log.get("notices") or [] if isinstance(n, dict) and str(n.get("branch") or "").isdigit()]
 
 
-def _notice_for(entry: Optional[dict[str, Any]], notices: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def _notice_for(matrix: Matrix, entry: Optional[dict[str, Any]], notices: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """The notice naming this GPU (its name matches the same gpus.json entry), or the only one there is."""
     for notice in notices:
-        if entry is not None and (rules.gpu_entry(str(notice.get("name") or "")) or {}).get("model") == entry["model"]:
+        if entry is not None and (rules.gpu_entry(matrix, str(notice.get("name") or "")) or {}).get("model") == entry["model"]:
             return notice
     return notices[0] if len(notices) == 1 else None
 
@@ -108,5 +111,5 @@ def _log_state(facts: Facts) -> str:
 
 CHECKS = (
     Check("driver.branch", "driver", "every NVIDIA GPU is one the driver's branch still drives", ("DRV021",),
-          check_driver_branch, ("nvml", "driver_files")),
+          check_driver_branch, ("nvml", "driver_files"), reads_matrix=True),
 )

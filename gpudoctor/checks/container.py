@@ -8,7 +8,7 @@ configurations with Docker").
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from packaging.version import Version
 
@@ -17,6 +17,9 @@ from gpudoctor.checks.base import Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding
 from gpudoctor.snapshot import get, known
 from gpudoctor.status import COMPAT_LIMITED
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 TOOLKIT_DOCS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 _CONSTRAINT = re.compile(r"^(cuda|driver|arch|brand)\s*(>=|<=|==|=|>|<)\s*(\S+)$")
@@ -53,7 +56,7 @@ def check_visible_none(facts: Facts) -> Iterator[Finding]:
                       commands=["docker run --gpus all <image>"], links=[TOOLKIT_DOCS])
 
 
-def check_require_cuda(facts: Facts) -> Iterator[Finding]:
+def check_require_cuda(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     """NVIDIA_REQUIRE_CUDA: space-separated alternatives, each a comma-separated list of constraints that must all hold."""
     env = _env(facts)
     require = env.get("NVIDIA_REQUIRE_CUDA")
@@ -66,7 +69,7 @@ def check_require_cuda(facts: Facts) -> Iterator[Finding]:
         return  # satisfied, or depends on something we cannot judge (brand): say nothing rather than guess
     driver = known(get(facts, "nvml.driver_version")) or "unknown"  # as nvidia-smi prints it: 580.95.05, not 580.95.5
     wanted = _required_cuda(require)
-    verdict = _image_verdict(wanted, driver, str(host["cuda"]))
+    verdict = _image_verdict(matrix, wanted, driver, str(host["cuda"]))
     limited = verdict is not None and verdict.status == COMPAT_LIMITED
     yield finding("CTR003", f"the host driver (CUDA {host['cuda']}, driver {driver}) does not meet "
                             f"NVIDIA_REQUIRE_CUDA={require!r}"
@@ -85,7 +88,7 @@ def _required_cuda(require: str) -> Optional[str]:
     return match.group(1) if match else None
 
 
-def _image_verdict(cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
+def _image_verdict(matrix: Matrix, cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
     """The same driver-versus-CUDA verdict the compatibility checks give a framework build."""
     if not cuda:
         return None
@@ -93,7 +96,7 @@ def _image_verdict(cuda: Optional[str], driver: str, driver_cuda: str) -> Any:
     from gpudoctor.compat.data import MatrixError
 
     try:
-        return compat.driver_runs_cuda(cuda, driver if driver != "unknown" else None, driver_cuda)
+        return compat.driver_runs_cuda(matrix, cuda, driver if driver != "unknown" else None, driver_cuda)
     except MatrixError:
         return None
 
@@ -169,5 +172,5 @@ CHECKS = (
     Check("container.shm", "container", "/dev/shm is large enough for NCCL and DataLoader workers", ("CTR005",),
           check_shm, ("host", "nvml")),
     Check("container.require_cuda", "container", "the host driver meets the image's NVIDIA_REQUIRE_CUDA",
-          ("CTR003",), check_require_cuda, ("host", "nvml")),
+          ("CTR003",), check_require_cuda, ("host", "nvml"), reads_matrix=True),
 )

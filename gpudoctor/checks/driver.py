@@ -11,6 +11,7 @@ from gpudoctor.findings import ERROR, WARNING, Finding, Subject
 from gpudoctor.snapshot import as_list, get, gpus, known, stopped_by
 from gpudoctor.status import STOPPED_DEADLINE
 from gpudoctor.compat.branches import undriven
+from gpudoctor.compat.data import Matrix
 from gpudoctor.views.limits import limit_hit
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ def check_nouveau(facts: Facts) -> Iterator[Finding]:
                   links=[DRIVER_DOCS])
 
 
-def check_gpu_count(facts: Facts) -> Iterator[Finding]:
+def check_gpu_count(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     if not nvml_ready(facts):
         raise NotApplicable("NVML is not available")
     nvml = cast("NvmlFacts", facts.get("nvml") or {})
@@ -249,7 +250,7 @@ def check_gpu_count(facts: Facts) -> Iterator[Finding]:
     if not isinstance(count, int) or in_container:
         return  # a container's /sys shows the host's GPUs, not the ones it was given
     driver_version = known(nvml.get("driver_version"))
-    pci = [d for d in pci if not undriven(d.get("device_id"), driver_version)]  # driver.branch names those (DRV021)
+    pci = [d for d in pci if not undriven(matrix, d.get("device_id"), driver_version)]  # driver.branch names those (DRV021)
     bound_nvidia = [d for d in pci if d.get("driver") == "nvidia"]
     listed = {str(known(get(g, "pci.bus_id")) or "")[-12:].lower() for g in gpus(facts)}
     if len(bound_nvidia) > count:
@@ -328,7 +329,7 @@ CHECKS = (
           check_nvml_init),
     Check("driver.nouveau", "driver", "nouveau is not in the way", ("DRV007",), check_nouveau, ("driver_files",)),
     Check("driver.gpu_count", "driver", "every NVIDIA GPU is listed by the driver", ("DRV012", "DRV013", "DRV014"),
-          check_gpu_count, ("nvml", "driver_files")),
+          check_gpu_count, ("nvml", "driver_files"), reads_matrix=True),
     Check("driver.device_nodes", "driver", "the device files CUDA opens exist and are accessible",
           ("DRV015", "DRV016", "DRV017"), check_device_nodes, ("nvml", "driver_files")),
     Check("driver.bindings", "driver", "the NVML bindings match the driver", ("DRV018",), check_bindings, ("nvml",)),

@@ -22,18 +22,17 @@ from gpudoctor.nvlink_totals import UNREAD_IN_QUICK, nvlink_totals, read_count
 from gpudoctor.snapshot import get, is_unavailable, known
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.facts_types import GpuFacts
 
 DIAG_COMMAND = "dcgmi diag -r 2"
 FABRIC_COMMANDS = ("systemctl status nvidia-fabricmanager", "sudo systemctl enable --now nvidia-fabricmanager")
 
 
-def limits() -> dict[str, dict[str, Any]]:
-    """The entries of compat_matrix/error_counters.json by id (a --matrix overlay's first)."""
-    from gpudoctor.compat.data import load_topic
-
+def limits(matrix: Matrix) -> dict[str, dict[str, Any]]:
+    """The entries of ``matrix``'s error_counters table by id (a --matrix overlay's first)."""
     out: dict[str, dict[str, Any]] = {}
-    for entry in load_topic("error_counters")["entries"]:
+    for entry in matrix.topic("error_counters")["entries"]:
         out.setdefault(entry["id"], entry)
     return out
 
@@ -73,11 +72,11 @@ QUICK_PER_LINK = ("not checked in --quick: this driver gives NVLink error counts
                   "the full check reads them")
 
 
-def check_nvlink_errors(facts: Facts) -> Iterator[Finding]:
+def check_nvlink_errors(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     found = require_gpus(facts)
     if all(is_unavailable(g.get("nvlink")) and g["nvlink"]["unavailable"] == "not_supported" for g in found):
         raise NotApplicable("no GPU has NVLink")
-    entry = limits()["nvlink-crc-rate"]
+    entry = limits(matrix)["nvlink-crc-rate"]
     unread = [g for g in found if get(g, "counters.nvlink_errors_unread") == UNREAD_IN_QUICK]
     judged = [g for g in found if not any(g is u for u in unread)]
     fast: list[Finding] = []
@@ -118,8 +117,8 @@ def _crc_rate(gpu: GpuFacts, totals: dict[str, Any], entry: dict[str, Any]) -> I
 
 # --- PCIe ------------------------------------------------------------------------------------------
 
-def check_pcie_replays(facts: Facts) -> Iterator[Finding]:
-    entry = limits()["pcie-replay"]
+def check_pcie_replays(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
+    entry = limits(matrix)["pcie-replay"]
     for gpu, count in readings(require_gpus(facts), "counters.pcie_replay", "PCIe replay counters"):
         uptime = _uptime_s(gpu)
         if not isinstance(count, int) or count <= entry["above"] or uptime is None:
@@ -153,7 +152,7 @@ def _replay_limit(gpu: GpuFacts, entry: dict[str, Any]) -> tuple[int, int, int]:
 
 # --- NVSwitch fabric -------------------------------------------------------------------------------
 
-def check_fabric(facts: Facts) -> Iterator[Finding]:
+def check_fabric(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     found = require_gpus(facts)
     read = [(g, f) for g, f in _fabric_readings(found) if isinstance(f, dict)]
     # CUDA refuses an unregistered GPU (error 802): one that ran the smoke kernel correctly in this run was
@@ -162,7 +161,7 @@ def check_fabric(facts: Facts) -> Iterator[Finding]:
     for state, severity in (("not_started", None), ("in_progress", WARNING)):
         waiting = [g for g, f in read if f.get("state") == state and not (g.get("uuid") and g.get("uuid") in ran)]
         if waiting:
-            booting = state == "in_progress" and _booting(waiting)
+            booting = state == "in_progress" and _booting(waiting, matrix)
             yield _not_registered(waiting, len(found), state, INFO if booting else severity, booting)
     for gpu, fabric in read:
         if fabric.get("state") == "completed" and fabric.get("status") not in (None, "success"):
@@ -193,10 +192,10 @@ def _fabric_readings(found: list[GpuFacts]) -> list[tuple[GpuFacts, Any]]:
     return unsupported + readings(others, "fabric", "The NVSwitch fabric state")
 
 
-def _booting(waiting: list[GpuFacts]) -> bool:
+def _booting(waiting: list[GpuFacts], matrix: Matrix) -> bool:
     """Whether every waiting GPU's host booted within the fabric entry's grace: registration still under way then
     is the normal course of a boot, not a fault."""
-    grace = float(limits()["fabric-in-progress"]["boot_grace_s"])
+    grace = float(limits(matrix)["fabric-in-progress"]["boot_grace_s"])
     uptimes = [_uptime_s(g) for g in waiting]
     return all(u is not None and u < grace for u in uptimes)
 
@@ -219,8 +218,9 @@ def _not_registered(waiting: list[GpuFacts], total: int, state: str, severity: O
 
 CHECKS = (
     Check("gpus.nvlink_errors", "gpus", "NVLink CRC errors below DCGM's rate", ("GPU182",),
-          check_nvlink_errors, ("nvml",)),
-    Check("gpus.pcie_replays", "gpus", "PCIe replays within DCGM's rate", ("GPU132",), check_pcie_replays, ("nvml",)),
+          check_nvlink_errors, ("nvml",), reads_matrix=True),
+    Check("gpus.pcie_replays", "gpus", "PCIe replays within DCGM's rate", ("GPU132",), check_pcie_replays, ("nvml",),
+          reads_matrix=True),
     Check("gpus.fabric", "gpus", "every GPU on an NVSwitch fabric is registered with it", ("GPU191", "GPU192", "GPU193"),
-          check_fabric, ("nvml",)),
+          check_fabric, ("nvml",), reads_matrix=True),
 )

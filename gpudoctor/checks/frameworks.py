@@ -21,6 +21,7 @@ from gpudoctor.views.framework_env import steering_cause
 from gpudoctor.views.visibility import resolve
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.compat.model import Stack
     from gpudoctor.facts_types import FrameworkFacts, FrameworkInfo
 
@@ -36,7 +37,7 @@ def _python(facts: Facts) -> str:
     return str(get(facts, "python.executable") or "python3")
 
 
-def _driver_cuda(facts: Facts) -> Optional[Version]:
+def _driver_cuda(facts: Facts, matrix: Matrix) -> Optional[Version]:
     """The driver's CUDA: as NVML reports it, else from its version by Table 3 (a collect_env paste names
     only the driver version)."""
     from gpudoctor.compat.data import MatrixError
@@ -48,7 +49,7 @@ def _driver_cuda(facts: Facts) -> Optional[Version]:
     driver = known(get(facts, "nvml.driver_version"))
     windows = get(facts, "host.os") == "Windows" or get(facts, "host.wsl") is True
     try:
-        cuda = driver_cuda_of(driver, "windows" if windows else "linux") if isinstance(driver, str) else None
+        cuda = driver_cuda_of(matrix, driver, "windows" if windows else "linux") if isinstance(driver, str) else None
     except MatrixError:
         return None
     return Version(cuda) if cuda else None
@@ -158,7 +159,7 @@ def _steering(facts: Facts, name: str) -> Optional[tuple[str, str, str]]:
     return steering_cause(facts, name)
 
 
-def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
+def check_gpu_builds(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     frameworks = _installed(facts)
     expected = _expected_gpus(facts)
     if expected == 0:
@@ -170,13 +171,13 @@ def check_gpu_builds(facts: Facts) -> Iterator[Finding]:
         label = NAMES.get(name, name)
         vendor = _other_vendor(info)
         if vendor:  # a ROCm or XPU build on NVIDIA GPUs uses them no more than a CPU-only build does
-            text, commands = _cuda_install(name, info, facts)
+            text, commands = _cuda_install(name, info, facts, matrix)
             yield finding("FWK001", f"{_named(label, info)} is a {vendor} build, not a CUDA build, on a machine "
                                     f"with {expected} NVIDIA GPU(s)", detail=_why_not_cuda(fw, vendor), text=text,
                           commands=commands)
             continue
         if info.get("cpu_only_build") is True:  # proven; null (the package metadata cannot tell) is no verdict
-            text, commands = _cuda_install(name, info, facts)
+            text, commands = _cuda_install(name, info, facts, matrix)
             yield finding("FWK001", f"{_named(label, info)} is a CPU-only build, on a machine with {expected} GPU(s)",
                           detail=_why_cpu(name, fw), text=text, commands=commands)
             continue
@@ -253,27 +254,27 @@ def _why_cpu(name: str, fw: FrameworkFacts) -> str:
     return entry.cpu_only_says_error.format(error=error) if error and entry.cpu_only_says_error else entry.cpu_only_says
 
 
-def _cuda_install(name: str, info: FrameworkInfo, facts: Facts) -> tuple[str, list[str]]:
+def _cuda_install(name: str, info: FrameworkInfo, facts: Facts, matrix: Matrix) -> tuple[str, list[str]]:
     """FWK001's advice: (sentence, commands) that install a CUDA build of framework ``name``."""
     fw = frameworks_table.get(name)
     if fw and fw.installs_from_matrix:
-        return _torch_install(str(info.get("version") or ""), facts)
-    return f"Install a CUDA build of {NAMES.get(name, name)} for this driver.", _gpu_build_commands(name, facts)
+        return _torch_install(str(info.get("version") or ""), facts, matrix)
+    return f"Install a CUDA build of {NAMES.get(name, name)} for this driver.", _gpu_build_commands(name, facts, matrix)
 
 
-def _gpu_build_commands(name: str, facts: Facts) -> list[str]:
+def _gpu_build_commands(name: str, facts: Facts, matrix: Matrix) -> list[str]:
     """The table's CUDA build of framework ``name`` for this driver: the one for the newest CUDA the
     driver supports, else the one for any driver (a driver of unknown CUDA gets that)."""
     fw = frameworks_table.get(name)
     if fw is None or not fw.installs:
         return []
-    cuda = _driver_cuda(facts)
+    cuda = _driver_cuda(facts, matrix)
     fitting = [i for i in fw.installs if i.min_driver_cuda is None or (cuda and cuda >= Version(i.min_driver_cuda))]
     py = _python(facts)
     return [f"{py} -m pip {args}" for args in (fitting or fw.installs)[-1].pip]
 
 
-def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
+def _torch_install(version: str, facts: Facts, matrix: Matrix) -> tuple[str, list[str]]:
     """FWK001's advice for a CPU-only PyTorch: (sentence, commands). The build is the one `matrix check`
     picks (compat/stack.py fitting_torch) for this driver, every GPU a CUDA program sees and the
     diagnosed Python: the user's release when one of its CUDA variants fits them all, else the newest
@@ -287,28 +288,28 @@ def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
     from gpudoctor.compat.torch_pip import pip_args
 
     try:
-        stack = stack_from_facts(facts)
+        stack = stack_from_facts(matrix, facts)
         if not isinstance(stack.python, str):
             stack.python = None
         if stack.driver_cuda is None and stack.driver:
-            stack.driver_cuda = compat.driver_cuda_of(stack.driver, stack.driver_os)
+            stack.driver_cuda = compat.driver_cuda_of(matrix, stack.driver, stack.driver_os)
         if stack.driver is None and stack.driver_cuda is None:
             return ("Install a CUDA build of PyTorch that this driver runs; the driver's version is not known here, "
                     "so none is named (nvidia-smi shows it)."), []
-        release = compat.torch_build(version)[0] if version else None
+        release = compat.torch_build(matrix, version)[0] if version else None
         prefer = str(release["version"]) if release and release.get("version") else None
-        choice = fitting_torch(stack, prefer)
+        choice = fitting_torch(matrix, stack, prefer)
         if choice is None:
-            return (f"No CUDA build of PyTorch in gpudoctor's matrix runs here: {_torch_blocker(stack, None)}. "
+            return (f"No CUDA build of PyTorch in gpudoctor's matrix runs here: {_torch_blocker(matrix, stack, None)}. "
                     "`gpudoctor matrix suggest` lists what would."), []
         chosen, variant = choice
         why = ("" if prefer is None or chosen.get("version") == prefer else
-               f"No CUDA build of PyTorch {prefer} runs here: {_torch_blocker(stack, prefer)}. ")
+               f"No CUDA build of PyTorch {prefer} runs here: {_torch_blocker(matrix, stack, prefer)}. ")
     except MatrixError as exc:
         return f"Install a CUDA build of PyTorch for this driver and GPU; gpudoctor's matrix could not be read ({exc}).", []
     what = (f"Install PyTorch {chosen['version']}, the newest release that does" if why else
             f"Install the {variant['name']} build of PyTorch {chosen['version']}")
-    runs = compat.driver_runs_cuda(variant["cuda"], stack.driver, stack.driver_cuda, stack.driver_os).status
+    runs = compat.driver_runs_cuda(matrix, variant["cuda"], stack.driver, stack.driver_cuda, stack.driver_os).status
     python = compat.major_minor(stack.python) if stack.python else None
     text = f"{why}{what}: it runs on this driver" + (" under minor-version compatibility" if runs == compat.LIMITED else "") \
            + ", has code for every GPU here" \
@@ -321,7 +322,7 @@ def _torch_install(version: str, facts: Facts) -> tuple[str, list[str]]:
     return text, [f"{stack.python_executable} -m pip install --force-reinstall {args}"] if args else []
 
 
-def _torch_blocker(stack: Stack, prefer: Optional[str]) -> str:
+def _torch_blocker(matrix: Matrix, stack: Stack, prefer: Optional[str]) -> str:
     """Why no CUDA build of release ``prefer`` (None: of any release) fits ``stack``, found by dropping one
     constraint at a time: the Python, then the GPUs' architectures; what is left is the driver."""
     from dataclasses import replace
@@ -330,7 +331,7 @@ def _torch_blocker(stack: Stack, prefer: Optional[str]) -> str:
     from gpudoctor.compat.stack import fitting_torch
 
     def fits(s: Stack) -> bool:
-        choice = fitting_torch(s, prefer)
+        choice = fitting_torch(matrix, s, prefer)
         return choice is not None and (prefer is None or choice[0].get("version") == prefer)
 
     if stack.python and fits(replace(stack, python=None)):
@@ -405,7 +406,7 @@ CHECKS = (
     Check("frameworks.import", "frameworks", "every installed framework imports", ("FWK004", "FWK005", "FWK009"),
           check_imports, ("frameworks",)),
     Check("frameworks.gpu", "frameworks", "every framework is a GPU build that sees the GPUs",
-          ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml")),
+          ("FWK001", "FWK002", "FWK003", "FWK008"), check_gpu_builds, ("frameworks", "nvml"), reads_matrix=True),
     Check("frameworks.cudnn", "frameworks", "frameworks run with the cuDNN they were built for", ("FWK006", "FWK007"),
           check_cudnn, ("frameworks",)),
 )

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from gpudoctor.checks.base import DRIVER_LOG_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.compat import xid as xid_catalogue
+from gpudoctor.compat.data import Matrix
 from gpudoctor.findings import ERROR, INFO, WARNING, Finding, Subject
 
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -328,7 +329,7 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
                            "(nvidia-smi on the host).", commands=["nvidia-smi", "nvidia-ctk --version"], links=[TOOLKIT_DOCS])
 
 
-def check_driver_messages(facts: Facts) -> Iterator[Finding]:
+def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
 
     _any(facts, ("driver_library_mismatch", "xid", "system_not_ready", "gpu_lost_said", *_CUDA_INIT))
     wsl = (facts.get("host") or {}).get("wsl") is True
@@ -361,13 +362,13 @@ def check_driver_messages(facts: Facts) -> Iterator[Finding]:
                       commands=[DRIVER_LOG_COMMAND, "nvidia-smi -q -d TEMPERATURE,POWER"], links=[XID_DOCS])
     for item in _evidence(facts, ("xid",)):
         xid = int(item.get("xid") or 0)
-        entry = xid_catalogue.entry(xid) or {}
+        entry = xid_catalogue.entry(matrix, xid) or {}
         # the catalogue's error Xids (the GPU needs a reset, a reboot or its hardware checked) are errors in a
         # ticket too; one whose immediate action the catalogue gives as IGNORE (43 after a program's fault, 63 a
         # successful row remap) is a note; any other Xid the ticket quotes is a warning about what happened to its program
-        judged = xid_catalogue.severity(xid, str(item.get("detail") or ""))
+        judged = xid_catalogue.severity(matrix, xid, str(item.get("detail") or ""))
         ignore = judged == INFO and entry.get("immediate_action") == "IGNORE"
-        yield finding("DRV020", f"the kernel log shows {xid_catalogue.describe(xid)} on the GPU at {item.get('bus_id')}",
+        yield finding("DRV020", f"the kernel log shows {xid_catalogue.describe(matrix, xid)} on the GPU at {item.get('bus_id')}",
                       detail=_quote(item), severity=ERROR if judged == ERROR else INFO if ignore else None,
                       text=str(entry.get("action") or "Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen "
                                                       "off the bus, ECC, NVLink) need a reset or a reboot and, if they "
@@ -464,7 +465,7 @@ def check_wsl1(facts: Facts) -> Iterator[Finding]:
 CHECKS = (
     Check("driver.messages", "driver", "the pasted kernel log shows no driver error", ("DRV020", "DRV022", "DRV023", "DRV024"),
           check_driver_messages,
-          ()),
+          (), reads_matrix=True),
     Check("driver.wsl1", "driver", "the pasted Linux is not WSL 1", ("DRV025",), check_wsl1, ()),
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),

@@ -7,12 +7,15 @@ pairs rather than GPUs."""
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.snapshot import known
 from gpudoctor.views.topology import allreduce_setting, cuda_to_nvml, link_label, links_by_pair, pair_subject, slowest_pair
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 
 def _multigpu(facts: Facts) -> dict[str, Any]:
@@ -38,7 +41,7 @@ def _subject_of(facts: Facts, index: dict[Any, int], pairs: list[dict[str, Any]]
     return Subject()
 
 
-def check_p2p(facts: Facts) -> Iterator[Finding]:
+def check_p2p(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     multigpu = _multigpu(facts)
     p2p = multigpu.get("p2p")
     if not isinstance(p2p, dict):
@@ -77,15 +80,14 @@ def check_p2p(facts: Facts) -> Iterator[Finding]:
                            "peer from CUDA programs here: a VM or container setting, IOMMU/ACS, or the GPUs split "
                            "between processes by CUDA_VISIBLE_DEVICES.",
                       commands=["nvidia-smi topo -p2p r", "nvidia-smi topo -m"])
-    yield from _slow_links(facts, index, [(p, link(p)) for p in pairs if not p.get("error")])
+    yield from _slow_links(facts, matrix, index, [(p, link(p)) for p in pairs if not p.get("error")])
 
 
-def _slow_links(facts: Facts, index: dict[Any, int], pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Finding]:
+def _slow_links(facts: Facts, matrix: Matrix, index: dict[Any, int],
+                pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Finding]:
     """An NVLink pair whose copies run at less than half the median of the other pairs with as many NVLinks
     (the same pair's other direction left out). Fewer than two such pairs: nothing to compare with."""
-    from gpudoctor.compat import data as matrix
-
-    share = matrix.load_topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
+    share = matrix.topic("performance").get("thresholds", {}).get("p2p_peer_median_share", 0.5)
     nvlinked = [(p, lk) for p, lk in pairs if lk.get("nvlink_count") and isinstance(p.get("gbs"), (int, float))]
     by_link: dict[frozenset, list[dict[str, Any]]] = {}
     for pair, link in nvlinked:
@@ -113,7 +115,7 @@ def _slow_links(facts: Facts, index: dict[Any, int], pairs: list[tuple[dict[str,
                                 "nvidia-smi nvlink --errorcounters", XID_COMMAND])
 
 
-def check_allreduce(facts: Facts) -> Iterator[Finding]:
+def check_allreduce(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     multigpu = _multigpu(facts)
     result = multigpu.get("allreduce")
     if not isinstance(result, dict):
@@ -146,15 +148,13 @@ def check_allreduce(facts: Facts) -> Iterator[Finding]:
     from gpudoctor.compat.rules import allreduce_row
 
     model, label = allreduce_setting(facts, multigpu, world)
-    reference = allreduce_row(model, world, label)
+    reference = allreduce_row(matrix, model, world, label)
     where = f"{world} x {model or 'mixed GPUs'} ({label})"
     if reference is None:
         yield finding("RUN026", f"no reference all-reduce bandwidth for {where}; measured {measured}",
                       text="Update gpudoctor, or add the figure to the matrix with --matrix FILE.")
         return
-    from gpudoctor.compat import data as matrix
-
-    share = matrix.load_topic("performance").get("thresholds", {}).get("allreduce_reference_share", 0.7)
+    share = matrix.topic("performance").get("thresholds", {}).get("allreduce_reference_share", 0.7)
     if busbw < share * reference["busbw_gbs"]:
         yield finding("RUN025", f"{what} is slow: {measured}, {busbw / reference['busbw_gbs']:.2f} x the "
                                 f"{reference['busbw_gbs']} GB/s measured on {where}",
@@ -175,7 +175,7 @@ def _slowest_link(multigpu: dict[str, Any]) -> str:
 
 CHECKS = (
     Check("acceleration.p2p", "acceleration", "every pair of GPUs copies to each other, at the speed of its link (--deep)",
-          ("RUN021", "RUN022", "RUN023"), check_p2p, ("multigpu", "nvml")),
+          ("RUN021", "RUN022", "RUN023"), check_p2p, ("multigpu", "nvml"), reads_matrix=True),
     Check("acceleration.allreduce", "acceleration", "an NCCL all-reduce across all GPUs is correct and fast (--deep)",
-          ("RUN024", "RUN025", "RUN026"), check_allreduce, ("multigpu", "nvml")),
+          ("RUN024", "RUN025", "RUN026"), check_allreduce, ("multigpu", "nvml"), reads_matrix=True),
 )

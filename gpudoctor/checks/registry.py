@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional, Sequence
 from gpudoctor.checks import branches, cluster, compat, container, driver, error_counters, framework_env, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload, xid_events
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
 from gpudoctor.checks.selection import recorded, select
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.findings import SKIP, TIMEOUT, CheckResult, Finding
 from gpudoctor.status import PROBE_ERROR, PROBE_TIMEOUT, check_status
 
@@ -46,14 +47,15 @@ CHECKS: tuple[Check, ...] = (
 _RUN = threading.local()
 
 
-def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS) -> list[CheckResult]:
-    """Each check once, in order. The results so far are kept for this run so that a check that judges
-    other checks' verdicts (``doctor.gates``, last) reads them instead of running every check twice."""
+def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS, matrix: Matrix = BUNDLED) -> list[CheckResult]:
+    """Each check once, in order; those whose row says they read the compatibility matrix are given ``matrix``.
+    The results so far are kept for this run so that a check that judges other checks' verdicts
+    (``doctor.gates``, last) reads them instead of running every check twice."""
     _RUN.facts, _RUN.results = facts, {}
     try:
         out = []
         for check in checks:
-            result = run_check(check, facts)
+            result = run_check(check, facts, matrix)
             _RUN.results[check.id] = result
             out.append(result)
         return out
@@ -61,23 +63,22 @@ def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS) -> list[
         _RUN.facts, _RUN.results = None, {}
 
 
-def result_of(check: Check, facts: dict[str, Any]) -> CheckResult:
+def result_of(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED) -> CheckResult:
     """``check``'s verdict on ``facts``: the one this run already reached, else judged now."""
     done: Optional[dict[str, CheckResult]] = getattr(_RUN, "results", None)
     if done is not None and getattr(_RUN, "facts", None) is facts and check.id in done:
         return done[check.id]
-    return run_check(check, facts)
+    return run_check(check, facts, matrix)
 
 
-def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
+def run_check(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED) -> CheckResult:
     start = time.monotonic()
     try:
         blocked = _blocked_by(check, facts)
         if blocked:
             status, reason = blocked
             return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
-        ran = check.run(facts, RunView(CHECKS, lambda other: result_of(other, facts))) if check.sees_run else check.run(facts)
-        found = [_stamp(f, check) for f in _collect(ran)]
+        found = [_stamp(f, check) for f in _collect(_ran(check, facts, matrix))]
     except NotApplicable as exc:
         return CheckResult(check.id, check.area, check.title, SKIP, time.monotonic() - start, reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a broken check must not take the report down
@@ -85,6 +86,13 @@ def run_check(check: Check, facts: dict[str, Any]) -> CheckResult:
                         text="Please report this to gpudoctor with the JSON report attached.")
         found = [_stamp(crash, check)]
     return CheckResult(check.id, check.area, check.title, status_of(found), time.monotonic() - start, found)
+
+
+def _ran(check: Check, facts: dict[str, Any], matrix: Matrix) -> Iterable[Finding]:
+    """What ``check`` yields, handed what its row says it reads besides the facts."""
+    if check.sees_run:
+        return check.run(facts, RunView(CHECKS, lambda other: result_of(other, facts, matrix)))
+    return check.run(facts, matrix) if check.reads_matrix else check.run(facts)
 
 
 def _collect(items: Iterable[Finding]) -> list[Finding]:

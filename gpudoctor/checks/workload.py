@@ -13,6 +13,7 @@ from gpudoctor.frameworks_table import NAMES
 from gpudoctor.views.topology import PCIE_GB_PER_LANE
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.facts_types import FrameworkFacts
 
 STEPS = ("elementwise", "matmul", "conv")
@@ -88,14 +89,14 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
                           text="The framework's training code path works; acceleration cannot be shown without a GPU.")
 
 
-def check_throughput(facts: Facts) -> Iterator[Finding]:
+def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     workload = _workload(facts)
-    from gpudoctor.compat import data as matrix, rules as compat
+    from gpudoctor.compat import rules as compat
 
     measured = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r["throughput"].get("ok") and r.get("name")]
     if not measured:  # a pass here would say throughput is fine when none was measured (a gate reads that)
         raise NotApplicable("no throughput was measured on a GPU")
-    limits = matrix.load_topic("performance").get("thresholds", {})
+    limits = matrix.topic("performance").get("thresholds", {})
     for run in measured:
         figures = run["throughput"]
         subject, label = _run_subject(facts, run), _label(run)
@@ -110,7 +111,7 @@ def check_throughput(facts: Facts) -> Iterator[Finding]:
             continue
         gpu: dict[str, Any] = next((g for g in facts.get("gpus") or [] if g.get("index") == subject.gpu_index), {})
         slow = []
-        entry = compat.performance_entry(run["name"])
+        entry = compat.performance_entry(matrix, run["name"])
         if entry is None:
             yield finding("RUN018", f"{label}: no expected throughput known for this GPU model; measured "
                                     f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16, {figures['device_copy_gbs']:.0f} GB/s copy",
@@ -183,5 +184,5 @@ CHECKS = (
     Check("acceleration.workload", "acceleration", "each framework computes correctly and trains on every GPU",
           ("RUN011", "RUN012", "RUN013", "RUN015", "RUN016", "RUN017"), check_workload, ("workload",)),
     Check("acceleration.throughput", "acceleration", "throughput is what this GPU model should reach",
-          ("RUN014", "RUN018", "RUN019"), check_throughput, ("workload", "nvml")),
+          ("RUN014", "RUN018", "RUN019"), check_throughput, ("workload", "nvml"), reads_matrix=True),
 )

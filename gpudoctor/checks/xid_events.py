@@ -22,6 +22,7 @@ from gpudoctor.nvrm import bus_key, mismatch_client_version
 from gpudoctor.snapshot import gpus
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.facts_types import GpuFacts
 
 #: How far back an event is judged by its Xid: a day covers the jobs a node gate runs between checks.
@@ -38,7 +39,7 @@ _READER_WORDS = {
 }
 
 
-def check_xid_events(facts: Facts) -> Iterator[Finding]:
+def check_xid_events(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     log = facts.get("kernel_log")
     if not isinstance(log, dict):
         raise NotApplicable("the kernel log was not read (a report from a gpudoctor that did not read it, or a paste)")
@@ -68,7 +69,7 @@ def check_xid_events(facts: Facts) -> Iterator[Finding]:
             older += group
             continue
         gpu = by_bus.get(bus_key(newest.get("bus_id")))
-        yield _xid_finding(group, gpu, log, uptime, outside=gpu is None and _all_listed_in_container(facts))
+        yield _xid_finding(matrix, group, gpu, log, uptime, outside=gpu is None and _all_listed_in_container(facts))
     for group in _groups(errors, lambda e: (e.get("kind"), bus_key(e.get("bus_id")))):
         if not _recent(group[-1], uptime):
             older += group
@@ -127,18 +128,18 @@ def _all_listed_in_container(facts: Facts) -> bool:
     return bool(listed) and count == len(listed) and all(bus_key((g.get("pci") or {}).get("bus_id")) for g in listed)
 
 
-def _xid_finding(group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
+def _xid_finding(matrix: Matrix, group: list[dict[str, Any]], gpu: Optional[GpuFacts], log: dict[str, Any],
                  uptime: Optional[float], outside: bool = False) -> Finding:
     newest = group[-1]
     xid = newest["xid"]
-    severity = INFO if outside else catalogue.severity(xid, str(newest.get("detail") or "")) or INFO
-    entry = catalogue.entry(xid) or {}
+    severity = INFO if outside else catalogue.severity(matrix, xid, str(newest.get("detail") or "")) or INFO
+    entry = catalogue.entry(matrix, xid) or {}
     text = str(entry.get("action") or "gpudoctor's catalogue does not describe this Xid: look it up in NVIDIA's "
                                       "Xid catalogue, with the message's own words.")
     buckets = [b for b in (entry.get("immediate_action"), entry.get("investigatory_action")) if b]
     if buckets:
         text += f" (NVIDIA's catalogue: {' / '.join(buckets)})"
-    return finding(_CODE[severity], f"{_who(gpu, newest, outside)} logged {catalogue.describe(xid)} {_ago(newest, uptime)}"
+    return finding(_CODE[severity], f"{_who(gpu, newest, outside)} logged {catalogue.describe(matrix, xid)} {_ago(newest, uptime)}"
                                     f"{_times(group)}",
                    detail=_quote(newest, log), subject=_subject(gpu), severity=severity,
                    text=text, commands=_commands(gpu), links=[catalogue.XID_DOCS])
@@ -241,5 +242,5 @@ def _quote(event: dict[str, Any], log: dict[str, Any]) -> str:
 
 CHECKS = (
     Check("gpus.xid", "gpus", "no Xid or driver error in the kernel log", ("GPU105", "GPU106", "GPU107", "GPU108", "GPU109"),
-          check_xid_events, ("kernel_log",)),
+          check_xid_events, ("kernel_log",), reads_matrix=True),
 )

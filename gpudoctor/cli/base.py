@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import click
 
@@ -12,6 +12,9 @@ from gpudoctor import report as rep
 from gpudoctor.cli.errors import BadInput
 from gpudoctor.cli.format_choice import format_option
 from gpudoctor.render import formats
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -45,10 +48,8 @@ class DoctorGroup(click.Group):
         return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
-        import contextvars
-
-        try:  # in a context of its own: what a command sets there (its --matrix overlay) ends with it
-            return contextvars.copy_context().run(super().invoke, ctx)
+        try:
+            return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
@@ -114,20 +115,21 @@ def _stdout_to_devnull() -> None:
         pass
 
 
-def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
-    """Read and validate ``--matrix FILE`` while the options are parsed (a bad file is a one-line error), and
-    read the matrix with it for this command: DoctorGroup.invoke runs each command in a context of its own."""
-    if value:
-        from gpudoctor.compat.data import MatrixError, read_overlay, use_overlay
+def _load_matrix(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Matrix:
+    """The compatibility matrix the command reads, handed to it as its ``matrix`` parameter: the bundled one,
+    with ``--matrix FILE`` over it. The file is read and validated while the options are parsed, so a bad
+    one is a one-line error before any work starts."""
+    from gpudoctor.compat.data import BUNDLED, Matrix, MatrixError, read_overlay
 
-        try:
-            use_overlay(read_overlay(value))
-        except MatrixError as exc:
-            raise BadInput(f"--matrix: {exc}") from None
-    return value
+    if not value:
+        return BUNDLED
+    try:
+        return Matrix((read_overlay(value),))
+    except MatrixError as exc:
+        raise BadInput(f"--matrix: {exc}") from None
 
 
-MATRIX_OPTION = click.option("--matrix", "matrix_file", metavar="FILE", callback=_load_matrix, expose_value=False,
+MATRIX_OPTION = click.option("--matrix", "matrix", metavar="FILE", callback=_load_matrix,
                              help="Overlay or extend the bundled compatibility matrix with FILE (JSON).")
 NO_REDACT_OPTION = click.option("--no-redact", is_flag=True,
                                 help="Keep host names, GPU UUIDs and serials, and home directories (for your own "

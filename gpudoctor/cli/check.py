@@ -16,6 +16,7 @@ from gpudoctor.cli.progress import clear_progress, progress_printer
 
 if TYPE_CHECKING:
     from gpudoctor import pipeline
+    from gpudoctor.compat.data import Matrix
 
 
 class Seconds(click.FloatRange):
@@ -58,7 +59,7 @@ class Seconds(click.FloatRange):
 @NO_REDACT_OPTION
 def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: bool, deep: bool, quiet: bool,
           timeout_s: Optional[float], require_gpus: Optional[int], only: tuple[str, ...], skip: tuple[str, ...],
-          python: Optional[str], no_redact: bool) -> None:
+          python: Optional[str], no_redact: bool, matrix: Matrix) -> None:
     """Check the driver, every GPU, the CUDA libraries and frameworks, and report problems with their fixes."""
     import time
 
@@ -82,10 +83,10 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     mark("cli: checks imported")
     if bad_python is not None:
         raise BadInput(str(bad_python)) from None
-    prepare(fmt, quiet)  # while the probes started above run
+    prepare(fmt, quiet, matrix=matrix)  # while the probes started above run
     mark("cli: output prepared")
     options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
-                                   require_gpus=require_gpus, early=early)
+                                   require_gpus=require_gpus, early=early, matrix=matrix)
 
     launch = _launch()
     if launch is not None and not (deep and not quick) and launch.local_rank != 0:
@@ -101,7 +102,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     mark("cli: judged")
     # a FIFO named by --output waits no longer than the rest of the run
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
-         duration_s=time.monotonic() - started, deadline=options.deadline)
+         duration_s=time.monotonic() - started, deadline=options.deadline, matrix=options.matrix)
     mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
@@ -150,4 +151,4 @@ def _cluster_check(launch: Any, options: pipeline.RunOptions, quiet: bool, redac
     if (report or {}).get("error"):  # this node's own check crashed: INT001 says so, the job is still judged
         facts["probes"] = {**facts.get("probes", {}), "node_check": {
             "status": "error", "title": "this node's own check", "error": (report or {})["error"], "duration_s": 0.0}}
-    return pipeline.judge(facts, checks=pipeline.select_checks(options.only, options.skip))
+    return pipeline.judge(facts, checks=pipeline.select_checks(options.only, options.skip), matrix=options.matrix)

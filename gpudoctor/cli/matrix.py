@@ -16,6 +16,7 @@ from gpudoctor.frameworks_table import KEYS
 from gpudoctor.render.safe import json_text, terminal
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.compat.model import Stack
 
 OS_CHOICE = click.Choice(("linux", "windows", "wsl", "macos"), case_sensitive=False)
@@ -50,7 +51,7 @@ def matrix_group() -> None:
                                                        "WSL runs the Windows driver). Default: judged as Linux.")
 @click.option("--json", "as_json", is_flag=True, help="Print {verdict, stack, findings} as JSON.")
 @MATRIX_OPTION
-def matrix_check(as_json: bool, **options: Optional[str]) -> None:
+def matrix_check(as_json: bool, matrix: Matrix, **options: Optional[str]) -> None:
     """Judge a hypothetical stack: exit 1 on an error verdict, 2 on bad input, else 0."""
     from gpudoctor.compat import queries
 
@@ -59,11 +60,11 @@ def matrix_check(as_json: bool, **options: Optional[str]) -> None:
                        "--cuda, --cudnn, --python")
     driver, gpu, cc, os_name = options["driver"], options["gpu"], options["cc"], options["os_name"]
     parsed = check_inputs(**{name: value for name, value in options.items() if name not in ("gpu", "os_name")})
-    _matrix_call(lambda: one_gpu(gpu, cc))
+    _matrix_call(lambda: one_gpu(matrix, gpu, cc))
     asked = {**options, "driver_cuda": parsed, "os_name": os_name and os_name.lower()}
-    stack = _matrix_call(lambda: queries.stack_from_args(**asked))
-    notes = [n for n in [_matrix_call(lambda: driver_cuda_note(driver, parsed, os_name))] if n]
-    sys.exit(_matrix_call(lambda: _print_check(stack, as_json, notes)))
+    stack = _matrix_call(lambda: queries.stack_from_args(matrix, **asked))
+    notes = [n for n in [_matrix_call(lambda: driver_cuda_note(matrix, driver, parsed, os_name))] if n]
+    sys.exit(_matrix_call(lambda: _print_check(matrix, stack, as_json, notes)))
 
 
 @matrix_group.command("suggest", short_help="The newest builds that will work here, with install commands.")
@@ -74,23 +75,23 @@ def matrix_check(as_json: bool, **options: Optional[str]) -> None:
 @click.option("--python", metavar="X.Y", help="Python version.")
 @click.option("--os", "os_name", type=OS_CHOICE, help="Operating system. Default: Linux.")
 @MATRIX_OPTION
-def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
+def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name, matrix) -> None:
     """The newest PyTorch and TensorFlow builds that will work here, with their install commands."""
     from gpudoctor.compat import queries, rules
 
     if not (gpu or cc):
         raise BadInput("give --gpu NAME or --cc X.Y")
     parsed = check_inputs(driver=driver, cc=cc, python=python, driver_cuda=driver_cuda)
-    _matrix_call(lambda: one_gpu(gpu, cc))
-    note = _matrix_call(lambda: driver_cuda_note(driver, parsed, os_name))
+    _matrix_call(lambda: one_gpu(matrix, gpu, cc))
+    note = _matrix_call(lambda: driver_cuda_note(matrix, driver, parsed, os_name))
     if note:
         click.echo(terminal(note))
     if cc is None:
-        row = _matrix_call(lambda: rules.gpu_entry(gpu))
+        row = _matrix_call(lambda: rules.gpu_entry(matrix, gpu))
         if row is None:
             raise BadInput(f"--gpu {gpu!r} is not in gpudoctor's matrix; give --cc X.Y instead")
         cc = row["compute_capability"]
-    lines = _matrix_call(lambda: queries.suggest(driver, cc, python, os_name and os_name.lower(), parsed))
+    lines = _matrix_call(lambda: queries.suggest(matrix, driver, cc, python, os_name and os_name.lower(), parsed))
     for line in lines or ["nothing in the matrix fits this driver and GPU"]:
         click.echo(terminal(line))
 
@@ -98,7 +99,7 @@ def matrix_suggest(driver, driver_cuda, gpu, cc, python, os_name) -> None:
 @matrix_group.command("show", short_help="The matrix data as tables, with their sources.")
 @click.argument("topic", required=False)
 @MATRIX_OPTION
-def matrix_show(topic) -> None:
+def matrix_show(topic, matrix) -> None:
     """The matrix data as tables, with sources (TOPIC: one of the compat_matrix files)."""
     from gpudoctor.compat.data import topics
     from gpudoctor.render import matrix_table
@@ -106,17 +107,17 @@ def matrix_show(topic) -> None:
     click.get_current_context().meta[LISTING] = True
     if topic and topic not in topics():
         raise BadInput(f"unknown topic {topic!r}; topics: {', '.join(topics())}")
-    click.echo(terminal(_matrix_call(lambda: matrix_table.show(topic)), newlines=True))
+    click.echo(terminal(_matrix_call(lambda: matrix_table.show(matrix, topic)), newlines=True))
 
 
-def _print_check(stack: Stack, as_json: bool, notes: Sequence[str] = ()) -> int:
+def _print_check(matrix: Matrix, stack: Stack, as_json: bool, notes: Sequence[str] = ()) -> int:
     """Print the verdict and every finding with its remediation (text or JSON); exit 1 on error. Each
     finding's parts are read by render/finding.py, as in every report format."""
     from gpudoctor.compat import queries
     from gpudoctor.render import finding
     from gpudoctor.status import matrix_exit_code
 
-    verdict, findings = queries.verdict(stack)
+    verdict, findings = queries.verdict(matrix, stack)
     if as_json:
         click.echo(json_text({"verdict": verdict, "stack": queries.stack_json(stack),
                               "findings": [f.to_dict() for f in findings], **({"notes": list(notes)} if notes else {})}))
@@ -176,25 +177,25 @@ def check_inputs(*, driver: Optional[str] = None, cc: Optional[str] = None, pyth
     return parsed
 
 
-def one_gpu(gpu: Optional[str], cc: Optional[str]) -> None:
+def one_gpu(matrix: Matrix, gpu: Optional[str], cc: Optional[str]) -> None:
     """--gpu and --cc describe one GPU: both may be given (--cc for a model the matrix does not know),
     but a model the matrix knows with another compute capability is a contradiction no verdict can settle."""
     from gpudoctor.compat.rules import gpu_entry, version
 
-    row = gpu_entry(gpu) if gpu and cc else None
+    row = gpu_entry(matrix, gpu) if gpu and cc else None
     if row is not None and version(row["compute_capability"]) != version(cc):
         raise BadInput(f"--gpu {gpu!r} is compute capability {row['compute_capability']} in gpudoctor's matrix, "
                        f"--cc says {str(cc).strip()}: give one of them")
 
 
-def driver_cuda_note(driver: Optional[str], driver_cuda: Optional[str], os_name: Optional[str]) -> Optional[str]:
+def driver_cuda_note(matrix: Matrix, driver: Optional[str], driver_cuda: Optional[str], os_name: Optional[str]) -> Optional[str]:
     """--driver-cuda is what the driver itself reports, so it is judged; where the matrix gives --driver
     another CUDA, the output says so, rather than one of the two being dropped unseen."""
     from gpudoctor.compat.rules import driver_cuda_of
 
     if not (driver and driver_cuda):
         return None
-    implied = driver_cuda_of(driver, (os_name or "linux").lower(), bounded=True)
+    implied = driver_cuda_of(matrix, driver, (os_name or "linux").lower(), bounded=True)
     if implied is None or implied == driver_cuda:
         return None
     return (f"note: judged with --driver-cuda {driver_cuda}; gpudoctor's matrix gives driver {driver} CUDA {implied}, "

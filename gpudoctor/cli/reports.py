@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import click
 
@@ -19,13 +19,17 @@ from gpudoctor.cli.writing import write
 from gpudoctor.render.changes import describe_changes
 from gpudoctor.render.safe import terminal
 
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
+
 
 @cli.command(epilog=EXIT_CODES_HELP, short_help="Re-judge a saved report, or judge what a user pasted.")
 @click.argument("inputs", metavar="REPORT.json|PASTE...", nargs=-1, required=True,
                 type=click.Path(path_type=Path, allow_dash=True))  # a folder: the reader's one-line error
 @report_options
 @NO_REDACT_OPTION
-def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool) -> None:
+def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
+            matrix: Matrix) -> None:
     """Re-check a saved JSON report with this version's checks (for triaging someone else's machine), or judge
     what a user pasted: gpudoctor's Markdown report, `python -m torch.utils.collect_env` output (PyTorch's or
     vLLM's), `nvidia-smi` output (table, -q or -q -x), or a whole issue body holding several of them. Give
@@ -35,7 +39,7 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
 
     if len(inputs) == 1 and str(inputs[0]) != "-" and _starts_as_json(inputs[0]):
         saved = load_report(inputs[0])  # a saved JSON report: exactly as before pastes were read
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, str(inputs[0]))
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, str(inputs[0]))
         return
     from gpudoctor.pastes import PasteError, read_inputs
     from gpudoctor.pastes.read import decode, read_bytes
@@ -51,11 +55,11 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
                     saved = rep.load(text, source=name)
                 except rep.ReportError as exc:
                     raise BadInput(str(exc)) from None
-                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, name)
+                _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, name)
                 return
             texts.append((name, text))
             notes += bad
-        found = read_inputs(texts)
+        found = read_inputs(texts, matrix)
     except PasteError as exc:
         raise BadInput(str(exc)) from None
     if found.report is not None:
@@ -65,15 +69,15 @@ def analyze(inputs: tuple[Path, ...], fmt: str, output: Optional[Path], verbose:
             raise BadInput(str(exc)) from None
         for line in found.notes:
             click.echo(f"gpudoctor: note: {terminal(line)}", err=True)
-        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, found.report_source, found.left_out,
+        _judge_saved(saved, fmt, output, verbose, fail_on, no_redact, matrix, found.report_source, found.left_out,
                      found.shown_findings)
         return
-    report = pipeline.judge_only(found.facts, found.runnable, skip_reasons(found.facts))
+    report = pipeline.judge_only(found.facts, found.runnable, skip_reasons(found.facts), matrix=matrix)
     _refuse_if_nothing_judged(report, ", ".join(name for name, _ in texts), "the pastes hold")
     if fmt == "markdown":  # for a ticket: the reply a maintainer posts back, not the whole report
         _emit_reply(report, [f"{p.kind} ({p.where})" for p in found.pastes], output, no_redact)
     else:
-        emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+        emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on, matrix=matrix)
     read = terminal(listed([f"{p.kind} ({p.where})" for p in found.pastes]))
     areas = {c["area"] for c in report["checks"] if c["area"] != "doctor"}
     ran = {c["area"] for c in report["checks"] if c["id"] in found.runnable}
@@ -132,27 +136,27 @@ def _refuse_if_nothing_judged(report: dict, source: str, what: str) -> None:
                        f"reads; on the machine, run: {rep.GATHER_COMMAND}")
 
 
-def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool,
+def _judge_saved(saved: dict, fmt: str, output: Optional[Path], verbose: bool, fail_on: str, no_redact: bool, matrix: Matrix,
                  source: str = "the report", left_out: Sequence[str] = (), shown: Sequence[dict] = ()) -> None:
     from gpudoctor import pipeline
 
-    report = pipeline.judge(saved["facts"], created=saved.get("created"))
+    report = pipeline.judge(saved["facts"], created=saved.get("created"), matrix=matrix)
     if left_out:  # what the checks reading those facts would say is unknown: reported as not judged, never passed
         from gpudoctor.pastes.markdown_report import carry_shown, not_judged
 
         reasons = not_judged(list(left_out), [c["id"] for c in report["checks"]])
         report = pipeline.judge_only(saved["facts"], {c["id"] for c in report["checks"]} - set(reasons), reasons,
-                                     created=saved.get("created"))
+                                     created=saved.get("created"), matrix=matrix)
         report = carry_shown(report, list(shown), reasons)  # the report's own verdict on what it left out stands
         click.echo(f"gpudoctor: note: {terminal(source)} left out {terminal('; '.join(left_out))} to fit an issue: "
                    f"{len(reasons)} check(s) not judged ({terminal(', '.join(sorted(reasons)))}); the JSON report "
                    "(--format json --output report.json) judges them", err=True)
     _refuse_if_nothing_judged(report, source, "the report holds")
-    for line in missing_overlays(saved["facts"], source):
+    for line in missing_overlays(saved["facts"], source, matrix):
         click.echo(line, err=True)
     if saved.get("redacted") is True:
         report["redacted"] = True  # its facts stay redacted, whatever --no-redact says
-    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on)
+    emit(report, fmt, output, verbose, redact=not no_redact, fail_on=fail_on, matrix=matrix)
     from gpudoctor.redact import redact_report
 
     # secrets leave redacted whatever --no-redact says, on stderr too (README: "removed anyway")
@@ -174,14 +178,14 @@ Exit codes:
 """
 
 
-def missing_overlays(facts: dict, source: str) -> list[str]:
-    """A note for each --matrix file the report was judged with that is not in force now (none given, or
-    one with other bytes): its verdicts rested on it, so a verdict that changes now would be unexplained."""
+def missing_overlays(facts: dict, source: str, matrix: Matrix) -> list[str]:
+    """A note for each --matrix file the report was judged with that ``matrix``, the one it is judged by now,
+    lacks (none given, or one with other bytes): its verdicts rested on it, so a verdict that changes now
+    would be unexplained."""
     from gpudoctor.checks.selection import options_of
-    from gpudoctor.compat.data import overlay_files
 
     recorded = options_of(facts).get("matrix_overlays")
-    now = {f["sha256"] for f in overlay_files()}
+    now = {overlay.sha256 for overlay in matrix.overlays}
     notes = []
     for overlay in recorded if isinstance(recorded, list) else []:
         if not isinstance(overlay, dict) or overlay.get("sha256") in now:
@@ -251,7 +255,8 @@ def nvml_unanswered(facts: dict[str, Any]) -> Optional[str]:
               help="Lowest severity on any node that makes the exit code 1.")
 @MATRIX_OPTION
 @NO_REDACT_OPTION
-def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str, no_redact: bool) -> None:
+def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail_on: str, no_redact: bool,
+          matrix: Matrix) -> None:
     """Compare saved JSON reports of many nodes: a nodes x areas table, drift between nodes, outlier GPUs.
 
     Each report is re-judged with this version's checks, as `analyze` does. Drift lists the driver,
@@ -267,9 +272,9 @@ def merge(report_files: tuple[Path, ...], fmt: str, output: Optional[Path], fail
     from gpudoctor.render import formats
     from gpudoctor.render.safe import terminal
 
-    reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact)
+    reports, judged, refused = _load_fleet(_fleet_files(report_files), identities=not no_redact, matrix=matrix)
     merged = rep.encodable(fleet.merge(reports, fail_on=fail_on, judge=lambda facts, created: judged.pop(
-        id(facts), None) or fleet.judge_node(facts, created), refused=refused))
+        id(facts), None) or fleet.judge_node(facts, created, matrix), refused=refused))
     text = formats.renderer(fmt, "fleet")(merged)
     if output is None:
         click.echo(text, nl=False)
@@ -310,10 +315,10 @@ def _fleet_files(given: tuple[Path, ...]) -> tuple[Path, ...]:
     return tuple(out + empty)
 
 
-def _load_fleet(paths: tuple[Path, ...], identities: bool
+def _load_fleet(paths: tuple[Path, ...], identities: bool, matrix: Matrix
                 ) -> tuple[list[tuple[str, dict]], dict[int, dict], list[tuple[str, str]]]:
     """(source, what merge shows of its report, redacted) per readable file in order, the verdicts already
-    reached, by ``id`` of each report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs,
+    reached by ``matrix``, by ``id`` of each report's facts (a torchrun job's nodes, unpacked later by fleet.expand_jobs,
     are judged there), and (source, why) per file that is not a readable report."""
     import os
 
@@ -323,7 +328,7 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
     # fork: spawn would re-run the user's __main__ (a pipx shim, pytest, a zipapp); forking is safe only
     # while this process runs no other thread (nothing gpudoctor starts for merge does)
     if len(paths) < PARALLEL_FROM or workers < 2 or threading.active_count() > 1:
-        done = [_prepare_node(p, identities) for p in paths]
+        done = [_prepare_node(p, identities, matrix) for p in paths]
     else:
         import concurrent.futures
         import multiprocessing
@@ -338,15 +343,15 @@ def _load_fleet(paths: tuple[Path, ...], identities: bool
 
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                                     initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            done = list(pool.map(_prepare_node, paths, [identities] * len(paths), chunksize=chunk))
+            done = list(pool.map(_prepare_node, paths, [identities] * len(paths), [matrix] * len(paths), chunksize=chunk))
     reports = [(str(p), report) for p, (report, _) in zip(paths, done) if isinstance(report, dict)]
     refused = [(str(p), why) for p, (report, why) in zip(paths, done) if not isinstance(report, dict)]
     judged = {id(r["facts"]): j for r, j in done if isinstance(r, dict) and isinstance(j, dict)}
     return reports, judged, refused
 
 
-def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
-    """One node's report loaded and judged, and what merge shows of it redacted (fleet.judged_view); a file
+def _prepare_node(path: Path, identities: bool, matrix: Matrix) -> tuple[Any, Any]:
+    """One node's report loaded and judged by ``matrix``, and what merge shows of it redacted (fleet.judged_view); a file
     that is not a readable report gives (None, why) instead, so one bad file among a thousand does not stop
     the merge."""
     from gpudoctor import fleet
@@ -357,4 +362,4 @@ def _prepare_node(path: Path, identities: bool) -> tuple[Any, Any]:
         report = load_report(path)
     except BadInput as exc:
         return None, str(exc)
-    return fleet.judged_view(report, identities)
+    return fleet.judged_view(report, identities, matrix)

@@ -1,6 +1,7 @@
 """Compatibility: will this driver, these GPUs, this OS and these framework builds work together?
 
-data.py     the bundled matrix (compat_matrix/*.json, installed as gpudoctor.compat_matrix) and --matrix overlays
+data.py     the bundled matrix (compat_matrix/*.json, installed as gpudoctor.compat_matrix), --matrix overlays, and
+            Matrix, the two as one value that every function reading a table is given as its first parameter
 rules.py    pure verdicts over versions: driver vs CUDA, GPU vs compiled architectures, toolkit vs GPU, lookups
 model.py    a Stack (driver, GPUs, builds, toolkit, OS, Python) and its Builds, and this layer's finding()
 stack.py    judge_stack, the one judge behind `check`, `analyze` and `matrix check`; builds from the matrix;

@@ -3,7 +3,8 @@
 Installed, the data is the package ``gpudoctor.compat_matrix`` (a sibling of this ``gpudoctor.compat``
 package, not inside it); in a source checkout it is the top-level ``compat_matrix/`` folder. Each file
 has a topic, an "as of" date, named sources and entries that each cite one of those sources; validate()
-and validate_shapes() hold the bundled files and every overlay to that shape.
+and validate_shapes() hold the bundled files and every overlay to that shape. A Matrix is the bundled
+files with the overlays merged over them, as one value that whatever reads a table is handed.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 
 class MatrixError(ValueError):
@@ -33,7 +32,7 @@ def data_dir() -> Path:
 class Overlay:
     """A user's matrix file (``--matrix FILE``), read and validated. Its topics are kept as the JSON text
     they were read from, so an overlay is immutable and hashable: the merged matrix is cached per set of
-    overlays (load_topic), never changed in place."""
+    overlays (Matrix.topic), never changed in place."""
 
     path: str  # absolute
     sha256: str  # of the file's bytes: the same path with other contents is another overlay
@@ -45,9 +44,28 @@ class Overlay:
         return {"path": self.path, "sha256": self.sha256, "topics": list(self.topic_names)}
 
 
-#: The overlays the matrix is read with, for the command or run that set them (overlaid); none by default.
-#: A context variable, not a list: one command's --matrix never reaches the next one in the same process.
-_in_force: ContextVar[tuple[Overlay, ...]] = ContextVar("gpudoctor_matrix_overlays", default=())
+@dataclass(frozen=True)
+class Matrix:
+    """The compatibility matrix a verdict is read from: the bundled tables with the user's --matrix overlays
+    (``overlays``, in the order given) merged over them. A value, made once by the command line and handed
+    to whatever reads the matrix, so a verdict names what it rests on and one command's overlays never reach
+    another's. Hashable: the rules remember their answers per matrix."""
+
+    overlays: tuple[Overlay, ...] = ()
+
+    def topic(self, name: str) -> dict[str, Any]:
+        """The topic's table: the bundled file with the overlays merged over it (read once per matrix)."""
+        return _merged_topic(name, self.overlays)
+
+    def recorded(self) -> list[dict[str, Any]]:
+        """The overlays as the report records them (options.matrix_overlays): each file's path, the SHA-256 of
+        its bytes and its topics. A verdict that rests on an overlay is only reproducible with it, so
+        `analyze` compares them with the ones it is given."""
+        return [o.recorded() for o in self.overlays]
+
+
+#: The bundled matrix alone: what is read where no --matrix file is given.
+BUNDLED = Matrix()
 
 #: The largest --matrix file read (the same cap as a saved report): /dev/zero or a huge file is refused,
 #: not read without limit.
@@ -55,10 +73,10 @@ MAX_OVERLAY_BYTES = 16 * 1024 * 1024
 
 
 def read_overlay(path: str) -> Overlay:
-    """Read a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}. Overlaid
-    (overlaid), its entries come first, so they win over the bundled ones; nothing bundled is changed. The
-    file is validated like the bundled ones, plus the types of the fields the rules read (shapes), so a
-    wrong type is a one-line error, never an internal one."""
+    """Read a user's matrix file (``--matrix FILE``): one topic object, or {"topics": [...]}. In a Matrix, its
+    entries come first, so they win over the bundled ones; nothing bundled is changed. The file is validated
+    like the bundled ones, plus the types of the fields the rules read (shapes), so a wrong type is a
+    one-line error, never an internal one."""
     from gpudoctor.files import TooLarge, read_capped
 
     try:
@@ -82,40 +100,6 @@ def read_overlay(path: str) -> Overlay:
         validate_shapes(topic, where)
     return Overlay(os.path.abspath(path), hashlib.sha256(raw).hexdigest(), json.dumps(topics),
                    tuple(str(t.get("topic")) for t in topics))
-
-
-@contextmanager
-def overlaid(overlays: Iterable[Overlay]) -> Iterator[None]:
-    """Read the matrix with ``overlays`` (after any already in force) until the block ends."""
-    token = _in_force.set(in_force() + tuple(o for o in overlays if o not in in_force()))
-    try:
-        yield
-    finally:
-        _in_force.reset(token)
-
-
-def use_overlay(overlay: Overlay) -> None:
-    """Read the matrix with ``overlay`` for the rest of the current context: the CLI runs each command in a
-    context of its own (cli/base.py), so this holds for that command alone."""
-    if overlay not in in_force():
-        _in_force.set(in_force() + (overlay,))
-
-
-def in_force() -> tuple[Overlay, ...]:
-    """The overlays the matrix is read with here and now."""
-    return _in_force.get()
-
-
-def overlay_files(overlays: Optional[Iterable[Overlay]] = None) -> list[dict[str, Any]]:
-    """``overlays`` (default: those in force), as the report records them (options.matrix_overlays): each
-    file's path, the SHA-256 of its bytes and its topics. A verdict that rests on an overlay is only
-    reproducible with it, so `analyze` compares them with the ones it is given."""
-    return [o.recorded() for o in (in_force() if overlays is None else overlays)]
-
-
-def load_topic(topic: str) -> dict[str, Any]:
-    """The topic's table: the bundled file with the overlays in force merged over it."""
-    return _merged_topic(topic, in_force())
 
 
 @lru_cache(maxsize=None)
@@ -223,8 +207,8 @@ def _check_citations(node: Any, sources: dict[str, Any], where: str) -> None:
             _check_citations(value, sources, where)
 
 
-def architecture_for(compute_capability: str) -> str | None:
-    for entry in load_topic("architectures")["entries"]:
+def architecture_for(matrix: Matrix, compute_capability: str) -> str | None:
+    for entry in matrix.topic("architectures")["entries"]:
         if entry["compute_capability"] == compute_capability:
             return entry["architecture"]
     return None

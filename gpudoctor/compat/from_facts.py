@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional, cast
 
 from gpudoctor import frameworks_table
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import MatrixError
+from gpudoctor.compat.data import Matrix, MatrixError
 from gpudoctor.compat.model import Build, Facts, Stack
 from gpudoctor.compat.stack import build_from_matrix
 from gpudoctor.snapshot import get, known
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from gpudoctor.facts_types import FrameworkFacts, FrameworkInfo, FrameworksFacts
 
 
-def stack_from_facts(facts: Facts) -> Stack:
+def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
     """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
     there (views/visibility.py resolve) are judged."""
     from gpudoctor.views.visibility import resolve
@@ -38,7 +38,7 @@ def stack_from_facts(facts: Facts) -> Stack:
     )
     if stack.driver_cuda is None and stack.driver and os_name:
         # a paste (a Windows collect_env) gives the driver, not its CUDA: Table 3 maps one to the other, per OS
-        stack.driver_cuda = rules.driver_cuda_of(stack.driver, stack.driver_os, bounded=True)
+        stack.driver_cuda = rules.driver_cuda_of(matrix, stack.driver, stack.driver_os, bounded=True)
     by_index = {g.get("index"): g for g in facts.get("gpus") or []}
     for dev in resolve(facts).devices:
         cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
@@ -46,7 +46,7 @@ def stack_from_facts(facts: Facts) -> Stack:
             stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
     stack.gpus_named = bool(resolve(facts).devices)
     for name, fw in cast("FrameworksFacts", facts.get("frameworks") or {}).items():
-        build = _build_from_probe(name, fw or {}, facts, stack)
+        build = _build_from_probe(matrix, name, fw or {}, facts, stack)
         if build:
             stack.builds.append(build)
     nvcc = get(facts, "toolkit.nvcc") or {}
@@ -55,7 +55,7 @@ def stack_from_facts(facts: Facts) -> Stack:
     return stack
 
 
-def _build_from_probe(name: str, fw: FrameworkFacts, facts: Facts, stack: Stack) -> Optional[Build]:
+def _build_from_probe(matrix: Matrix, name: str, fw: FrameworkFacts, facts: Facts, stack: Stack) -> Optional[Build]:
     """The installed build: what it said about itself, completed from the matrix (architectures when
     it was only read from package metadata). Unknown to the matrix is not an error here: the build
     exists, so only its own facts are judged."""
@@ -73,7 +73,7 @@ def _build_from_probe(name: str, fw: FrameworkFacts, facts: Facts, stack: Stack)
         cuda = cuda or _package_cuda_major(row.cuda_package, facts)
     scratch = Stack(os=stack.os)  # what the matrix does not know is not reported for an installed build
     try:
-        from_matrix = build_from_matrix(name, _matrix_version(name, version, cuda, facts), scratch, installed=True) if version else None
+        from_matrix = build_from_matrix(matrix, name, _matrix_version(name, version, cuda, facts), scratch, installed=True) if version else None
     except MatrixError:
         from_matrix = None
     arch = info.get("arch_list")

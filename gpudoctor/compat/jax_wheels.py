@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from gpudoctor.compat import rules
+from gpudoctor.compat.data import Matrix
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def refusing_floor(have: str, floors: list[str]) -> Optional[str]:
     return same[0] if same else floors[0]
 
 
-def jaxlib_lines_of(release: dict[str, Any], jax_version: str) -> Optional[tuple[str, dict[str, Any]]]:
+def jaxlib_lines_of(matrix: Matrix, release: dict[str, Any], jax_version: str) -> Optional[tuple[str, dict[str, Any]]]:
     """A jax 0.2 version names no jaxlib: it imports any jaxlib from its minimum on (the release's
     "min_jaxlib" change points). Returns that minimum and a release holding every wheel of the jaxlib
     0.1 lines from it on, which the any-wheel rule above judges; None when the minimum is not known."""
@@ -81,8 +82,8 @@ def jaxlib_lines_of(release: dict[str, Any], jax_version: str) -> Optional[tuple
     if floor is None:
         return None
     oldest = rules.known_version(floor[1])
-    lines = [rules.jax_release(v) for v in _line_starts() if oldest <= rules.known_version(v) < rules.known_version("0.2")]
-    first = rules.jax_release(floor[1])
+    lines = [rules.jax_release(matrix, v) for v in _line_starts(matrix) if oldest <= rules.known_version(v) < rules.known_version("0.2")]
+    first = rules.jax_release(matrix, floor[1])
     if first is None:
         return None
     merged = dict(first)
@@ -95,10 +96,8 @@ def jaxlib_lines_of(release: dict[str, Any], jax_version: str) -> Optional[tuple
     return floor[1], merged
 
 
-def _line_starts() -> list[str]:
-    from gpudoctor.compat.data import load_topic
-
-    return [str(r["version"]) for r in load_topic("jax")["entries"] if rules.version(r.get("version"))]
+def _line_starts(matrix: Matrix) -> list[str]:
+    return [str(r["version"]) for r in matrix.topic("jax")["entries"] if rules.version(r.get("version"))]
 
 
 def _tags(release: dict[str, Any]) -> dict[str, Any]:

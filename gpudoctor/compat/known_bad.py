@@ -9,31 +9,31 @@ import re
 from typing import Any
 
 from gpudoctor.compat import rules
-from gpudoctor.compat.data import MatrixError, load_topic
+from gpudoctor.compat.data import Matrix, MatrixError
 from gpudoctor.compat.model import Build, Stack, _os_label, finding
 from gpudoctor.findings import ERROR, WARNING, Finding
 
 
-def settled_by_known_bad(stack: Stack) -> set[tuple[str, str]]:
+def settled_by_known_bad(matrix: Matrix, stack: Stack) -> set[tuple[str, str]]:
     """(build label, GPU label) pairs a known-bad error already decides."""
-    return {(b.label, label) for entry, b, label, _ in _known_bad_matches(stack) if entry.get("severity", ERROR) == ERROR and label}
+    return {(b.label, label) for entry, b, label, _ in _known_bad_matches(matrix, stack) if entry.get("severity", ERROR) == ERROR and label}
 
 
-def judge_known_bad(stack: Stack) -> list[Finding]:
+def judge_known_bad(matrix: Matrix, stack: Stack) -> list[Finding]:
     """Combinations recorded as broken whatever the version rules say, each with its source: CMP009 at
     the entry's severity. An entry's "when" may name: framework (torch, tensorflow, jax, cupy, or "cuda"
     for any CUDA build), version_range (a specifier on the release, major.minor), cc_range (a specifier
     on the GPU's compute capability), os (a list). A condition the stack does not state never matches."""
     try:
-        sources = load_topic("known_bad").get("sources", {})
+        sources = matrix.topic("known_bad").get("sources", {})
     except MatrixError:
         return []
-    return [_known_bad_finding(entry, build, label, cc, stack, sources) for entry, build, label, cc in _known_bad_matches(stack)]
+    return [_known_bad_finding(entry, build, label, cc, stack, sources) for entry, build, label, cc in _known_bad_matches(matrix, stack)]
 
 
-def _known_bad_matches(stack: Stack) -> list[tuple[dict[str, Any], Build, str, str]]:
+def _known_bad_matches(matrix: Matrix, stack: Stack) -> list[tuple[dict[str, Any], Build, str, str]]:
     try:
-        entries = load_topic("known_bad")["entries"]
+        entries = matrix.topic("known_bad")["entries"]
     except MatrixError:
         return []
     out = []

@@ -1,4 +1,5 @@
-"""Compatibility rules: pure judgements over versions, answered from the bundled matrix.
+"""Compatibility rules: pure judgements over versions, answered from the matrix each is given (compat/data.py
+Matrix: the bundled tables, with the user's --matrix overlays over them).
 
 Every comparison goes through packaging.version (never floats: "12.10" > "12.9"). Each rule
 answers with a Verdict whose status is "ok", "limited" (works, with a stated limit), "fail" or
@@ -28,7 +29,7 @@ from typing import Any, Iterable, Optional, cast
 from packaging.version import InvalidVersion, Version
 
 from gpudoctor import versions
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import Matrix
 from gpudoctor.status import (COMPAT_FAIL as FAIL, COMPAT_LIMITED as LIMITED, COMPAT_OK as OK,
                               COMPAT_UNKNOWN as UNKNOWN)
 
@@ -72,12 +73,12 @@ def _major_minor(text: str) -> Optional[Version]:
 
 # --- driver versus a CUDA version ---------------------------------------------------------------
 
-def toolkit_entry(cuda: str) -> Optional[dict[str, Any]]:
+def toolkit_entry(matrix: Matrix, cuda: str) -> Optional[dict[str, Any]]:
     """The matrix row for CUDA major.minor (an update such as 12.4.1 falls back to 12.4)."""
     wanted = version(cuda)
     if wanted is None:
         return None
-    rows = load_topic("cuda_toolkits")["entries"]
+    rows = matrix.topic("cuda_toolkits")["entries"]
     exact = [r for r in rows if version(r.get("version")) == wanted]
     if exact:
         return exact[0]
@@ -85,34 +86,34 @@ def toolkit_entry(cuda: str) -> Optional[dict[str, Any]]:
     return next((r for r in rows if version(r.get("version")) == mm), None)
 
 
-def mvc_floor(cuda_major: int, os_name: str = "linux") -> Optional[dict[str, Any]]:
-    data = load_topic("cuda_toolkits")
+def mvc_floor(matrix: Matrix, cuda_major: int, os_name: str = "linux") -> Optional[dict[str, Any]]:
+    data = matrix.topic("cuda_toolkits")
     for row in data.get("minor_version_compatibility", []):
         if int(row.get("cuda_major", -1)) == cuda_major and row.get(f"min_driver_{os_name}"):
             return row
     return None
 
 
-def newest_known_cuda() -> Optional[Version]:
-    return _newest_known_cuda(id(load_topic("cuda_toolkits")))
+def newest_known_cuda(matrix: Matrix) -> Optional[Version]:
+    return _newest_known_cuda(matrix)
 
 
 @functools.lru_cache(maxsize=16)
-def _newest_known_cuda(loaded: int) -> Optional[Version]:
-    """newest_known_cuda, remembered per loaded table (an overlay reloads it): asked for every GPU judged."""
-    rows = load_topic("cuda_toolkits")["entries"]
+def _newest_known_cuda(matrix: Matrix) -> Optional[Version]:
+    """newest_known_cuda, remembered per matrix: asked for every GPU judged."""
+    rows = matrix.topic("cuda_toolkits")["entries"]
     known = [v for v in (version(r.get("version")) for r in rows) if v]
     return max(known) if known else None
 
 
-def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optional[str] = None,
+def driver_runs_cuda(matrix: Matrix, cuda: str, driver: Optional[str] = None, driver_cuda: Optional[str] = None,
                      os_name: str = "linux") -> Verdict:
     """Can a program built with CUDA ``cuda`` run on this driver? ``driver_cuda`` is the driver's own
     CUDA version (NVML reports it); when given it decides full support exactly."""
     want = major_minor(cuda)
     if want is None:
         return Verdict(UNKNOWN, f"CUDA version {cuda!r} cannot be read")
-    row = toolkit_entry(cuda)
+    row = toolkit_entry(matrix, cuda)
     full_driver = row.get(f"min_driver_{os_name}") if row else None
     have_cuda = major_minor(driver_cuda)
     if have_cuda is not None:
@@ -122,7 +123,7 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
         if (given := version(driver)) and given >= known_version(full_driver):
             return Verdict(OK, f"driver {driver} is at least {full_driver}, which CUDA {want} needs")
     if row is None and have_cuda is None:
-        newest = newest_known_cuda()
+        newest = newest_known_cuda(matrix)
         return Verdict(UNKNOWN, f"CUDA {want} is newer than gpudoctor's matrix knows (newest: {newest}); "
                                 "update gpudoctor or pass --matrix")
     if have_cuda is not None and want.major > have_cuda.major:
@@ -132,11 +133,11 @@ def driver_runs_cuda(cuda: str, driver: Optional[str] = None, driver_cuda: Optio
     if want.major < 11:
         return Verdict(FAIL, f"CUDA {want} predates minor-version compatibility, so it needs a driver that supports "
                              f"CUDA {want} itself" + (f" ({full_driver} or newer)" if full_driver else ""), full_driver)
-    floor = mvc_floor(want.major, os_name)
+    floor = mvc_floor(matrix, want.major, os_name)
     driver_v = version(driver)
     if driver_v is None and have_cuda is not None and floor:
         # only the driver's CUDA is known: the oldest driver that reports it is its toolkit's Table 3 minimum
-        implied = (toolkit_entry(str(have_cuda)) or {}).get(f"min_driver_{os_name}")
+        implied = (toolkit_entry(matrix, str(have_cuda)) or {}).get(f"min_driver_{os_name}")
         driver_v = known_version(implied) if implied and known_version(implied) >= known_version(floor[f"min_driver_{os_name}"]) else None
     who = f"driver {driver}" if driver else f"a driver supporting CUDA {have_cuda}"
     same_major = have_cuda.major == want.major if have_cuda is not None else None
@@ -231,17 +232,17 @@ def _flag(v: Version) -> str:
 
 # --- toolkit versus GPU -------------------------------------------------------------------------
 
-def toolkit_targets(cuda: str, cc: str) -> Verdict:
-    return _toolkit_targets(id(load_topic("cuda_targets")), id(load_topic("cuda_toolkits")), cuda, cc)
+def toolkit_targets(matrix: Matrix, cuda: str, cc: str) -> Verdict:
+    return _toolkit_targets(matrix, cuda, cc)
 
 
 @functools.lru_cache(maxsize=1024)
-def _toolkit_targets(targets: int, toolkits: int, cuda: str, cc: str) -> Verdict:
-    """toolkit_targets, remembered per loaded tables: a node's or a paste's GPUs repeat one architecture."""
+def _toolkit_targets(matrix: Matrix, cuda: str, cc: str) -> Verdict:
+    """toolkit_targets, remembered per matrix: a node's or a paste's GPUs repeat one architecture."""
     want, gpu = major_minor(cuda), version(cc)
     if want is None or gpu is None:
         return Verdict(UNKNOWN, "version cannot be read")
-    row = next((r for r in load_topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None)
+    row = next((r for r in matrix.topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None)
     if row is None:
         return Verdict(UNKNOWN, f"the matrix does not know compute capability {gpu}; update gpudoctor or pass --matrix")
     first, last = major_minor(row.get("first_cuda")), major_minor(row.get("last_cuda"))
@@ -249,7 +250,7 @@ def _toolkit_targets(targets: int, toolkits: int, cuda: str, cc: str) -> Verdict
         return Verdict(FAIL, f"nvcc {want} cannot compile for compute capability {gpu}: it arrived in CUDA {first}", str(first))
     if last and want > last:
         return Verdict(FAIL, f"nvcc {want} cannot compile for compute capability {gpu}: CUDA {last} was the last toolkit that could")
-    if (newest := newest_known_cuda()) and want > newest and last is None:
+    if (newest := newest_known_cuda(matrix)) and want > newest and last is None:
         return Verdict(UNKNOWN, f"CUDA {want} is newer than gpudoctor's matrix knows; update gpudoctor or pass --matrix")
     return Verdict(OK, f"nvcc {want} can compile for compute capability {gpu}")
 
@@ -259,19 +260,19 @@ def _toolkit_targets(targets: int, toolkits: int, cuda: str, cc: str) -> Verdict
 # which architecture) and the PTX rule of the CUDA C++ Programming Guide ("PTX Compatibility": PTX for
 # compute_XY is JIT-compiled only on compute capability X.Y or higher).
 
-def _target_row(cc: str) -> Optional[dict[str, Any]]:
+def _target_row(matrix: Matrix, cc: str) -> Optional[dict[str, Any]]:
     gpu = version(cc)
-    return next((r for r in load_topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None) \
+    return next((r for r in matrix.topic("cuda_targets")["entries"] if version(r.get("compute_capability")) == gpu), None) \
         if gpu is not None else None
 
 
-def cuda_dropped(cuda: str, cc: str) -> Optional[Verdict]:
+def cuda_dropped(matrix: Matrix, cuda: str, cc: str) -> Optional[Verdict]:
     """FAIL when CUDA ``cuda`` ("13.0", or a major alone, "13") no longer compiles for compute capability
     ``cc``: nvcc then emits neither machine code nor PTX at or below it, and the toolkit's libraries carry
     none, so nothing built with that CUDA runs there (CUDA 11.0 dropped sm_30, 12.0 sm_35/sm_37, 13.0
     everything below sm_75: cuda_targets.json, whose sources quote the release notes). None otherwise.
     A renamed architecture (Thor's sm_101, sm_110 from CUDA 13.0) is the same GPU under a new name: no verdict."""
-    want, row = major_minor(cuda), _target_row(cc)
+    want, row = major_minor(cuda), _target_row(matrix, cc)
     last = major_minor((row or {}).get("last_cuda"))
     if want is None or last is None or want <= last or (row or {}).get("renamed_to"):
         return None
@@ -280,11 +281,11 @@ def cuda_dropped(cuda: str, cc: str) -> Optional[Verdict]:
                          f"library support (no machine code for it, and no PTX that runs there)")
 
 
-def cuda_too_old(cuda: str, cc: str) -> Optional[str]:
+def cuda_too_old(matrix: Matrix, cuda: str, cc: str) -> Optional[str]:
     """Why a build for CUDA ``cuda`` carries no machine code for compute capability ``cc`` (the GPU arrived in
     a later toolkit: CUDA 11.0 first compiles sm_80, 11.8 sm_89/sm_90, 12.8 sm_100/sm_120), or None. Such a
     build can still run there through PTX of an older architecture, so this alone is no failure."""
-    want, row = major_minor(cuda), _target_row(cc)
+    want, row = major_minor(cuda), _target_row(matrix, cc)
     first = major_minor((row or {}).get("first_cuda"))
     if want is None or first is None or want >= first:
         return None
@@ -303,40 +304,40 @@ def ptx_floor_verdict(cc: str, floor: str, why: str) -> Optional[Verdict]:
 
 # --- GPUs and framework builds ------------------------------------------------------------------
 
-def gpu_entry(name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
+def gpu_entry(matrix: Matrix, name: str, topic: str = "gpus") -> Optional[dict[str, Any]]:
     """The first entry of ``topic`` whose whole-word match string occurs in the NVML name (case-insensitive)."""
-    return _gpu_entry(id(load_topic(topic)), topic, name)
+    return _gpu_entry(matrix, topic, name)
 
 
 @functools.lru_cache(maxsize=1024)
-def _gpu_entry(loaded: int, topic: str, name: str) -> Optional[dict[str, Any]]:
-    """gpu_entry, remembered per loaded topic (an overlay reloads it): a node's or a paste's GPUs repeat one
-    name, and each lookup walks a thousand match strings."""
+def _gpu_entry(matrix: Matrix, topic: str, name: str) -> Optional[dict[str, Any]]:
+    """gpu_entry, remembered per matrix: a node's or a paste's GPUs repeat one name, and each lookup walks a
+    thousand match strings."""
     lowered = f" {_words(name)} "
-    for words, row in _match_words(loaded, topic):
+    for words, row in _match_words(matrix, topic):
         if f" {words} " in lowered:
             return row
     return None
 
 
-def allreduce_row(model: Optional[str], world: Any, link: str) -> Optional[dict[str, Any]]:
+def allreduce_row(matrix: Matrix, model: Optional[str], world: Any, link: str) -> Optional[dict[str, Any]]:
     """The matrix's reference all-reduce figure for ``world`` GPUs of ``model`` joined by ``link``, or None."""
-    entry = performance_entry(model) if model else None
+    entry = performance_entry(matrix, model) if model else None
     rows = (entry or {}).get("allreduce") or []
     return next((r for r in rows if r.get("gpus") == world and r.get("link") == link), None)
 
 
-def performance_entry(name: str) -> Optional[dict[str, Any]]:
+def performance_entry(matrix: Matrix, name: str) -> Optional[dict[str, Any]]:
     """The expected figures for this GPU, only when the row is for the very product the name is: "RTX 4090"
     must not judge an RTX 4090 Laptop GPU or a 4090 D, nor "H200" an H200 NVL, by a desktop card's figures.
     The product is the GPU catalogue's entry for the name and for the row's model or match strings."""
     if re.search(r"\bMIG\b", name):
         return None  # a MIG slice has a fraction of the GPU's engines and memory bandwidth: no reference for it
-    row = gpu_entry(name, "performance")
+    row = gpu_entry(matrix, name, "performance")
     if row is None:
         return None
-    product = gpu_entry(name)
-    rows_product = next((e for e in map(gpu_entry, [row.get("model", ""), *row.get("match", [])]) if e), None)
+    product = gpu_entry(matrix, name)
+    rows_product = next((e for e in (gpu_entry(matrix, n) for n in [row.get("model", ""), *row.get("match", [])]) if e), None)
     return row if product is not None and product is rows_product else None
 
 
@@ -345,18 +346,18 @@ def _words(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=16)
-def _match_words(loaded: int, topic: str) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """Each entry's match strings as words, in order; keyed by the loaded topic (an overlay reloads it)."""
-    rows = load_topic(topic)["entries"]
+def _match_words(matrix: Matrix, topic: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Each entry's match strings as words, in order; remembered per matrix."""
+    rows = matrix.topic(topic)["entries"]
     return tuple((w, row) for row in rows for w in (_words(p) for p in row.get("match", [])) if w)
 
 
-def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]], str]:
+def torch_build(matrix: Matrix, torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]], str]:
     """The matrix release and CUDA variant of a torch version string: "2.7.1+cu128", "2.7.1" (the plain
     PyPI wheel for Linux x86_64), "2.7.1+cpu". Returns (release, variant, variant_name)."""
     base, _, local = torch_version.partition("+")
     release_v = major_minor(base)
-    rows = load_topic("pytorch")["entries"]
+    rows = matrix.topic("pytorch")["entries"]
     # a patch release built with other architectures than its line (1.3.1) has an entry of its own "X.Y.Z";
     # the line's entry "X.Y" stands for every other patch release
     release = next((r for r in rows if str(r.get("version")).count(".") == 2 and version(r.get("version")) == version(base)), None) \
@@ -368,9 +369,9 @@ def torch_build(torch_version: str) -> tuple[Optional[dict[str, Any]], Optional[
     return release, variant, name
 
 
-def tensorflow_release(tf_version: str) -> Optional[dict[str, Any]]:
+def tensorflow_release(matrix: Matrix, tf_version: str) -> Optional[dict[str, Any]]:
     want = major_minor(tf_version)
-    return next((r for r in load_topic("tensorflow")["entries"] if major_minor(r.get("version")) == want), None)
+    return next((r for r in matrix.topic("tensorflow")["entries"] if major_minor(r.get("version")) == want), None)
 
 
 def cudnn_satisfies(have: str, built: str) -> Optional[bool]:
@@ -397,14 +398,14 @@ def parse_driver_cuda(text: Any) -> Optional[str]:
     return f"{v.major}.{v.minor}"
 
 
-def driver_cuda_of(driver: str, os_name: str = "linux", bounded: bool = False) -> Optional[str]:
+def driver_cuda_of(matrix: Matrix, driver: str, os_name: str = "linux", bounded: bool = False) -> Optional[str]:
     """The newest CUDA whose toolkit minimum driver (Table 3) this driver meets, for Linux or Windows
     (WSL runs the Windows driver: 551.86 is R550, CUDA 12.4, as 550.54.14 is on Linux). ``bounded``: only
     when a newer toolkit's minimum driver is above it, so the answer is exact (a driver past the newest row
     of its column may support a CUDA the matrix does not list there: None)."""
     have = version(driver)
     column = "min_driver_windows" if os_name in ("windows", "wsl") else "min_driver_linux"
-    rows = [(version(r.get(column)), major_minor(r.get("version"))) for r in load_topic("cuda_toolkits")["entries"]]
+    rows = [(version(r.get(column)), major_minor(r.get("version"))) for r in matrix.topic("cuda_toolkits")["entries"]]
     if have is None:
         return None
     known = [(need, cuda) for need, cuda in rows if need and cuda]
@@ -413,14 +414,14 @@ def driver_cuda_of(driver: str, os_name: str = "linux", bounded: bool = False) -
     return str(best) if best and (above or not bounded) else None
 
 
-def jax_release(jax_version: str) -> Optional[dict[str, Any]]:
+def jax_release(matrix: Matrix, jax_version: str) -> Optional[dict[str, Any]]:
     """jax.json's entries are change points (the release where a requirement changed). The facts in force
     for ``jax_version`` are those of every entry at or below it, later ones winning; None when the
     version is older than the first entry or newer than the matrix's newest minor release line."""
     want = version(jax_version)
     if want is None:
         return None
-    rows = sorted((r for r in load_topic("jax")["entries"] if version(r.get("version"))),
+    rows = sorted((r for r in matrix.topic("jax")["entries"] if version(r.get("version"))),
                   key=lambda r: known_version(r["version"]))
     if not rows or want < known_version(rows[0]["version"]):
         return None

@@ -26,51 +26,51 @@ from typing import Any, Optional, cast
 
 from gpudoctor import frameworks_table
 from gpudoctor.compat import branches, rules
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import Matrix
 from gpudoctor.compat.jax_wheels import cudnn_floors, jaxlib_lines_of, refusing_floor, tagged_wheel
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.model import COMPAT_DOCS, Build, Stack, _os_label, finding
 from gpudoctor.compat.torch_pip import pip_args
 from gpudoctor.findings import ERROR, WARNING, Finding
 
-def judge_stack(stack: Stack) -> list[Finding]:
+def judge_stack(matrix: Matrix, stack: Stack) -> list[Finding]:
     """Every verdict on a stack: versions, architectures, Python, cuDNN, and the known-bad combinations.
     A known-bad error for a build on a GPU replaces the "unknown" or "PTX JIT" the architecture rule
     would give there (TensorFlow's compute_90 PTX does not JIT on 12.x)."""
-    return judge_versions(stack, settled_by_known_bad(stack)) + judge_known_bad(stack)
+    return judge_versions(matrix, stack, settled_by_known_bad(matrix, stack)) + judge_known_bad(matrix, stack)
 
 
-def judge_versions(stack: Stack, settled: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> list[Finding]:
+def judge_versions(matrix: Matrix, stack: Stack, settled: frozenset[tuple[str, str]] | set[tuple[str, str]] = frozenset()) -> list[Finding]:
     out: list[Finding] = [finding("CMP008", f"{what} is beyond gpudoctor's compatibility matrix",
                                   text="The verdicts that need it are unknown. Update gpudoctor, or pass --matrix FILE "
                                        "with the missing entries.") for what in stack.unknown]
-    out += branches.stack_findings(stack)  # a GPU the driver does not drive: no build runs on it
+    out += branches.stack_findings(matrix, stack)  # a GPU the driver does not drive: no build runs on it
     for build in stack.builds:
         if build.cpu_only:
-            out += _cpu_only_findings(stack, build) + _python_findings(stack, build)
+            out += _cpu_only_findings(matrix, stack, build) + _python_findings(stack, build)
             continue
         if build.installed and not build.cuda:
             continue  # the build did not say which CUDA it uses: nothing to judge but its known-bad combinations
-        out += _driver_findings(stack, build)
+        out += _driver_findings(matrix, stack, build)
         for label, cc in stack.gpus:
-            found = _arch_findings(stack, build, label, cc)
+            found = _arch_findings(matrix, stack, build, label, cc)
             # a known-bad error on this GPU overrides "unknown" and "runs through PTX JIT" (which it disproves)
             out += [f for f in found if not (f.code in ("CMP004", "CMP008") and (build.label, label) in settled)]
         out += _python_findings(stack, build)
         out += _cudnn_findings(stack, build)
     if stack.toolkit_cuda:
-        out += _toolkit_findings(stack)
+        out += _toolkit_findings(matrix, stack)
     return out
 
 
 # --- builds from the matrix -----------------------------------------------------------------------
 
-def build_from_matrix(framework: str, text: str, stack: Stack, installed: bool = False) -> Optional[Build]:
+def build_from_matrix(matrix: Matrix, framework: str, text: str, stack: Stack, installed: bool = False) -> Optional[Build]:
     """The Build the matrix describes for ``framework`` at version ``text`` ("2.5.0+cu121", "2.15.0",
     "0.11.2+cuda12", "14.2.0+cuda13x"); what it does not know goes to stack.unknown. None when the
     release itself is unknown."""
     maker = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[framework]
-    return maker(text, stack, installed)
+    return maker(matrix, text, stack, installed)
 
 
 # PyTorch's wheel scripts put "+PTX" on the newest architecture of TORCH_CUDA_ARCH_LIST only ("...;10.0;12.0+PTX":
@@ -80,10 +80,10 @@ _TORCH_PTX_WHY = "PyTorch's wheel builds add PTX for the newest architecture of 
 _CONDA_BUILD = re.compile(r"^py(\d+\.\d+)_(?:cuda(\d+\.\d+)_cudnn[\d.]+|cpu)_\d+$")
 
 
-def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+def _torch(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[Build]:
     if "=" in text:
-        return _torch_conda(text, stack, installed)
-    release, variant, name = rules.torch_build(text)
+        return _torch_conda(matrix, text, stack, installed)
+    release, variant, name = rules.torch_build(matrix, text)
     if release is None:
         stack.unknown.append(f"PyTorch {text}")
         return None
@@ -111,13 +111,13 @@ def _torch(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     return build
 
 
-def _torch_conda(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+def _torch_conda(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[Build]:
     """A conda package, "1.12.1=py3.9_cuda11.3_cudnn8.3.2_0": its CUDA is in the build string; its
     architecture list is not the pip wheel's (conda builds are made by other scripts), so only what the CUDA
     version proves is judged."""
     base, _, build_string = text.partition("=")
     m = _CONDA_BUILD.match(build_string.strip())
-    release, _, _ = rules.torch_build(base)
+    release, _, _ = rules.torch_build(matrix, base)
     if release is None or m is None:
         stack.unknown.append(f"PyTorch {text}" + ("" if m else " (expected a conda build string such as py3.9_cuda11.3_cudnn8.2.0_0)"))
         return None
@@ -129,8 +129,8 @@ def _torch_conda(text: str, stack: Stack, installed: bool) -> Optional[Build]:
                  package="conda package")
 
 
-def _tensorflow(text: str, stack: Stack, installed: bool) -> Optional[Build]:
-    release = rules.tensorflow_release(text)
+def _tensorflow(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[Build]:
+    release = rules.tensorflow_release(matrix, text)
     if release is None:
         stack.unknown.append(f"TensorFlow {text}")
         return None
@@ -143,13 +143,13 @@ def _tensorflow(text: str, stack: Stack, installed: bool) -> Optional[Build]:
                  sass=sass, ptx=ptx, cudnn_built=release.get("cudnn"), installed=installed, release=release)
 
 
-def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+def _jax(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[Build]:
     base, _, extra = text.partition("+")
-    release = rules.jax_release(base)
+    release = rules.jax_release(matrix, base)
     if release is None:
         stack.unknown.append(f"JAX {text}")
         return None
-    lines = jaxlib_lines_of(release, base) if release.get("no_jaxlib") is True else None
+    lines = jaxlib_lines_of(matrix, release, base) if release.get("no_jaxlib") is True else None
     if lines is not None:  # jax 0.2: every jaxlib 0.1 line from the oldest it imports
         release = lines[1]
     paired = f" with jaxlib {lines[0]} or newer" if lines else ""
@@ -176,22 +176,22 @@ def _jax(text: str, stack: Stack, installed: bool) -> Optional[Build]:
     return Build(label, "jax", wheel.cuda if wheel else (str(major) if major else None), python_spec=release.get("python"),
                  version=text, min_cc=extra_row.get("min_compute_capability"), cudnn_min=release.get("min_cudnn"),
                  cudnn_floors=cudnn_floors(release, major if extra else None, wheel),
-                 min_cc_source=_cited(release, extra_row.get("min_cc_source")),
+                 min_cc_source=_cited(matrix, release, extra_row.get("min_cc_source")),
                  installed=installed, release=release)
 
 
 @functools.lru_cache(maxsize=64)
-def _cupy_packages(loaded: int, want: Any) -> tuple[dict[str, Any], ...]:
-    """The CuPy packages that shipped release ``want`` (major.minor), remembered per loaded table (an overlay
-    reloads it): every node of a fleet asks for the same one."""
-    return tuple(row for row in load_topic("cupy")["entries"]
+def _cupy_packages(matrix: Matrix, want: Any) -> tuple[dict[str, Any], ...]:
+    """The CuPy packages that shipped release ``want`` (major.minor), remembered per matrix: every node of a
+    fleet asks for the same one."""
+    return tuple(row for row in matrix.topic("cupy")["entries"]
                  if any(isinstance(r, dict) and rules.major_minor(r.get("cupy")) == want for r in row.get("cupy_releases") or []))
 
 
-def _cupy(text: str, stack: Stack, installed: bool) -> Optional[Build]:
+def _cupy(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[Build]:
     base, _, extra = text.partition("+")
     want = rules.major_minor(base)
-    packages = list(_cupy_packages(id(load_topic("cupy")), want))
+    packages = list(_cupy_packages(matrix, want))
     m = re.match(r"^cuda(\d+)x?$", extra.lower()) if extra else None
     if extra and not m:
         stack.unknown.append(f"CuPy {text} (package {extra!r}: expected cuda12x, cuda13x or one CUDA's, as cuda101)")
@@ -217,21 +217,21 @@ def _flags(value: Any) -> Optional[list[str]]:
 
 # --- the rules ------------------------------------------------------------------------------------
 
-def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
+def _driver_findings(matrix: Matrix, stack: Stack, build: Build) -> list[Finding]:
     if not build.cuda or not (stack.driver or stack.driver_cuda):
         return []
     if "." not in build.cuda:  # major-only (a jax-cuda13 plugin, a cupy-cuda13x wheel): judge the major
         have = rules.major_minor(stack.driver_cuda)
         if have is not None and have.major >= int(build.cuda):
             return []
-        verdict = rules.driver_runs_cuda(f"{build.cuda}.0", stack.driver, stack.driver_cuda, stack.driver_os)
+        verdict = rules.driver_runs_cuda(matrix, f"{build.cuda}.0", stack.driver, stack.driver_cuda, stack.driver_os)
     else:
-        verdict = rules.driver_runs_cuda(build.cuda, stack.driver, stack.driver_cuda, stack.driver_os)
+        verdict = rules.driver_runs_cuda(matrix, build.cuda, stack.driver, stack.driver_cuda, stack.driver_os)
     drv = f"driver {stack.driver}" if stack.driver else f"a driver supporting CUDA {stack.driver_cuda}"
     if verdict.status == rules.FAIL and build.cuda_started:
         return []  # CUDA started under it (NVIDIA's forward-compatibility package does that): what ran outranks the rule
     if verdict.status == rules.FAIL:
-        commands = _install_commands(stack, build)
+        commands = _install_commands(matrix, stack, build)
         return [finding("CMP001", f"{build.label} needs a newer driver than {drv}", detail=verdict.reason,
                         text=_driver_fix(verdict, build, commands) + (WSL_DRIVER if stack.os == "wsl" else ""),
                         commands=commands, links=[COMPAT_DOCS] + ([WSL_DOCS] if stack.os == "wsl" else []))]
@@ -247,8 +247,8 @@ def _driver_findings(stack: Stack, build: Build) -> list[Finding]:
     return []
 
 
-def _is_jetson(label: str) -> bool:
-    entry = rules.gpu_entry(label)
+def _is_jetson(matrix: Matrix, label: str) -> bool:
+    entry = rules.gpu_entry(matrix, label)
     return entry is not None and entry.get("segment") == "jetson"
 
 
@@ -279,22 +279,22 @@ def _driver_fix(verdict: rules.Verdict, build: Build, commands: list[str]) -> st
     return ", ".join(parts) + "."
 
 
-def _arch_findings(stack: Stack, build: Build, label: str, cc: str) -> list[Finding]:
+def _arch_findings(matrix: Matrix, stack: Stack, build: Build, label: str, cc: str) -> list[Finding]:
     if build.min_cc is not None:
         verdict = _min_cc_verdict(build, cc)
     elif build.arch_by_toolkit:
-        verdict = _toolkit_major_verdict(build, cc)
+        verdict = _toolkit_major_verdict(matrix, build, cc)
     else:
         verdict = rules.build_runs_on(cc, build.sass, build.ptx)
         if verdict.status == rules.UNKNOWN and build.sass is None and build.framework == "jax":
             verdict = rules.Verdict(rules.UNKNOWN, "the oldest compute capability this JAX release's CUDA wheels support "
                                                      "is not known to gpudoctor's matrix")
-    if _is_jetson(label) and verdict.status != rules.UNKNOWN:
+    if _is_jetson(matrix, label) and verdict.status != rules.UNKNOWN:
         verdict = _on_tegra(build, cc, verdict)
     if verdict.status == rules.UNKNOWN:
-        verdict = _deduced(build, cc, verdict)
+        verdict = _deduced(matrix, build, cc, verdict)
     if verdict.status == rules.FAIL:
-        commands = _install_commands(stack, build)
+        commands = _install_commands(matrix, stack, build)
         return [finding("CMP003", f"{build.label} has no code for {label} (compute capability {cc})", detail=verdict.reason,
                         text="Install a build that includes this architecture (a newer release, or the CUDA variant "
                              "whose architecture list includes it)" + (": the command below." if commands else "."),
@@ -310,18 +310,18 @@ def _arch_findings(stack: Stack, build: Build, label: str, cc: str) -> list[Find
     return []
 
 
-def _deduced(build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
+def _deduced(matrix: Matrix, build: Build, cc: str, verdict: rules.Verdict) -> rules.Verdict:
     """An unknown architecture verdict settled by what the build's CUDA proves (compat/rules.py): a toolkit
     that dropped the GPU built nothing that runs there; PTX runs only on its own architecture or newer; a
     CUDA older than the GPU has no machine code for it, so only PTX could run it."""
     if not build.cuda:
         return verdict
-    dropped = rules.cuda_dropped(build.cuda, cc)
+    dropped = rules.cuda_dropped(matrix, build.cuda, cc)
     if dropped is not None:
         return dropped
     if build.sass is not None and build.ptx is None and build.ptx_floor:
         return rules.ptx_floor_verdict(cc, build.ptx_floor, build.ptx_floor_why) or verdict
-    too_old = rules.cuda_too_old(build.cuda, cc) if build.sass is None else None
+    too_old = rules.cuda_too_old(matrix, build.cuda, cc) if build.sass is None else None
     if too_old is None:
         return verdict
     if build.ptx is not None:  # its PTX is known: that alone decides
@@ -339,11 +339,11 @@ def _arch_unknown_fix(build: Build) -> str:
             "ptx for PTX)" + (f"; on a machine with the build, {how[build.framework]} gives them." if build.framework in how else "."))
 
 
-def _cited(release: dict, key: Optional[str]) -> str:
+def _cited(matrix: Matrix, release: dict, key: Optional[str]) -> str:
     """A source key of jax.json, as the words a finding quotes (the bundled file names them in "sources")."""
     if not key:
         return "JAX's installation guide"
-    text = str((load_topic("jax").get("sources") or {}).get(key) or "")
+    text = str((matrix.topic("jax").get("sources") or {}).get(key) or "")
     url = re.search(r"https?://\S+", text)
     return f"as {url.group().rstrip('.,;:')} states" if url else "JAX's installation guide"
 
@@ -358,10 +358,10 @@ def _min_cc_verdict(build: Build, cc: str) -> rules.Verdict:
     return rules.Verdict(rules.OK, f"its wheels support compute capability {floor} and newer")
 
 
-def _toolkit_major_verdict(build: Build, cc: str) -> rules.Verdict:
+def _toolkit_major_verdict(matrix: Matrix, build: Build, cc: str) -> rules.Verdict:
     """CuPy compiles its kernels at run time with NVRTC of its CUDA major: the GPU must be one that major targets."""
     gpu = rules.version(cc)
-    row = next((r for r in load_topic("cuda_targets")["entries"] if rules.version(r.get("compute_capability")) == gpu), None)
+    row = next((r for r in matrix.topic("cuda_targets")["entries"] if rules.version(r.get("compute_capability")) == gpu), None)
     if gpu is None or row is None or not build.cuda:
         return rules.Verdict(rules.UNKNOWN, f"the matrix does not know which CUDA releases target compute capability {cc}")
     major = int(build.cuda.split(".")[0])  # cupy-cuda101 compiles with NVRTC 10.1: judged by its major
@@ -440,23 +440,23 @@ def _tf_cudnn_fix(stack: Stack, build: Build) -> tuple[str, list[str]]:
     return tested + f"; install cuDNN {cudnn} for CUDA {cuda} (the system's packages or conda)", []
 
 
-def _cpu_only_findings(stack: Stack, build: Build) -> list[Finding]:
+def _cpu_only_findings(matrix: Matrix, stack: Stack, build: Build) -> list[Finding]:
     """A CPU-only build where there is a GPU. An installed one is FWK001's (checks/frameworks.py, from
     the build's own facts); a hypothetical one (matrix check --torch X+cpu) is judged here."""
     if build.installed or not stack.gpus:
         return []
-    commands = _install_commands(stack, build)
+    commands = _install_commands(matrix, stack, build)
     return [finding("FWK001", f"{build.label} is a CPU-only build: it will not use the GPU",
                     text="Install the CUDA build for this driver and GPU" + (" (the command below)." if commands else
                                                                              ": none in the matrix fits; see `gpudoctor matrix suggest`."),
                     commands=commands)]
 
 
-def _toolkit_findings(stack: Stack) -> list[Finding]:
+def _toolkit_findings(matrix: Matrix, stack: Stack) -> list[Finding]:
     toolkit = cast(str, stack.toolkit_cuda)  # asked only of a stack that names one
     out = []
     if stack.driver or stack.driver_cuda:
-        verdict = rules.driver_runs_cuda(toolkit, stack.driver, stack.driver_cuda, stack.driver_os)
+        verdict = rules.driver_runs_cuda(matrix, toolkit, stack.driver, stack.driver_cuda, stack.driver_os)
         if verdict.status == rules.FAIL:
             out.append(finding("CMP006", f"the CUDA toolkit ({stack.toolkit_cuda}) needs a newer driver than this one",
                                detail=verdict.reason, severity=ERROR,
@@ -471,7 +471,7 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
                                     "cannot be JIT-compiled by this driver. Install a toolkit no newer than the driver's CUDA, "
                                     "or a newer driver.", links=[COMPAT_DOCS]))
     for label, cc in stack.gpus:
-        dropped = rules.cuda_dropped(toolkit, cc)
+        dropped = rules.cuda_dropped(matrix, toolkit, cc)
         if dropped is not None:
             out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} builds nothing that runs on {label} (compute capability {cc})",
                                detail=dropped.reason, severity=ERROR,
@@ -479,7 +479,7 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
                                     "for execution on the device'), and its libraries carry no code for it. Use a toolkit "
                                     "that still supports the GPU."))
             continue
-        verdict = rules.toolkit_targets(toolkit, cc)
+        verdict = rules.toolkit_targets(matrix, toolkit, cc)
         if verdict.status == rules.FAIL:
             out.append(finding("CMP005", f"nvcc {stack.toolkit_cuda} cannot build code for {label} (compute capability {cc})",
                                detail=verdict.reason,
@@ -490,14 +490,14 @@ def _toolkit_findings(stack: Stack) -> list[Finding]:
 
 # --- what to install instead ----------------------------------------------------------------------
 
-def _install_commands(stack: Stack, build: Build) -> list[str]:
+def _install_commands(matrix: Matrix, stack: Stack, build: Build) -> list[str]:
     """A build of the same framework that runs here: the same release's CUDA variant when one fits, else
     the newest release that fits (driver, every GPU's architecture, Python). PyTorch and JAX only."""
     py = stack.python_executable
     if stack.os == "macos":
         return []
     if build.framework == "torch":
-        choice = fitting_torch(stack, prefer=(build.release or {}).get("version"))
+        choice = fitting_torch(matrix, stack, prefer=(build.release or {}).get("version"))
         args = pip_args(*choice, stack.os) if choice else None
         if args:
             return [f"{py} -m pip install --force-reinstall {args}"]
@@ -517,11 +517,11 @@ def _before_extras(release: dict[str, Any]) -> bool:
     return first is not None and first < rules.known_version("0.4.1")
 
 
-def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+def fitting_torch(matrix: Matrix, stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
     """(release, variant) of the PyTorch build that runs on this stack: the ``prefer`` release first,
     then the newest; within a release the variant fully supported by the driver, else one it runs
     under minor-version compatibility; machine code for every GPU; a wheel for the Python."""
-    releases = sorted(load_topic("pytorch")["entries"], key=lambda r: rules.version(r.get("version")) or rules.known_version("0"),
+    releases = sorted(matrix.topic("pytorch")["entries"], key=lambda r: rules.version(r.get("version")) or rules.known_version("0"),
                       reverse=True)
     if prefer:
         releases.sort(key=lambda r: r.get("version") != prefer)
@@ -533,7 +533,7 @@ def fitting_torch(stack: Stack, prefer: Optional[str] = None) -> Optional[tuple[
             if not (variant.get("cuda") and str(variant.get("name", "")).startswith("cu")):
                 continue
             if stack.driver or stack.driver_cuda:
-                status = rules.driver_runs_cuda(variant["cuda"], stack.driver, stack.driver_cuda, stack.driver_os).status
+                status = rules.driver_runs_cuda(matrix, variant["cuda"], stack.driver, stack.driver_cuda, stack.driver_os).status
             else:
                 status = rules.OK
             if status not in ranked:

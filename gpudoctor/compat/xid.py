@@ -11,26 +11,26 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from gpudoctor.compat.data import load_topic
+from gpudoctor.compat.data import Matrix
 from gpudoctor.nvrm import RECOVERY_ACTIONS, asks_reset, recovery_action
 
 XID_DOCS = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 _FATAL = re.compile(r"\bFatal\b")  # "NETIR Fatal XC0"; "Nonfatal" is not the word
 
 
-def entry(xid: int) -> Optional[dict[str, Any]]:
+def entry(matrix: Matrix, xid: int) -> Optional[dict[str, Any]]:
     """The catalogue's entry for this Xid, None for one it does not describe."""
-    return _by_code().get(xid)
+    return _by_code(matrix).get(xid)
 
 
-def _by_code() -> dict[int, dict[str, Any]]:
-    return {e["xid"]: e for e in load_topic("xid")["entries"] if isinstance(e.get("xid"), int)}
+def _by_code(matrix: Matrix) -> dict[int, dict[str, Any]]:
+    return {e["xid"]: e for e in matrix.topic("xid")["entries"] if isinstance(e.get("xid"), int)}
 
 
-def severity(xid: int, detail: str = "") -> Optional[str]:
+def severity(matrix: Matrix, xid: int, detail: str = "") -> Optional[str]:
     """gpudoctor's severity of this Xid logged recently, read with its message; None for an Xid the
     catalogue does not describe (unknown, never a guess)."""
-    found = entry(xid)
+    found = entry(matrix, xid)
     if found is None:
         return None
     if xid == 154:
@@ -43,12 +43,12 @@ def severity(xid: int, detail: str = "") -> Optional[str]:
     return str(found["severity"])
 
 
-def error_xids() -> frozenset[int]:
+def error_xids(matrix: Matrix) -> frozenset[int]:
     """The Xids that mean the GPU itself needs a reset, a reboot or its hardware checked."""
-    return frozenset(code for code, e in _by_code().items() if e.get("severity") == "error")
+    return frozenset(code for code, e in _by_code(matrix).items() if e.get("severity") == "error")
 
 
-def describe(xid: int) -> str:
+def describe(matrix: Matrix, xid: int) -> str:
     """'Xid 79 (GPU has fallen off the bus)', or 'Xid 201 (not in gpudoctor's catalogue)'."""
-    found = entry(xid)
+    found = entry(matrix, xid)
     return f"Xid {xid} ({found['meaning']})" if found else f"Xid {xid} (not in gpudoctor's Xid catalogue)"

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.pastes import collect_env, markdown_report, nvidia_smi
 
 _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
@@ -75,8 +76,9 @@ def pieces(text: str) -> list[str]:
     return [p for p in out if p.strip()]
 
 
-def find_pastes(text: str, name: str = "input") -> list[Paste]:
-    """Every paste in ``text``, each parsed; an empty list when none is there."""
+def find_pastes(text: str, name: str = "input", matrix: Matrix = BUNDLED) -> list[Paste]:
+    """Every paste in ``text``, each parsed; an empty list when none is there. ``matrix`` names what a message
+    leaves unsaid (pastes/forms/)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     report = _json_report(text)
     if report is not None:
@@ -90,9 +92,9 @@ def find_pastes(text: str, name: str = "input") -> list[Paste]:
         # the body around the report may hold other pastes (a collect_env of the failing run): they are read,
         # not dropped unseen; a report that carries its facts ends at them, so what follows is read in full
         rest = _visible(markdown_report.outside(text))
-        return _without_prose([own] + _blocks(rest, name) + (find_forms(rest, name) if facts is not None else []))
+        return _without_prose([own] + _blocks(rest, name) + (find_forms(rest, name, matrix) if facts is not None else []))
     text = _visible(text)
-    return _without_prose(_blocks(text, name) + find_forms(text, name))
+    return _without_prose(_blocks(text, name) + find_forms(text, name, matrix))
 
 
 #: Pastes that state the machine's facts themselves: where one is, the prose around it only retells them.
@@ -155,15 +157,15 @@ def _repeated(where: str, blocks: list[int]) -> str:
     return f"{where}: the same text is pasted again in block{'s' if len(blocks) > 1 else ''} {shown}; read once"
 
 
-def find_forms(text: str, name: str) -> list[Paste]:
+def find_forms(text: str, name: str, matrix: Matrix) -> list[Paste]:
     """The other forms (gpudoctor/pastes/forms/), each read over the whole body, so that a warning in
     prose or a session split by fences is still read; every value keeps its line in the body."""
-    from gpudoctor.pastes.forms import MAX_LINE, READERS
+    from gpudoctor.pastes.forms import MAX_LINE, readers
 
     lines = [html.unescape(_TAGS.sub("", line[:MAX_LINE])) if "<" in line or "&" in line else line[:MAX_LINE]
              for line in unquote(text).split("\n")]
     found = []
-    for kind, reader in READERS:
+    for kind, reader in readers(matrix):
         values = reader(lines)
         if values:
             found.append(Paste(kind, f"{name}, {_first_line(values)}", values))

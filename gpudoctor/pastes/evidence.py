@@ -10,20 +10,24 @@ framework's own answer, and two interpreters that answer differently are recorde
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from gpudoctor import versions
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 from gpudoctor.pastes.wsl import WSL1_KERNEL
 
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
+
 FORMS = ("messages", "session", "template", "tools", "prose", "observed")
 #: The source every fact read from prose carries: checks and renderers can tell it is the weakest.
 PROSE = "prose"
 
 
-def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) -> None:
-    """Add the forms' evidence and stated versions to ``facts`` (collect_env's, already there, win)."""
+def merge_forms(facts: dict[str, Any], matrix: Matrix, pastes: list[Paste], notes: list[str]) -> None:
+    """Add the forms' evidence and stated versions to ``facts`` (collect_env's, already there, win); a GPU they
+    name is looked up in ``matrix``."""
     forms = {p.kind: p for p in pastes if p.kind in FORMS}
     evidence = [_where(item, p) for p in forms.values() for item in p.parsed.get("evidence") or []]
     stated = _torch_stated(forms)
@@ -39,9 +43,9 @@ def merge_forms(facts: dict[str, Any], pastes: list[Paste], notes: list[str]) ->
     _smi_quoted(facts, evidence)
     _wsl(facts, forms.get("tools"))
     _host(facts, forms.get("template"))
-    _stated_gpu(facts, forms.get("template"))
+    _stated_gpu(facts, matrix, forms.get("template"))
     if "prose" in forms:
-        _prose(facts, forms["prose"])
+        _prose(facts, matrix, forms["prose"])
     _runtime_wheel(facts, forms.get("tools"))
     _started(facts, evidence)
     _prose_toolkit_after_work(facts, evidence, notes)
@@ -323,7 +327,7 @@ def _toolkit(facts: dict[str, Any], tools: Optional[Paste]) -> None:
 _NVIDIA_WORDS = re.compile(r"\b(?:nvidia|geforce|rtx|gtx|tesla|quadro|titan|[ahlv]\d{2,3}\b|\d{3,4}\s?ti\b)", re.I)
 
 
-def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
+def _stated_gpu(facts: dict[str, Any], matrix: Matrix, template: Optional[Paste]) -> None:
     """The GPU a template names ("GPU model and memory: RTX 3060 12GB") when nothing else listed one: a GPU is
     there, which a combination known bad on GPUs needs; its compute capability only where the matrix knows
     the name. Never the driver's facts: the template says nothing of the driver."""
@@ -333,7 +337,7 @@ def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
     if not text or not _NVIDIA_WORDS.search(text) or re.search(r"\b(?:no gpu|none|cpu only|intel|amd|radeon)\b", text, re.I):
         return
 
-    entry = matrix_gpu(text.split(",")[0].strip())
+    entry = matrix_gpu(matrix, text.split(",")[0].strip())
     gpu: dict[str, Any] = {"index": 0, "name": text[:120], "source": f"template ({template.where})", "stated": True,
                            "compute_capability": entry["compute_capability"] if entry else {"unavailable": "not_found"}}
     if entry:
@@ -341,7 +345,7 @@ def _stated_gpu(facts: dict[str, Any], template: Optional[Paste]) -> None:
     facts["gpus"] = [gpu]
 
 
-def _prose(facts: dict[str, Any], paste: Paste) -> None:
+def _prose(facts: dict[str, Any], matrix: Matrix, paste: Paste) -> None:
     """What the prose states, each value only where no other paste gave that fact: it never contradicts
     a stronger form. A GPU only when the matrix knows its name; CUDA as the toolkit only when it is not the
     driver's own CUDA that an nvidia-smi paste printed; Python only as the host's, never judged against a
@@ -357,7 +361,7 @@ def _prose(facts: dict[str, Any], paste: Paste) -> None:
     if not frameworks:
         del facts["frameworks"]
     if values.get("gpu") and not facts.get("gpus"):
-        entry = matrix_gpu(values["gpu"])
+        entry = matrix_gpu(matrix, values["gpu"])
         if entry:
             facts["gpus"] = [{"index": 0, "name": entry["model"], "source": where, "stated": True,
                               "compute_capability": entry["compute_capability"],

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Optional, Sequence
 
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.pastes.detect import Paste, find_pastes
 from gpudoctor.pastes.to_facts import merge
 
@@ -64,11 +65,12 @@ def decode(data: bytes, name: str) -> tuple[str, list[str]]:
         return data.decode("utf-8", errors="replace"), [f"{name}: bytes that are not UTF-8 were replaced"]
 
 
-def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
-    """Find the pastes in each (name, text); a gpudoctor report among them is judged alone."""
+def read_inputs(texts: Sequence[tuple[str, str]], matrix: Matrix = BUNDLED) -> Inputs:
+    """Find the pastes in each (name, text); a gpudoctor report among them is judged alone. What the pastes
+    name (a GPU, a PyTorch wheel) is looked up in ``matrix``, the one they are judged with."""
     found: list[Paste] = []
     for name, text in texts:
-        pastes = find_pastes(text, name)
+        pastes = find_pastes(text, name, matrix)
         if not pastes:
             raise PasteError(f"{name}: nothing to judge: no paste found; analyze reads {WHAT}")
         found += pastes
@@ -86,7 +88,7 @@ def read_inputs(texts: Sequence[tuple[str, str]]) -> Inputs:
                              f"judged with it: {', '.join(f'{p.kind} ({p.where})' for p in others[:10])}; analyze "
                              "them apart to judge them")
         return out
-    facts, runnable = merge(found)
+    facts, runnable = merge(matrix, found)
     useful = [p for p in found if _says_something(p)]
     if not useful:
         raise PasteError(f"{texts[0][0] if len(texts) == 1 else 'the inputs'}: nothing to judge: the pastes could not be read "

@@ -5,7 +5,8 @@ Which source wins: nvidia-smi's XML, then ``-q``, then its table, then collect_e
 ``nvidia-smi``), for the driver and the GPUs; collect_env alone knows the framework build, the nvcc on
 PATH and Python. Two pastes that disagree (a driver upgraded between two comments) keep the first
 and say so in a note. A GPU's compute capability is not in any paste: it is looked up by model name in
-the bundled matrix, and stays unknown when the name is not there (or was truncated past recognition).
+the matrix the pastes are judged with (the bundled one, with any --matrix file over it), and stays unknown
+when the name is not there (or was truncated past recognition).
 
 What a paste cannot show is not judged: a check runs only when the facts it reads are in the pastes
 (``RUNNABLE``); every other one is reported skipped with the reason for its area (``NOT_TOLD``),
@@ -15,12 +16,15 @@ never passed.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from gpudoctor.pastes.detect import Paste
 from gpudoctor.pastes.gpu_names import matrix_gpu
 from gpudoctor.pastes.markdown_report import MAX_GPUS
 from gpudoctor.pastes.wsl import WSL1_KERNEL
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 #: Why each area (or check) cannot be judged from a paste: the report's skip reasons.
 NOT_TOLD = {
@@ -43,24 +47,25 @@ SMI_RANK = {"nvidia-smi -q -x": 0, "nvidia-smi -q": 1, "nvidia-smi": 2, "gpudoct
 MIB = 1024**2
 
 
-def merge(pastes: list[Paste]) -> tuple[dict[str, Any], set[str]]:
-    """(facts, the ids of the checks those facts can feed)."""
+def merge(matrix: Matrix, pastes: list[Paste]) -> tuple[dict[str, Any], set[str]]:
+    """(facts, the ids of the checks those facts can feed); a GPU or a PyTorch wheel a paste names is looked
+    up in ``matrix``."""
     facts: dict[str, Any] = {"pastes": [{"kind": p.kind, "where": p.where, "values": _public(p.parsed)} for p in pastes]}
     notes = [n for p in pastes for n in p.parsed.get("notes") or []]
     smi = sorted((p for p in pastes if p.kind in SMI_RANK), key=lambda p: SMI_RANK[p.kind])
     _driver(facts, smi, notes)
     _kernel_module(facts, next((p for p in pastes if p.kind == "tools" and p.parsed.get("kernel_module")), None))
-    _gpus(facts, smi, notes)
+    _gpus(facts, matrix, smi, notes)
     envs = [p for p in pastes if p.kind == "collect_env"] + [p for p in pastes if p.kind == "gpudoctor-markdown"]
     if len({(p.parsed.get("torch_version"), p.parsed.get("driver_version")) for p in envs if p.kind == "collect_env"}) > 1:
         notes.append("the collect_env pastes disagree (two environments?); the first is used")
     if envs:
         _host_and_python(facts, envs[0])
         _toolkit(facts, envs[0])
-        _frameworks(facts, envs[0])
+        _frameworks(facts, matrix, envs[0])
     from gpudoctor.pastes.evidence import merge_forms
 
-    merge_forms(facts, pastes, notes)
+    merge_forms(facts, matrix, pastes, notes)
     run = runnable(facts)
     told = not_checked(run)
     if facts.get("rocm"):  # AMD's stack: no NVIDIA rule applies, so only the check that says so runs
@@ -167,7 +172,7 @@ def _kernel_module(facts: dict[str, Any], tools: Optional[Paste]) -> None:
         nvml["driver_version"] = version  # nvidia-smi -L listed the GPUs without the driver line
 
 
-def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
+def _gpus(facts: dict[str, Any], matrix: Matrix, smi: list[Paste], notes: list[str]) -> None:
     listed = [p for p in smi if p.parsed.get("gpus")]
     if not listed or not (facts.get("nvml") or {}).get("init", {}).get("ok"):
         return
@@ -182,7 +187,7 @@ def _gpus(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
         index = raw.get("index") if isinstance(raw.get("index"), int) else i
         gpu: dict[str, Any] = {"index": index, "name": name, "source": best.kind}
         cc = raw.get("compute_capability")
-        entry = None if cc else matrix_gpu(name)
+        entry = None if cc else matrix_gpu(matrix, name)
         if cc:
             gpu["compute_capability"] = cc
         elif entry:
@@ -253,10 +258,10 @@ def _toolkit(facts: dict[str, Any], paste: Paste) -> None:
         facts["toolkit"] = {"nvcc": {"found": True, "version": nvcc, "release": m.group(1), "source": paste.kind}}
 
 
-def _frameworks(facts: dict[str, Any], paste: Paste) -> None:
+def _frameworks(facts: dict[str, Any], matrix: Matrix, paste: Paste) -> None:
     values = paste.parsed
     if paste.kind == "gpudoctor-markdown":
-        _frameworks_shown(facts, values)
+        _frameworks_shown(facts, matrix, values)
         return
     version = values.get("torch_version")
     if not version:
@@ -272,7 +277,7 @@ def _frameworks(facts: dict[str, Any], paste: Paste) -> None:
         info.update(cpu_only_build=False, cuda_build=True, backend="cuda", built_cuda=cuda,
                     cuda_major=cuda.split(".")[0])
         evidence.append(f"CUDA used to build PyTorch: {cuda}")
-        arch = _torch_arch(version, cuda)
+        arch = _torch_arch(matrix, version, cuda)
         if arch:
             info["arch_list"], info["arch_list_source"] = arch
     elif rocm or "+rocm" in version:
@@ -292,7 +297,7 @@ def _frameworks(facts: dict[str, Any], paste: Paste) -> None:
     facts["frameworks"] = {"torch": fw}
 
 
-def _torch_arch(version: str, cuda: str) -> Optional[tuple[list[str], str]]:
+def _torch_arch(matrix: Matrix, version: str, cuda: str) -> Optional[tuple[list[str], str]]:
     """The architectures of a PyTorch wheel the matrix knows, only when the version names that exact wheel
     (``+cu121``, or a plain PyPI version whose default variant is the stated CUDA): a conda or source build
     may carry others."""
@@ -300,7 +305,7 @@ def _torch_arch(version: str, cuda: str) -> Optional[tuple[list[str], str]]:
     from gpudoctor.compat.data import MatrixError
 
     try:
-        release, variant, name = rules.torch_build(version)
+        release, variant, name = rules.torch_build(matrix, version)
     except MatrixError:
         return None
     local = version.partition("+")[2]
@@ -312,7 +317,7 @@ def _torch_arch(version: str, cuda: str) -> Optional[tuple[list[str], str]]:
     return (arch, f"gpudoctor's matrix: PyTorch {release['version']} {name} wheel") if arch else None
 
 
-def _frameworks_shown(facts: dict[str, Any], values: dict[str, Any]) -> None:
+def _frameworks_shown(facts: dict[str, Any], matrix: Matrix, values: dict[str, Any]) -> None:
     """The Frameworks cell of a gpudoctor Markdown report: ``torch 2.11.0+cu130 (CUDA 13.0, sees 1 GPU(s))``."""
     out = {}
     for fw in values.get("frameworks") or []:
@@ -326,7 +331,7 @@ def _frameworks_shown(facts: dict[str, Any], values: dict[str, Any]) -> None:
         elif m:
             info.update(cpu_only_build=False, cuda_build=True, built_cuda=m.group(1), cuda_major=m.group(1).split(".")[0])
             if fw["name"] == "torch":
-                arch = _torch_arch(fw["version"], m.group(1))
+                arch = _torch_arch(matrix, fw["version"], m.group(1))
                 if arch:
                     info["arch_list"], info["arch_list_source"] = arch
         seen = re.search(r"sees (\d+) GPU", build)

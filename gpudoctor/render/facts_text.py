@@ -17,6 +17,7 @@ from gpudoctor.views import driver
 from gpudoctor.views.topology import link_label, slowest_pair
 
 if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
     from gpudoctor.facts_types import FrameworkInfo, FrameworksFacts, NvmlFacts
 
 MIB = 1024**2
@@ -110,9 +111,10 @@ PASTE_FACTS = {"driver": ("nvml", "driver.kernel_module"), "gpus": ("nvml", "gpu
 
 
 @_one_line
-def area_headline(area: str, facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] = None) -> str:
-    """The phrase after an area's mark: what was found there, judged or not. ``findings`` (the report's)
-    let an area say its result rather than describe its check (compat)."""
+def area_headline(area: str, facts: dict[str, Any], matrix: Matrix, findings: Optional[list[dict[str, Any]]] = None) -> str:
+    """The phrase after an area's mark: what was found there, judged or not; compat reads its stack by
+    ``matrix``, the one the report was judged by. ``findings`` (the report's) let an area say its result
+    rather than describe its check (compat)."""
     nc = (facts.get("paste") or {}).get("not_checked") or {}
     if isinstance(nc, dict) and area in nc:  # judged from a paste, which cannot tell this area
         return "not checked: " + str(nc[area])
@@ -137,7 +139,7 @@ def area_headline(area: str, facts: dict[str, Any], findings: Optional[list[dict
     if area == "acceleration":
         return acceleration_line(facts)
     if area == "compat":
-        return compat_line(facts, findings)
+        return compat_line(facts, matrix, findings)
     if area == "visibility":
         mask = ((facts.get("host") or {}).get("env") or {}).get("CUDA_VISIBLE_DEVICES")
         return "CUDA_VISIBLE_DEVICES not set" if mask is None else f"CUDA_VISIBLE_DEVICES={mask!r}"
@@ -200,7 +202,7 @@ def _results_phrase(work: list[dict[str, Any]]) -> str:
 
 
 @_one_line
-def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] = None) -> str:
+def compat_line(facts: dict[str, Any], matrix: Matrix, findings: Optional[list[dict[str, Any]]] = None) -> str:
     """The compatibility verdict in words: each build with the CUDA and architectures it carries, the GPUs'
     compute capabilities and the newest CUDA the driver runs ("torch 2.11.0+cu130 (CUDA 13.0, sm_75-sm_120)
     runs on cc 9.0; driver 580.159.04 runs CUDA up to 13.0"), read as the compat checks read them
@@ -209,7 +211,7 @@ def compat_line(facts: dict[str, Any], findings: Optional[list[dict[str, Any]]] 
     from gpudoctor.compat.from_facts import stack_from_facts
 
     try:
-        stack = stack_from_facts(facts)
+        stack = stack_from_facts(matrix, facts)
     except (MatrixError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return "the compatibility matrix could not be read"
     mine = [f for f in findings or [] if isinstance(f, dict) and str(f.get("check", "")).startswith("compat.")]

@@ -8,14 +8,20 @@ Renderers are named as ``"module:function"`` and imported only when their format
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 
 class Options(NamedTuple):
-    """What a renderer may take into account beyond the report: how the reader will see it. Named tuples
+    """What a renderer may take into account beyond the report: how the reader will see it, and the matrix
+    the report was judged by, which the compatibility headline and the proof table read again. Named tuples
     rather than dataclasses: the CLI imports this table on every run, ``check --quick`` included, and a
     dataclass costs several times as much to define."""
 
+    #: The compatibility matrix the report was judged by (compat/data.py Matrix).
+    matrix: Matrix
     verbose: bool = False
     colour: bool = False
     unicode: bool = True

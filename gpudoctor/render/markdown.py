@@ -26,6 +26,7 @@ import zlib
 from typing import Any, Callable, Optional
 
 from gpudoctor.areas import title as area_title
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, TIMEOUT, WARN, WARNING
 from gpudoctor.render import facts_text as ft
 from gpudoctor.render import finding, proof
@@ -83,7 +84,9 @@ DROP_ORDER: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
 )
 
 
-def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> str:
+def render_markdown(report: dict[str, Any], visible: dict[int, list[int]], matrix: Matrix = BUNDLED) -> str:
+    """The report as Markdown for an issue; the compat headline and the proof table read ``matrix``, the one
+    it was judged by, and ``visible`` gives each GPU's cuda:N numbers."""
     raw_facts = report.get("facts") or {}
     report = printable(report)
     facts = report.get("facts") or {}
@@ -116,8 +119,8 @@ def render_markdown(report: dict[str, Any], visible: dict[int, list[int]]) -> st
     body = findings_part + ["", "| Area | Status | |", "|---|---|---|"]
     for area, status in (summary.get("areas") or {}).items():
         body.append(f"| {_cell(area_title(area))} | {_cell(STATUS_WORDS.get(status, status))} | "
-                    f"{_cell(ft.area_headline(area, facts, findings))} |")
-    body += _proof(facts)
+                    f"{_cell(ft.area_headline(area, facts, matrix, findings))} |")
+    body += _proof(facts, matrix)
     devices = render_devices(facts, visible).rstrip()
     opening, closing = fence(devices)
     details = ["", "<details><summary>Devices and topology</summary>", "", opening, devices, closing, "", "</details>",
@@ -196,14 +199,14 @@ def facts_block(facts: dict[str, Any], room: int) -> str:
             return "\n".join(["", f"The facts did not fit an issue and are left out. {attach}", ""])
 
 
-def _proof(facts: dict[str, Any]) -> list[str]:
-    rows = proof.rows(facts)
+def _proof(facts: dict[str, Any], matrix: Matrix) -> list[str]:
+    rows = proof.rows(facts, matrix)
     if not rows:
         return []
     out = ["", "### Proof of acceleration", "", "| " + " | ".join(_cell(h) for _, h in proof.COLUMNS) + " |",
            "|" + "---|" * len(proof.COLUMNS)]
     out += ["| " + " | ".join(_cell(r[key]) for key, _ in proof.COLUMNS) + " |" for r in rows]
-    between = proof.between_gpus(facts)
+    between = proof.between_gpus(facts, matrix)
     if between:
         out.append("")
         out += [f"- {_text(line)}" for line in between]
@@ -270,4 +273,4 @@ def render_report(report: dict[str, Any], options: Any) -> str:
     each GPU has in the diagnosed environment."""
     from gpudoctor.views.visibility import cuda_numbers
 
-    return render_markdown(report, cuda_numbers(report["facts"]))
+    return render_markdown(report, cuda_numbers(report["facts"]), options.matrix)

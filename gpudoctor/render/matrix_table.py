@@ -1,4 +1,4 @@
-"""`gpudoctor matrix show`: the bundled matrix (and any --matrix overlay) as aligned tables, one per topic.
+"""`gpudoctor matrix show`: the bundled matrix (and any --matrix overlay over it) as aligned tables, one per topic.
 
 An overlay's strings are untrusted: each is shown in its own line or cell with its control characters
 escaped (render/safe.py)."""
@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from gpudoctor.compat.data import load_topic, topics
+from gpudoctor.compat.data import Matrix, topics
 from gpudoctor.render.safe import terminal
 
 _MAX_CELL = 48
 
 
-def show(topic: Optional[str]) -> str:
-    """Each topic as an aligned table: one row per entry (a PyTorch release's variants and a JAX release's
+def show(matrix: Matrix, topic: Optional[str]) -> str:
+    """Each topic of ``matrix`` as an aligned table: one row per entry (a PyTorch release's variants and a JAX release's
     extras get a row each), one column per field, the source last; then the sources. An overlay's strings
     are untrusted: each is shown on its own line or cell with its control characters escaped."""
     names = [topic] if topic else topics()
     out: list[str] = []
     for name in names:
-        data = load_topic(name)
+        data = matrix.topic(name)
         out.append(terminal(f"== {name}: {data.get('title', '')} (as of {data.get('as_of')})"))
         rows = _rows(data["entries"])
         keys = [c for c in _columns(rows) if c != "source"] + ["source"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from gpudoctor import report as rep
 from gpudoctor.nvlink_totals import nvlink_totals
@@ -27,6 +27,9 @@ from gpudoctor.render import proof
 from gpudoctor.render.safe import printable
 from gpudoctor.snapshot import as_object, known
 from gpudoctor.status import SEVERITIES, STATUSES, VERDICT_ERROR, VERDICT_OK, VERDICT_WARNING
+
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
 
 PREFIX = "gpudoctor_"
 VERDICTS = (VERDICT_OK, VERDICT_WARNING, VERDICT_ERROR)
@@ -147,7 +150,7 @@ def _samples(report: dict[str, Any], options: Any) -> Iterator[tuple[str, Any, d
     yield from _run(report, options)
     yield from _judgement(report)
     facts = as_object(report.get("facts"))
-    yield from _figures(facts)
+    yield from _figures(facts, options.matrix)
     yield from _counters(facts)
 
 
@@ -182,8 +185,9 @@ def _judgement(report: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any
         yield "findings_by_code", n, {"code": code, "severity": severity}
 
 
-def _figures(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]:
-    """What the smoke kernel and the framework workloads measured on each GPU, and what its model should reach."""
+def _figures(facts: dict[str, Any], matrix: Matrix) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """What the smoke kernel and the framework workloads measured on each GPU, and what its model should reach
+    by ``matrix``."""
     gpus = _gpus_by_cuda(facts)
     smoke = as_object(facts.get("smoke"))
     for run in smoke.get("runs") or []:
@@ -203,7 +207,7 @@ def _figures(facts: dict[str, Any]) -> Iterator[tuple[str, Any, dict[str, Any]]]
         link = proof.host_link(facts, run)
         if link:
             yield "gpu_host_link_bytes_per_second", link[0] * 1e9, {**labels, "link": link[1]}
-        entry = proof.reference(labels["model"])
+        entry = proof.reference(matrix, labels["model"])
         for metric, measured_key, peak_key, factor, extra in EXPECTED:
             ref = proof.expected(entry, measured_key, peak_key)
             if ref:

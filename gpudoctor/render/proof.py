@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from gpudoctor.snapshot import as_list, as_object, known
+from gpudoctor.compat.data import Matrix
 from gpudoctor.compat.rules import allreduce_row
 from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_setting, slowest_pair
 
@@ -31,9 +32,10 @@ def _num(value: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def rows(facts: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per GPU x framework (GPUs by CUDA number, frameworks in the order they ran); a GPU with no
-    framework run gets one row with its smoke kernel alone. Empty when no GPU work ran (``--quick``)."""
+def rows(facts: dict[str, Any], matrix: Matrix) -> list[dict[str, str]]:
+    """One row per GPU x framework (GPUs by CUDA number, frameworks in the order they ran), the figures against
+    ``matrix``'s references; a GPU with no framework run gets one row with its smoke kernel alone. Empty when
+    no GPU work ran (``--quick``)."""
     smoke = facts.get("smoke") if isinstance(facts.get("smoke"), dict) else None
     workload = facts.get("workload") if isinstance(facts.get("workload"), dict) else None
     if smoke is None and workload is None:
@@ -70,7 +72,7 @@ def rows(facts: dict[str, Any]) -> list[dict[str, str]]:
         for run in here:
             row = {"gpu": label, "framework": str(run.get("framework")), "smoke": smoke_cell,
                    "results": _results(run), "training": _training(run)}
-            row.update(_throughput(facts, run, names.get(device)))
+            row.update(_throughput(facts, matrix, run, names.get(device)))
             out.append(row)
     return out
 
@@ -163,15 +165,15 @@ def _training(run: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def reference(name: Optional[str]) -> Optional[dict[str, Any]]:
-    """This model's row of compat_matrix/performance.json, or None (unknown model, unreadable matrix)."""
+def reference(matrix: Matrix, name: Optional[str]) -> Optional[dict[str, Any]]:
+    """This model's row of the matrix's performance table, or None (unknown model, unreadable matrix)."""
     if not name:
         return None
     from gpudoctor.compat.data import MatrixError
     from gpudoctor.compat.rules import performance_entry
 
     try:
-        return performance_entry(name)
+        return performance_entry(matrix, name)
     except (MatrixError, OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -204,12 +206,12 @@ def expected(entry: Optional[dict[str, Any]], measured_key: str, peak_key: str) 
     return (peak, "datasheet") if peak else None
 
 
-def _throughput(facts: dict[str, Any], run: dict[str, Any], name: Optional[str]) -> dict[str, str]:
+def _throughput(facts: dict[str, Any], matrix: Matrix, run: dict[str, Any], name: Optional[str]) -> dict[str, str]:
     t = run.get("throughput")
     if not isinstance(t, dict) or not t.get("ok"):
         why = "failed" if isinstance(t, dict) else NONE
         return {"matmul": why, "memory": why, "host": why}
-    entry = reference(name or run.get("name"))
+    entry = reference(matrix, name or run.get("name"))
     shared = isinstance(t.get("sharing"), dict) and t["sharing"].get("shared") is True
     out = {}
     bf16, copy = _num(t.get("matmul_bf16_tflops")), _num(t.get("device_copy_gbs"))
@@ -243,8 +245,8 @@ def host_link(facts: dict[str, Any], run: dict[str, Any]) -> Optional[tuple[floa
     return None
 
 
-def between_gpus(facts: dict[str, Any]) -> list[str]:
-    """What `check --deep` measured between GPUs and across a torchrun job, against the references."""
+def between_gpus(facts: dict[str, Any], matrix: Matrix) -> list[str]:
+    """What `check --deep` measured between GPUs and across a torchrun job, against ``matrix``'s references."""
     out = []
     multigpu = facts.get("multigpu")
     if isinstance(multigpu, dict) and not multigpu.get("skipped"):
@@ -257,7 +259,7 @@ def between_gpus(facts: dict[str, Any]) -> list[str]:
         busbw = _num(allreduce.get("busbw_gbs"))
         if busbw is not None:
             line = f"NCCL all-reduce on {allreduce.get('world_size')} GPUs: {busbw:.0f} GB/s bus bandwidth"
-            out.append(line + _allreduce_reference(facts, multigpu, allreduce.get("world_size"), busbw))
+            out.append(line + _allreduce_reference(facts, matrix, multigpu, allreduce.get("world_size"), busbw))
     cluster = facts.get("cluster")
     if isinstance(cluster, dict):
         nodes = as_list(cluster.get("nodes"))
@@ -272,11 +274,11 @@ def between_gpus(facts: dict[str, Any]) -> list[str]:
     return out
 
 
-def _allreduce_reference(facts: dict[str, Any], multigpu: dict[str, Any], world: Any, busbw: float) -> str:
+def _allreduce_reference(facts: dict[str, Any], matrix: Matrix, multigpu: dict[str, Any], world: Any, busbw: float) -> str:
     """`` (101% of 337 expected for 4 x NVIDIA H200, NV18)``: the reference acceleration.allreduce judges by."""
     try:
         model, label = allreduce_setting(facts, multigpu, world)
-        row = allreduce_row(model, world, label)
+        row = allreduce_row(matrix, model, world, label)
     except Exception:  # noqa: BLE001 - a reference is a nicety; the check itself reports a failure
         return ""
     ref = _num((row or {}).get("busbw_gbs"))

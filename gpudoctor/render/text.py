@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gpudoctor.areas import title as area_title
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.findings import ERROR, FAIL, INFO, PASS, SKIP, TIMEOUT, WARN, WARNING
 from gpudoctor.render import facts_text as ft
 from gpudoctor.render import finding, proof
@@ -35,7 +36,9 @@ ASCII_SEVERITY = {ERROR: "X", WARNING: "!", INFO: "i"}
 COLOURS = {PASS: "32", WARN: "33", FAIL: "31", TIMEOUT: "31", SKIP: "2", ERROR: "31", WARNING: "33", INFO: "36"}
 
 
-def render_text(report: dict[str, Any], verbose: bool = False, colour: bool = False, unicode: bool = True) -> str:
+def render_text(report: dict[str, Any], verbose: bool = False, colour: bool = False, unicode: bool = True,
+                matrix: Matrix = BUNDLED) -> str:
+    """The report as text; the compat headline and the proof table read ``matrix``, the one it was judged by."""
     paint = _painter(colour)
     marks, sev_marks = (MARKS, SEVERITY_MARKS) if unicode else (ASCII_MARKS, ASCII_SEVERITY)
     raw_facts = report.get("facts") or {}
@@ -51,9 +54,9 @@ def render_text(report: dict[str, Any], verbose: bool = False, colour: bool = Fa
         if area == "doctor" and status in (PASS, SKIP) and not verbose:
             continue
         lines.append(f"[{paint(marks.get(status, '?'), status)}] {terminal(area_title(area))}: "
-                     f"{ft.area_headline(area, facts, findings)}")
+                     f"{ft.area_headline(area, facts, matrix, findings)}")
         if area == "acceleration":
-            lines.extend(_proof_lines(facts, verbose))
+            lines.extend(_proof_lines(facts, matrix, verbose))
         for check in report.get("checks") or []:
             if check.get("area") != area:
                 continue
@@ -113,15 +116,15 @@ def _group_lines(group: list[dict[str, Any]], verbose: bool, paint: Callable[[st
     return out
 
 
-def _proof_lines(facts: dict[str, Any], verbose: bool) -> list[str]:
+def _proof_lines(facts: dict[str, Any], matrix: Matrix, verbose: bool) -> list[str]:
     """The proof of acceleration under the Acceleration line: one row per GPU and framework, aligned."""
-    rows = proof.rows(facts)
+    rows = proof.rows(facts, matrix)
     if not rows:
         return []
     table = [[header for _, header in proof.COLUMNS]] + [[terminal(r[key]) for key, _ in proof.COLUMNS] for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(proof.COLUMNS))]
     out = ["    " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
-    out += [f"    {terminal(line)}" for line in proof.between_gpus(facts)]
+    out += [f"    {terminal(line)}" for line in proof.between_gpus(facts, matrix)]
     if verbose:
         out.append(f"    {terminal(proof.LEGEND)}")
     return out
@@ -169,4 +172,5 @@ def _painter(colour: bool) -> Callable[[str, str], str]:
 
 def render_report(report: dict[str, Any], options: Any) -> str:
     """``--format text`` as the format table (render/formats.py) calls it."""
-    return render_text(report, verbose=options.verbose, colour=options.colour, unicode=options.unicode)
+    return render_text(report, verbose=options.verbose, colour=options.colour, unicode=options.unicode,
+                       matrix=options.matrix)

@@ -13,20 +13,29 @@ returns plain values plus ``evidence``: what the paste shows happened (a warning
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import functools
+from typing import TYPE_CHECKING, Any, Callable
 
 from gpudoctor.pastes.forms import messages, observed, prose, rocm, session, templates, tools
 
-#: (paste kind, reader): a reader takes the body's lines and returns its values, or None when the body
-#: holds none of its form.
-READERS: tuple[tuple[str, Callable[[list[str]], Any]], ...] = (
-    ("messages", messages.read),
-    ("session", session.read),
-    ("template", templates.read),
-    ("tools", tools.read),
-    ("prose", prose.read),
-    ("observed", observed.read),
-    ("rocm", rocm.read),
-)
+if TYPE_CHECKING:
+    from gpudoctor.compat.data import Matrix
+
+
+def readers(matrix: Matrix) -> tuple[tuple[str, Callable[[list[str]], Any]], ...]:
+    """(paste kind, reader), in order: a reader takes the body's lines and returns its values, or None when
+    the body holds none of its form. The messages reader is bound to ``matrix``, the one the input is read
+    with: it names the architecture of a GPU a warning names without one."""
+    return (
+        ("messages", functools.partial(messages.read, matrix=matrix)),
+        ("session", session.read),
+        ("template", templates.read),
+        ("tools", tools.read),
+        ("prose", prose.read),
+        ("observed", observed.read),
+        ("rocm", rocm.read),
+    )
+
+
 #: Longest line a reader looks at; a longer one is cut (a minified blob pasted by mistake).
 MAX_LINE = 2000

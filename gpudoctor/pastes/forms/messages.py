@@ -13,6 +13,7 @@ import re
 from typing import Any, Optional
 
 from gpudoctor import versions
+from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.nvrm import parse_xid
 
 _NEGATED = re.compile(r"\b(?:no longer|not|never|without|instead of|don't|doesn't|didn't|won't)\b", re.I)
@@ -149,8 +150,9 @@ def _alternation(words: tuple[str, ...]) -> str:
 _TRIGGER = re.compile(_alternation(TRIGGER_WORDS))
 
 
-def read(lines: list[str]) -> Optional[dict[str, Any]]:
-    """The messages in ``lines`` (1-based line numbers), first occurrence of each; None when there are none."""
+def read(lines: list[str], matrix: Matrix = BUNDLED) -> Optional[dict[str, Any]]:
+    """The messages in ``lines`` (1-based line numbers), first occurrence of each; None when there are none. A
+    GPU that PyTorch's warning names without its architecture is looked up in ``matrix``."""
     evidence: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     read_lines: set[str] = set()
@@ -159,7 +161,7 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
         if not _TRIGGER.search(lowered) or line in read_lines:
             continue  # one scan in C for every message's words; a repeated line says nothing new
         read_lines.add(line)
-        for item in _items(line, lowered, lines, number):
+        for item in _items(line, lowered, lines, number, matrix):
             key = (item["kind"], item.get("gpu"), item.get("library"), item.get("xid"), item.get("how"))
             if key in seen:
                 continue
@@ -169,7 +171,7 @@ def read(lines: list[str]) -> Optional[dict[str, Any]]:
     return {"evidence": evidence, "notes": []} if evidence else None
 
 
-def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[str, Any]]:
+def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matrix) -> list[dict[str, Any]]:
     out = []
     if "cuda capability sm_" in lowered:
         m = _SM.search(line)
@@ -181,7 +183,7 @@ def _items(line: str, lowered: str, lines: list[str], number: int) -> list[dict[
                 item["supported"] = supported.group(1).split()
             out.append(item)
     if "gpu with pytorch" in lowered and not out:
-        out += _wanted_gpu(line, lines, number)
+        out += _wanted_gpu(line, lines, number, matrix)
     if "which is of cuda capability" in lowered:
         m = _OLD_GPU.search(line)
         if m:
@@ -295,7 +297,7 @@ def _smi_quoted(line: str, lowered: str) -> list[dict[str, Any]]:
     return []
 
 
-def _wanted_gpu(line: str, lines: list[str], number: int) -> list[dict[str, Any]]:
+def _wanted_gpu(line: str, lines: list[str], number: int, matrix: Matrix) -> list[dict[str, Any]]:
     """PyTorch's architecture warning quoted without its first line (the ticket's title held it): the GPU its
     last line names, with the supported list printed just above, is the same finding when the matrix gives the
     GPU's architecture and the list lacks it."""
@@ -306,7 +308,7 @@ def _wanted_gpu(line: str, lines: list[str], number: int) -> list[dict[str, Any]
     from gpudoctor.pastes.gpu_names import matrix_gpu
 
     gpu = m.group(1).strip()
-    entry = matrix_gpu(gpu)
+    entry = matrix_gpu(matrix, gpu)
     cc = str((entry or {}).get("compute_capability") or "")
     has = supported.group(1).split()
     if not re.fullmatch(r"\d{1,2}\.\d", cc) or f"sm_{cc.replace('.', '')}" in has:

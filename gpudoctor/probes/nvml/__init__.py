@@ -94,12 +94,14 @@ def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stde
 
 
 def _fill_architecture(gpu: dict[str, Any]) -> None:
-    """Older drivers lack nvmlDeviceGetArchitecture; the compute capability still names the architecture."""
-    from gpudoctor.compat.data import architecture_for  # here: the worker, this package's child, needs none of it
+    """Older drivers lack nvmlDeviceGetArchitecture; the compute capability still names the architecture. The
+    bundled matrix names it, never a --matrix file: a fact is what the machine has, the same whatever files
+    the run is judged with."""
+    from gpudoctor.compat.data import BUNDLED, architecture_for  # here: the worker, this package's child, needs none of it
 
     cc = gpu.get("compute_capability")
     if is_unavailable(gpu.get("architecture")) and isinstance(cc, str):
-        arch = architecture_for(cc)
+        arch = architecture_for(BUNDLED, cc)
         if arch:
             gpu["architecture"] = arch
             gpu["architecture_source"] = "compat_matrix"
