@@ -34,8 +34,8 @@ CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
                  "gpudoctor/probes/workload/worker.py", "gpudoctor/probes/workload/sharing.py",
                  "gpudoctor/probes/workload/locks.py", "gpudoctor/probes/workload/common.py",
-                 "gpudoctor/probes/workload/torch_run.py", "gpudoctor/probes/workload/tensorflow_run.py",
-                 "gpudoctor/probes/workload/jax_run.py", "gpudoctor/probes/workload/cupy_run.py",
+                 "gpudoctor/probes/workload/torch_child.py", "gpudoctor/probes/workload/tensorflow_child.py",
+                 "gpudoctor/probes/workload/jax_child.py", "gpudoctor/probes/workload/cupy_child.py",
                  "gpudoctor/probes/smoke/__init__.py", "gpudoctor/probes/multigpu/__init__.py",
                  "gpudoctor/probes/multigpu/worker.py")
 

@@ -15,7 +15,7 @@ import pytest
 from gpudoctor.probes import workload
 from gpudoctor.procs.child import child_env, run_json_lines
 from gpudoctor.probes.interpreter import own
-from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worker
+from gpudoctor.probes.workload import Job, common, locks, plan, torch_child, worker
 
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
 
@@ -179,7 +179,7 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
         y = (x[:, 0] > 0).long()
-        opt = torch_run._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
+        opt = torch_child._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
         losses = []
         for _ in range(20):
             if not ours:

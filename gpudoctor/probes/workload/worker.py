@@ -34,10 +34,10 @@ from gpudoctor.procs import protocol
 from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
-from gpudoctor.probes.workload.cupy_run import run_cupy
-from gpudoctor.probes.workload.jax_run import run_jax
-from gpudoctor.probes.workload.tensorflow_run import run_tensorflow
-from gpudoctor.probes.workload.torch_run import run_torch
+from gpudoctor.probes.workload.cupy_child import run_cupy
+from gpudoctor.probes.workload.jax_child import run_jax
+from gpudoctor.probes.workload.tensorflow_child import run_tensorflow
+from gpudoctor.probes.workload.torch_child import run_torch
 from gpudoctor.trace import mark
 
 RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cupy": run_cupy}
