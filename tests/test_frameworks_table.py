@@ -1,6 +1,6 @@
-"""gpudoctor/frameworks_table.py is the one description of each framework: the copies that must exist (the
-package-metadata reader runs with the standard library only) equal it, the children's dispatch tables name
-the same frameworks, and the checks and `matrix check` read their framework knowledge from it."""
+"""gpudoctor/frameworks_table.py is the one description of each framework: each row's module for the
+children holds what they run for it, and the checks and `matrix check` read their framework knowledge
+from the table."""
 
 from __future__ import annotations
 
@@ -12,26 +12,17 @@ from gpudoctor import frameworks_table
 from gpudoctor.compat import from_facts
 from gpudoctor.compat.queries import stack_from_args
 from gpudoctor.frameworks_table import FRAMEWORKS, KEYS
-from gpudoctor.probes.frameworks import metadata
-from gpudoctor.probes.frameworks import worker as framework_worker
-from gpudoctor.probes.workload import THREADED
-from gpudoctor.probes.workload import worker as workload_worker
+from gpudoctor.probes.frameworks import children
 from helpers_facts import with_fact
 from helpers_judge import findings
 
 
-def test_the_metadata_readers_copy_equals_the_table():
-    assert metadata.FRAMEWORKS == KEYS
-    for fw in FRAMEWORKS:
-        kind = metadata.KINDS[fw.key]
-        assert (kind.label, kind.module, kind.distributions, kind.prefixes, kind.cpu_only_builds) == \
-               (fw.label, fw.module, fw.distributions, fw.distribution_prefixes, fw.cpu_only_builds), fw.key
-
-
-def test_the_childrens_dispatch_tables_name_the_tables_frameworks():
-    assert set(framework_worker.PROBES) == set(KEYS)
-    assert {key: run.__module__ for key, run in workload_worker.RUNNERS.items()} == {f.key: f.workload for f in FRAMEWORKS}
-    assert set(THREADED) <= set(KEYS)
+@pytest.mark.parametrize("fw", FRAMEWORKS, ids=KEYS)
+def test_each_frameworks_module_holds_its_facts_probe_and_its_workload(fw):
+    assert children.module(fw.key).__name__ == fw.child
+    assert callable(children.probe(fw.key)) and callable(children.run(fw.key))
+    reader = children.reader(fw.key)
+    assert reader is None or callable(reader)
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS, ids=KEYS)

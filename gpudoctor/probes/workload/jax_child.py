@@ -1,21 +1,126 @@
-"""JAX's workload on one GPU: element-wise and matmul checks and a training step, each compiled by XLA.
+"""JAX under the diagnosed interpreter (probes/frameworks/children.py): its facts once imported
+(probe_jax), what its packages say of its build without importing it (read_jax, for ``check --quick``),
+and its workload on one GPU (run_jax): element-wise and matmul checks and a training step, each compiled
+by XLA.
 
 A compile holds the GPU's lock only while XLA autotunes on the GPU (locks.xla_compile_lock); the run
-reports whether it did (``xla_autotuning``). No GPU: nothing to run. JAX is imported inside run_jax:
-the child imports only the framework it was asked for.
+reports whether it did (``xla_autotuning``). No GPU: nothing to run. JAX is imported inside the
+functions that ask it: a child imports only the framework it was asked for.
 
-Runs in the workload child under the diagnosed interpreter: standard library only at module level.
+Runs in the framework and workload children under the diagnosed interpreter: standard library only at
+module level.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+from gpudoctor.probes.frameworks.asking import _cuda_text, _cudnn_text, _try, stage
+from gpudoctor.probes.frameworks.metadata import Package, _Index, _record, dist_version
 from gpudoctor.probes.workload.common import (_check, _np_elementwise, _np_matmul, _rand, _step, cuda_index,
                                               host_timed, reference, rel_err, training_verdict)
 from gpudoctor.probes.workload.locks import gpu_lock, xla_autotunes, xla_compile_lock
 
+
+# --- its facts, once imported (probes/frameworks/worker.py) -------------------------------------------
+
+def probe_jax() -> dict[str, Any]:
+    import jax
+    import jaxlib
+
+    info: dict[str, Any] = {"version": jax.__version__, "jaxlib_version": getattr(jaxlib, "__version__", None)}
+    stage("devices")
+    try:
+        gpus = jax.devices("gpu")
+    except Exception as exc:  # noqa: BLE001 - "Unknown backend: 'gpu'" is how a CPU-only jax answers
+        gpus = []
+        info["init_error"] = f"{type(exc).__name__}: {exc}"[:800]
+    info["default_backend"] = _try(jax.default_backend)
+    info["devices"] = [{"index": i, "name": d.device_kind,
+                        "compute_capability": getattr(d, "compute_capability", None)} for i, d in enumerate(gpus)]
+    info["cuda_available"] = bool(gpus)
+    info["cpu_only_build"] = bool(info.get("init_error")) and not _jax_plugins()
+    info["plugins"] = _jax_plugins()
+    versions = _try(lambda: __import__("jax._src.lib", fromlist=["cuda_versions"]).cuda_versions)
+    if versions is not None and not isinstance(versions, dict):
+        info["runtime_cuda"] = _try(lambda: _cuda_text(versions.cuda_runtime_get_version()))
+        info["runtime_cudnn"] = _try(lambda: _cudnn_text(versions.cudnn_get_version()))
+    if gpus:
+        import jax.numpy as jnp
+
+        stage("first_kernel")
+        info["smoke"] = _try(lambda: float((jnp.ones((2, 2)) @ jnp.ones((2, 2))).sum()))
+    return info
+
+
+def _jax_plugins() -> list[str]:
+    from importlib import metadata
+
+    names = {(d.metadata["Name"] or "").lower() for d in metadata.distributions()}
+    return sorted(n for n in names if n.startswith(("jax-cuda", "jax_cuda", "jax-rocm", "jax_rocm")))
+
+
+# --- its package, read without importing it (probes/frameworks/metadata.py, check --quick) ------------
+
+def read_jax(package: Package) -> Optional[str]:
+    """Its CUDA is in other distributions than jax's own: the jax-cuda plugins, jaxlib's local tag and
+    RECORD, and the jax_plugins modules on the path."""
+    index, claims, out = package.environment, package.claims, package.out
+    plugins = [n for n in index.names() if re.match(r"^jax-(cuda|rocm)\d*-(plugin|pjrt)$", n)]
+    out["plugins"] = plugins
+    jaxlib = index.first("jaxlib")
+    out["jaxlib_version"] = dist_version(jaxlib) if jaxlib else None
+    for plugin in plugins:
+        kind = re.match(r"^jax-(cuda|rocm)(\d*)-", plugin)
+        assert kind is not None  # plugins holds only names that match it
+        dist = index.first(plugin)
+        claims.add("cuda" if kind.group(1) == "cuda" else "rocm",
+                   f"distribution {plugin} {dist_version(dist) if dist else ''} installed".replace("  ", " "),
+                   kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
+    if jaxlib is not None:
+        local = dist_version(jaxlib).partition("+")[2].lower()
+        tagged = re.match(r"cuda(\d+)", local)
+        if tagged:
+            claims.add("cuda", f"jaxlib local version tag +{local}", tagged.group(1))
+        elif local.startswith("rocm"):
+            claims.add("rocm", f"jaxlib local version tag +{local}")
+    namespace = _jax_plugin_modules(index)
+    for module in namespace:
+        kind = re.match(r"xla_(cuda|rocm)(\d*)", module)
+        if kind and not any(kind.group(1) in p for p in plugins):
+            claims.add("cuda" if kind.group(1) == "cuda" else "rocm", f"module jax_plugins.{module} on the path",
+                       kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
+    if claims.items or jaxlib is None:
+        return None
+    files = _record(jaxlib)
+    if files is None:
+        claims.note(f"jaxlib {dist_version(jaxlib)} has no RECORD: whether it carries CUDA kernels is unknown")
+        return None
+    gpu = next((f for f in files if re.match(r"jaxlib/(cuda|rocm|gpu)/[^/]+\.(so|pyd)$", f)), None)
+    if gpu:
+        claims.add("cuda" if "/rocm/" not in gpu else "rocm", f"jaxlib's RECORD lists {gpu}")
+        return None
+    claims.add("cpu", f"jaxlib {dist_version(jaxlib)} has no +cuda tag and no GPU kernels in its RECORD, and no "
+                      "jax-cuda*-plugin or jax-cuda*-pjrt distribution or jax_plugins.xla_cuda* module is installed")
+    return None
+
+
+def _jax_plugin_modules(index: _Index) -> list[str]:
+    """What the ``jax_plugins`` namespace holds on the path (a plugin installed without metadata)."""
+    found = []
+    for entry in index.search:
+        folder = os.path.join(entry, "jax_plugins")
+        try:
+            found += [n for n in os.listdir(folder) if n.startswith(("xla_cuda", "xla_rocm"))]
+        except OSError:
+            continue
+    return sorted(set(found))
+
+
+# --- its workload (worker.py) -------------------------------------------------------------------------
 
 def run_jax(device: str, deep: bool) -> dict[str, Any]:
     import jax

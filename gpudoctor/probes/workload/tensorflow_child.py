@@ -1,20 +1,121 @@
-"""TensorFlow's (Keras's) workload on one GPU: element-wise, matmul and convolution checks, a training step.
+"""TensorFlow under the diagnosed interpreter (probes/frameworks/children.py): its facts once imported
+(probe_tensorflow), what its package says of its build without importing it (read_tensorflow, for
+``check --quick``), and its (Keras's) workload on one GPU (run_tensorflow): element-wise, matmul and
+convolution checks, a training step.
 
 Without a GPU only the training step runs, on the CPU, to prove the code path. TensorFlow is imported
-inside run_tensorflow: the child imports only the framework it was asked for. TensorFlow keeps one
-child per GPU, pinned to it (workload.THREADED says why).
+inside the functions that ask it: a child imports only the framework it was asked for. TensorFlow keeps
+one child per GPU, pinned to it (its row in gpudoctor/frameworks_table.py says why).
 
-Runs in the workload child under the diagnosed interpreter: standard library only at module level.
+Runs in the framework and workload children under the diagnosed interpreter: standard library only at
+module level.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import time
-from typing import Any
+from typing import Any, Optional
 
+from gpudoctor.probes.frameworks.asking import _try, stage
+from gpudoctor.probes.frameworks.metadata import (Package, _Claims, _Index, _installed_note, _norm, _text, _wheel_tags,
+                                                  dist_version, header)
 from gpudoctor.probes.workload.common import (_check, _np_elementwise, _np_matmul, _rand, _step, cuda_index,
                                               host_timed, reference, rel_err, training_verdict)
 
+
+# --- its facts, once imported (probes/frameworks/worker.py) -------------------------------------------
+
+def probe_tensorflow() -> dict[str, Any]:
+    import tensorflow as tf
+
+    build = dict(_try(tf.sysconfig.get_build_info) or {})
+    known_build = "is_cuda_build" in build or "is_rocm_build" in build  # else unknown, not CPU-only
+    info: dict[str, Any] = {
+        "version": tf.__version__,
+        "built_cuda": build.get("cuda_version"),
+        "built_cudnn": build.get("cudnn_version"),
+        "arch_list": build.get("cuda_compute_capabilities") or [],
+        "cpu_only_build": (not build.get("is_cuda_build") and not build.get("is_rocm_build")) if known_build else None,
+    }
+    stage("devices")
+    gpus = _try(lambda: tf.config.list_physical_devices("GPU"))
+    devices = []
+    if isinstance(gpus, list):
+        for i, gpu in enumerate(gpus):
+            details = _try(lambda: tf.config.experimental.get_device_details(gpu))
+            cc = details.get("compute_capability") if isinstance(details, dict) else None
+            devices.append({"index": i, "name": details.get("device_name") if isinstance(details, dict) else gpu.name,
+                            "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None})
+        if devices:
+            stage("first_kernel")
+            with tf.device("/GPU:0"):
+                info["smoke"] = _try(lambda: float(tf.reduce_sum(tf.matmul(tf.ones((2, 2)), tf.ones((2, 2))))))
+    else:
+        info["init_error"] = gpus.get("error")
+    info["cuda_available"] = bool(devices)
+    info["devices"] = devices
+    return info
+
+
+# --- its package, read without importing it (probes/frameworks/metadata.py, check --quick) ------------
+
+def read_tensorflow(package: Package) -> Optional[str]:
+    """TensorFlow's build_info.py, which ``tf.sysconfig.get_build_info()`` reads, and the distribution's
+    name (tensorflow-cpu, tensorflow-gpu), wheel tag and extras."""
+    owners, mod_dir, claims = package.owners, package.mod_dir, package.claims
+    index, out = package.environment, package.out
+    text = _text(os.path.join(mod_dir, "python", "platform", "build_info.py")) if mod_dir else None
+    if text:
+        cuda = re.search(r"""['"]?is_cuda_build['"]?\s*[,:=]\s*(True|False)""", text)
+        rocm = re.search(r"""['"]?is_rocm_build['"]?\s*[,:=]\s*(True|False)""", text)
+        version = re.search(r"""['"]?cuda_version['"]?\s*[,:=]\s*['"](\d+)\.(\d+)""", text)
+        where = "tensorflow/python/platform/build_info.py says"
+        if cuda and cuda.group(1) == "True":
+            built = f"{version.group(1)}.{version.group(2)}" if version else None
+            claims.add("cuda", f"{where} is_cuda_build = True" + (f", cuda_version {built}" if built else ""),
+                       version.group(1) if version else None, built, file=True)
+        elif rocm and rocm.group(1) == "True":
+            claims.add("rocm", f"{where} is_rocm_build = True", file=True)
+        elif cuda:
+            claims.add("cpu", f"{where} is_cuda_build = False" + (", is_rocm_build = False" if rocm else ""), file=True)
+    for dist in owners:
+        name = _norm(header(dist, "Name"))
+        if name in ("tensorflow-cpu", "tensorflow-cpu-aws"):
+            claims.add("cpu", f"distribution name {name}")
+        elif name == "tensorflow-gpu":
+            claims.add("cuda", "distribution name tensorflow-gpu", _installed_note(dist, "and-cuda", index)[1])
+        elif name == "tensorflow-rocm":
+            claims.add("rocm", "distribution name tensorflow-rocm")
+        elif name == "tensorflow":
+            _plain_tensorflow(dist, index, claims, out)
+    return None
+
+
+def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: dict[str, Any]) -> None:
+    """Since 2.1 the ``tensorflow`` wheel for Linux x86_64 is a CUDA build (``tensorflow-gpu`` before),
+    which loads the CUDA libraries from the ``and-cuda`` extra's nvidia-* packages if installed, else
+    from the system. On other platforms the name says nothing certain."""
+    version = dist_version(dist)
+    release = re.match(r"(\d+)\.(\d+)", version)
+    tags = _wheel_tags(dist)
+    linux_x86 = [t for t in tags if "manylinux" in t and t.endswith("x86_64")]
+    complete, major, sentence = _installed_note(dist, "and-cuda", index)
+    if release and (int(release.group(1)), int(release.group(2))) < (2, 1):
+        claims.add("cpu", f"distribution name tensorflow {version} (before 2.1 the GPU build was tensorflow-gpu)")
+    elif linux_x86:
+        claims.add("cuda", f"distribution name tensorflow {version}, a {linux_x86[0].split('-')[-1]} wheel "
+                           "(the Linux x86_64 tensorflow wheel is a CUDA build since 2.1)", major)
+        if sentence:
+            out["cuda_packages_installed"] = complete
+            claims.note(sentence)
+    elif tags:
+        claims.note(f"distribution tensorflow {version}, a {tags[0].split('-')[-1]} wheel: whether it is a CUDA build "
+                    "depends on the platform, and its name does not say")
+
+
+# --- its workload (worker.py) -------------------------------------------------------------------------
 
 def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
     import numpy as np
