@@ -1,7 +1,7 @@
 """The frameworks gpudoctor knows, each described once: how facts key it, how a reader names it, what
 ``import`` names, which pip distributions install it, how to install its CUDA build, the module that
-runs it under the diagnosed interpreter, how its workload is placed on the GPUs, and what its own
-first step on a GPU is.
+runs it under the diagnosed interpreter, how its workload is placed on the GPUs, the option `matrix
+check` takes for it, and what its own first step on a GPU is.
 
 Probes, checks, the compatibility rules, the command line and the renderers all look a framework up
 here, so a framework is never spelled two ways and a new one is one row and one module for its
@@ -50,6 +50,10 @@ class Framework:
     threaded: bool = False  # one child for all its GPUs, a thread each, that is the framework probe's child too
     every_gpu: bool = False  # it runs on every GPU, not once per GPU model
     trains_on_cpu: bool = False  # without a GPU its training step still runs, on the CPU, to prove the code path
+    # --- the option `matrix check --KEY` (cli/matrix.py)
+    option_metavar: str = "VER"  # how the option's help shows its value
+    option_help: str = ""  # empty: "<label> version."
+    option_build: bool = True  # the value may name a build after "+" (a local tag) or "=" (a conda build string)
 
 
 _AND_CUDA = "install 'tensorflow[and-cuda]'"
@@ -61,7 +65,10 @@ FRAMEWORKS: tuple[Framework, ...] = (
               child="gpudoctor.probes.workload.torch_child", installs_from_matrix=True,
               cpu_only_says="torch.version.cuda is None.",
               cpu_only_says_error="torch.version.cuda is None ({error}).",
-              threaded=True, every_gpu=True, trains_on_cpu=True),  # every GPU: PyTorch measures each GPU's throughput
+              threaded=True, every_gpu=True, trains_on_cpu=True,  # every GPU: PyTorch measures each GPU's throughput
+              option_metavar="VER[+cuXXX|+cpu]",
+              option_help="PyTorch version; without +cuXXX, the plain PyPI wheel (CUDA on Linux, CPU-only on Windows "
+                          "and macOS); VER=BUILD a conda package (1.12.1=py3.9_cuda11.3_cudnn8.3.2_0)."),
     Framework("tensorflow", "TensorFlow", "tensorflow",
               ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm", "tensorflow-intel",
                "tensorflow-macos", "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow"),
@@ -71,7 +78,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
               cpu_only_says="tf.sysconfig.get_build_info() does not say is_cuda_build=True or is_rocm_build=True.",
               # not threaded: Keras's seed is process-wide and its threading could not be proven on a GPU (no
               # TensorFlow on the GPU machines), so it keeps children of its own, each pinned to its GPU
-              trains_on_cpu=True),
+              trains_on_cpu=True,
+              option_help="TensorFlow version (the pip wheel; tensorflow[and-cuda] from 2.14).", option_build=False),
     Framework("jax", "JAX", "jax", ("jax",),
               own_step='import jax; print(jax.devices("gpu"))',
               child="gpudoctor.probes.workload.jax_child",
@@ -80,14 +88,18 @@ FRAMEWORKS: tuple[Framework, ...] = (
                         Install("cuda13", ("install -U 'jax[cuda13]'",), min_driver_cuda="13.0")),
               cpu_only_says="No jax-cuda plugin is installed.",
               cpu_only_says_error="No jax-cuda plugin is installed, and jax.devices('gpu') raised {error}.",
-              threaded=True),
+              threaded=True, option_metavar="VER[+cudaNN[-local]]",
+              option_help="JAX version; without +cudaNN, its newest CUDA extra, e.g. jax[cuda13]. Before 0.4.1 the "
+                          "jaxlib wheel as pip shows it (0.1.69+cuda111, 0.3.25+cuda11.cudnn82)."),
     Framework("cupy", "CuPy", "cupy", ("cupy",),
               own_step="import cupy; print(cupy.ones(1))",
               child="gpudoctor.probes.workload.cupy_child",
               distribution_prefixes=("cupy-cuda", "cupy-rocm"),
               cuda_package=r"^cupy-cuda(?:(?P<major>\d+)x|(?P<exact>\d+)(?P<minor>\d))$",
               cpu_only_builds=False,
-              threaded=True),
+              threaded=True, option_metavar="VER[+cudaNNx]",
+              option_help="CuPy version; without +cudaNNx, its newest cupy-cudaNNx package (+cuda101: the cupy-cuda101 "
+                          "package)."),
 )
 
 #: The frameworks' keys, in order.
