@@ -1,11 +1,11 @@
 """The frameworks gpudoctor knows, each described once: how facts key it, how a reader names it, what
 ``import`` names, which pip distributions install it, how to install its CUDA build, the module that
-runs it under the diagnosed interpreter, how its workload is placed on the GPUs, the option `matrix
-check` takes for it, and what its own first step on a GPU is.
+runs it under the diagnosed interpreter, how its workload is placed on the GPUs, its compatibility
+matrix and the option `matrix check` takes for it, and what its own first step on a GPU is.
 
 Probes, checks, the compatibility rules, the command line and the renderers all look a framework up
-here, so a framework is never spelled two ways and a new one is one row and one module for its
-children (``child``). The children read this table too: it imports only the standard
+here, so a framework is never spelled two ways and a new one is one row, one module for its children
+(``child``) and one matrix file. The children read this table too: it imports only the standard
 library and holds to Python 3.9, the oldest Python a child runs under (tests/test_interpreter.py).
 
 Only names and words: nothing is imported from gpudoctor, so any layer may read it.
@@ -50,10 +50,20 @@ class Framework:
     threaded: bool = False  # one child for all its GPUs, a thread each, that is the framework probe's child too
     every_gpu: bool = False  # it runs on every GPU, not once per GPU model
     trains_on_cpu: bool = False  # without a GPU its training step still runs, on the CPU, to prove the code path
+    # --- its compatibility matrix (compat/)
+    matrix: str = ""  # the topic of its file in compat_matrix/ (compat_matrix/pytorch.json); empty: its key
+    #: Fields its matrix entries hold beyond a release's usual ones (compat/data.py RELEASE), with their type
+    #: in compat/data.py's words: (("min_compute_capability", "a string"),).
+    matrix_fields: tuple[tuple[str, str], ...] = ()
     # --- the option `matrix check --KEY` (cli/matrix.py)
     option_metavar: str = "VER"  # how the option's help shows its value
     option_help: str = ""  # empty: "<label> version."
     option_build: bool = True  # the value may name a build after "+" (a local tag) or "=" (a conda build string)
+
+    @property
+    def topic(self) -> str:
+        """The topic of its compatibility matrix."""
+        return self.matrix or self.key
 
 
 _AND_CUDA = "install 'tensorflow[and-cuda]'"
@@ -66,7 +76,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
               cpu_only_says="torch.version.cuda is None.",
               cpu_only_says_error="torch.version.cuda is None ({error}).",
               threaded=True, every_gpu=True, trains_on_cpu=True,  # every GPU: PyTorch measures each GPU's throughput
-              option_metavar="VER[+cuXXX|+cpu]",
+              matrix="pytorch", option_metavar="VER[+cuXXX|+cpu]",
               option_help="PyTorch version; without +cuXXX, the plain PyPI wheel (CUDA on Linux, CPU-only on Windows "
                           "and macOS); VER=BUILD a conda package (1.12.1=py3.9_cuda11.3_cudnn8.3.2_0)."),
     Framework("tensorflow", "TensorFlow", "tensorflow",

@@ -9,9 +9,12 @@ import ast
 import pytest
 
 from gpudoctor import frameworks_table
-from gpudoctor.compat import from_facts
+from gpudoctor.compat import data, from_facts
+from gpudoctor.compat import stack as stack_rules
+from gpudoctor.compat.data import topics
+from gpudoctor.compat.model import Stack
 from gpudoctor.compat.queries import stack_from_args
-from gpudoctor.frameworks_table import FRAMEWORKS, KEYS
+from gpudoctor.frameworks_table import FRAMEWORKS, KEYS, Framework
 from gpudoctor.probes.frameworks import children
 from helpers_facts import with_fact
 from helpers_judge import findings
@@ -66,3 +69,41 @@ def test_matrix_check_takes_each_framework_by_its_key():
     assert stack.unknown == []
     with pytest.raises(TypeError, match="mxnet"):
         stack_from_args(mxnet="1.9.1")
+
+
+def test_each_framework_has_its_matrix_and_its_fields_have_a_known_type():
+    assert {fw.topic for fw in FRAMEWORKS} <= set(topics())
+    assert {kind for fw in FRAMEWORKS for _, kind in fw.matrix_fields} <= set(data.FIELD_TYPES)
+
+
+#: A framework whose matrix lists its releases in the usual shape, as a new row would describe it.
+NEW = Framework("newfw", "NewFW", "newfw", ("newfw",), own_step="import newfw", child="newfw_child",
+                matrix_fields=(("min_compute_capability", "a string"),))
+NEW_MATRIX = {"topic": "newfw", "as_of": "2026-01-01", "sources": {"S": "its release notes"}, "entries": [
+    {"version": "1.2", "python": ">=3.9", "cuda": "12.4", "cudnn": "9.1", "arch_list": ["sm_80", "sm_90"],
+     "ptx": ["compute_90"], "source": "S"},
+    {"version": "1.2.7", "python": ">=3.10", "cuda": "12.8", "source": "S"}]}
+
+
+@pytest.fixture
+def new_framework(monkeypatch):
+    monkeypatch.setattr(frameworks_table, "FRAMEWORKS", (*FRAMEWORKS, NEW))
+    monkeypatch.setitem(frameworks_table._BY_KEY, NEW.key, NEW)
+    monkeypatch.setattr(stack_rules, "load_topic", lambda topic: NEW_MATRIX if topic == NEW.topic else data.load_topic(topic))
+
+
+def test_a_new_framework_needs_no_build_rule_of_its_own(new_framework):
+    stack = Stack()
+    build = stack_rules.build_from_matrix("newfw", "1.2.3+cu124", stack)
+    assert (build.label, build.cuda, build.python_spec, build.sass, build.ptx, build.cudnn_built) == \
+           ("NewFW 1.2.3+cu124", "12.4", ">=3.9", ["sm_80", "sm_90"], ["compute_90"], "9.1")
+    assert stack_rules.build_from_matrix("newfw", "1.2.7", stack).cuda == "12.8"  # its own entry before its line's
+    assert stack_rules.build_from_matrix("newfw", "2.0", stack) is None and stack.unknown == ["NewFW 2.0"]
+
+
+def test_a_new_frameworks_matrix_is_held_to_a_releases_shape_and_its_own_fields(new_framework):
+    data.validate_shapes(NEW_MATRIX, "newfw.json")
+    for field, value in (("arch_list", "sm_80"), ("cuda", "twelve"), ("min_compute_capability", 8.0)):
+        bad = {**NEW_MATRIX, "entries": [{**NEW_MATRIX["entries"][0], field: value}]}
+        with pytest.raises(data.MatrixError, match=field):
+            data.validate_shapes(bad, "newfw.json")
