@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudoctor.frameworks_table import FRAMEWORKS
 from gpudoctor.probes import interpreter
 from gpudoctor.procs.child import child_env, run_module
 from helpers_stdlib import stdlib_module_names
@@ -36,8 +37,7 @@ CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
                  "gpudoctor/probes/workload/worker.py", "gpudoctor/probes/workload/sharing.py",
                  "gpudoctor/probes/workload/locks.py", "gpudoctor/probes/workload/common.py",
-                 "gpudoctor/probes/workload/torch_child.py", "gpudoctor/probes/workload/tensorflow_child.py",
-                 "gpudoctor/probes/workload/jax_child.py", "gpudoctor/probes/workload/cupy_child.py",
+                 *(fw.child.replace(".", "/") + ".py" for fw in FRAMEWORKS),  # each framework's own module
                  "gpudoctor/probes/smoke/__init__.py", "gpudoctor/probes/multigpu/__init__.py",
                  "gpudoctor/probes/multigpu/worker.py")
 
