@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: `python3 benchmarks/...`
-from gpudoctor.probes.workload.torch_run import _torch_throughput  # noqa: E402
+from gpudoctor.probes.workload.torch_child import _torch_throughput  # noqa: E402
 
 
 def reference(device: torch.device, n: int, copy_bytes: int) -> dict[str, float]:

@@ -7,12 +7,15 @@ print one line per area under its title, docs/findings.md (tools/docgen.py) intr
 and docs/report-format.md lists them (tests/test_docs_drift.py holds it to this module). None of them
 keeps a list of its own, so a new area, or a renamed title, is one edit here.
 
-Only names and words: no check, probe or renderer is imported, so any layer may read it.
+Only names and words: no check, probe or renderer is imported (the frameworks' names are
+gpudoctor/frameworks_table.py's), so any layer may read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from gpudoctor import frameworks_table
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ AREAS: tuple[Area, ...] = (
     Area("toolkit", "CUDA toolkit", "CUDA", "the CUDA toolkit: nvcc and CUDA_HOME"),
     Area("libraries", "CUDA libraries", "LIB", "the CUDA libraries frameworks load"),
     Area("python", "Python", "PY", "the Python environment's packages"),
-    Area("frameworks", "Frameworks", "FWK", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)"),
+    Area("frameworks", "Frameworks", "FWK", f"the installed frameworks ({', '.join(frameworks_table.NAMES.values())})"),
     Area("compat", "Compatibility", "CMP", "compatibility of driver, GPUs, toolkit and framework builds"),
     Area("acceleration", "Acceleration", "RUN",
          "the smoke kernel, the framework workloads, and the GPUs and nodes together"),

@@ -16,6 +16,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Optional, Sequence
 
+from gpudoctor import frameworks_table
 from gpudoctor.probes import interpreter
 from gpudoctor.procs import forking, processes
 from gpudoctor.probes.interpreter import Target
@@ -79,7 +80,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target: _cuda_stack(target), 40.0,
           quick_run=lambda target: _cuda_stack(target, read_versions=False)),
     Probe("python", "the Python environment", lambda target: {"python": probe_python(target)}, 10.0),
-    Probe("frameworks", "the installed frameworks (PyTorch, TensorFlow, JAX, CuPy)",
+    Probe("frameworks", f"the installed frameworks ({', '.join(frameworks_table.NAMES.values())})",
           lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
           quick_run=lambda target: probe_frameworks_metadata(path=interpreter.target_path(target))),
     Probe("smoke", "a smoke kernel on every GPU", lambda target: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),

@@ -33,8 +33,10 @@ import pytest
 
 from gpudoctor import pipeline
 from gpudoctor.checks import registry
+from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes.frameworks import metadata as md
 from gpudoctor.probes.frameworks import probe_frameworks_metadata
+from gpudoctor.procs.child import command
 from gpudoctor.render.facts_text import frameworks_line
 from helpers_builds import tensorflow_build, torch_build
 from helpers_stdlib import stdlib_module_names
@@ -236,7 +238,7 @@ def test_a_shadowed_copys_metadata_is_not_the_imported_torchs(tmp_path):
 
 def test_a_distribution_without_its_module_is_not_installed(tmp_path):
     dist(tmp_path, "torch", "2.13.0+cpu")
-    assert md.read_builds([str(tmp_path)]) == {n: {"installed": False} for n in md.FRAMEWORKS}
+    assert md.read_builds([str(tmp_path)]) == {n: {"installed": False} for n in KEYS}
 
 
 # --- tensorflow -------------------------------------------------------------------------------------
@@ -340,14 +342,14 @@ def test_cupy_from_source_is_unknown_cuda_but_never_cpu_only(tmp_path):
 
 # --- the module itself, and this machine's real packages --------------------------------------------
 
-def test_the_module_is_stdlib_only_python_3_9_and_runs_as_a_script_under_isolation(tmp_path):
+def test_the_module_is_stdlib_only_python_3_9_and_runs_as_a_child_under_isolation(tmp_path):
     source = Path(md.__file__).read_text()
     tree = ast.parse(source, feature_version=(3, 9))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= set(stdlib_module_names()) | {"__future__"}, imported
+    assert imported <= set(stdlib_module_names()) | {"__future__", "gpudoctor"}, imported
     dist(tmp_path, "torch", "2.5.1+cu121", module="torch")
-    out = subprocess.run([sys.executable, "-I", md.__file__, json.dumps([str(tmp_path)])],
+    out = subprocess.run(command(md.__name__, [json.dumps([str(tmp_path)])], python=sys.executable),
                          capture_output=True, text=True, timeout=60, cwd="/")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["torch"]["built_cuda"] == "12.1"

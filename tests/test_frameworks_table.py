@@ -1,6 +1,6 @@
-"""gpudoctor/frameworks_table.py is the one description of each framework: the copies that must exist (the
-package-metadata reader runs with the standard library only) equal it, the children's dispatch tables name
-the same frameworks, and the checks and `matrix check` read their framework knowledge from it."""
+"""gpudoctor/frameworks_table.py is the one description of each framework: each row's module for the
+children holds what they run for it, and the checks and `matrix check` read their framework knowledge
+from the table."""
 
 from __future__ import annotations
 
@@ -9,30 +9,24 @@ import ast
 import pytest
 
 from gpudoctor import frameworks_table
-from gpudoctor.compat import from_facts
+from gpudoctor.compat import data, from_facts
+from gpudoctor.compat import stack as stack_rules
+from gpudoctor.compat.data import topics
+from gpudoctor.compat.model import Stack
 from gpudoctor.compat.queries import stack_from_args
-from gpudoctor.frameworks_table import FRAMEWORKS, KEYS
-from gpudoctor.probes.frameworks import metadata
-from gpudoctor.probes.frameworks import worker as framework_worker
-from gpudoctor.probes.workload import THREADED
-from gpudoctor.probes.workload import worker as workload_worker
+from gpudoctor.frameworks_table import FRAMEWORKS, KEYS, Framework
+from gpudoctor.probes.frameworks import children
 from gpudoctor.compat.data import BUNDLED
 from helpers_facts import with_fact
 from helpers_judge import findings
 
 
-def test_the_metadata_readers_copy_equals_the_table():
-    assert metadata.FRAMEWORKS == KEYS
-    for fw in FRAMEWORKS:
-        kind = metadata.KINDS[fw.key]
-        assert (kind.label, kind.module, kind.distributions, kind.prefixes, kind.cpu_only_builds) == \
-               (fw.label, fw.module, fw.distributions, fw.distribution_prefixes, fw.cpu_only_builds), fw.key
-
-
-def test_the_childrens_dispatch_tables_name_the_tables_frameworks():
-    assert set(framework_worker.PROBES) == set(KEYS)
-    assert {key: run.__module__ for key, run in workload_worker.RUNNERS.items()} == {f.key: f.workload for f in FRAMEWORKS}
-    assert set(THREADED) <= set(KEYS)
+@pytest.mark.parametrize("fw", FRAMEWORKS, ids=KEYS)
+def test_each_frameworks_module_holds_its_facts_probe_and_its_workload(fw):
+    assert children.module(fw.key).__name__ == fw.child
+    assert callable(children.probe(fw.key)) and callable(children.run(fw.key))
+    reader = children.reader(fw.key)
+    assert reader is None or callable(reader)
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS, ids=KEYS)
@@ -65,14 +59,63 @@ def test_the_cuda_a_package_name_gives(package, cuda):
     assert from_facts._package_cuda_major(frameworks_table.get(key).cuda_package, facts) == cuda
 
 
-#: A release of each framework the matrix knows.
+#: A release of each of the four frameworks whose matrix has rules of its own, as `matrix check` takes it.
 RELEASES = {"torch": "2.5.1+cu121", "tensorflow": "2.15.0", "jax": "0.4.30+cuda12", "cupy": "13.3.0+cuda12x"}
 
 
+def _release(fw: Framework) -> str:
+    """A release the matrix knows: RELEASES' for the four, the first entry's for any other framework."""
+    return RELEASES.get(fw.key) or str(BUNDLED.topic(fw.topic)["entries"][0]["version"])
+
+
 def test_matrix_check_takes_each_framework_by_its_key():
-    assert set(RELEASES) == set(KEYS)
-    stack = stack_from_args(BUNDLED, driver="535.104.05", **RELEASES)
-    assert [(b.framework, b.version) for b in stack.builds] == [(key, RELEASES[key]) for key in KEYS]
+    releases = {fw.key: _release(fw) for fw in FRAMEWORKS}
+    stack = stack_from_args(BUNDLED, driver="535.104.05", **releases)
+    assert [(b.framework, b.version) for b in stack.builds] == [(key, releases[key]) for key in KEYS]
     assert stack.unknown == []
     with pytest.raises(TypeError, match="mxnet"):
         stack_from_args(BUNDLED, mxnet="1.9.1")
+
+
+def test_each_framework_has_its_matrix_and_its_fields_have_a_known_type():
+    assert {fw.topic for fw in FRAMEWORKS} <= set(topics())
+    assert {kind for fw in FRAMEWORKS for _, kind in fw.matrix_fields} <= set(data.FIELD_TYPES)
+
+
+#: A framework whose matrix lists its releases in the usual shape, as a new row would describe it.
+NEW = Framework("newfw", "NewFW", "newfw", ("newfw",), own_step="import newfw", child="newfw_child",
+                matrix_fields=(("min_compute_capability", "a string"),))
+NEW_MATRIX = {"topic": "newfw", "as_of": "2026-01-01", "sources": {"S": "its release notes"}, "entries": [
+    {"version": "1.2", "python": ">=3.9", "cuda": "12.4", "cudnn": "9.1", "arch_list": ["sm_80", "sm_90"],
+     "ptx": ["compute_90"], "source": "S"},
+    {"version": "1.2.7", "python": ">=3.10", "cuda": "12.8", "source": "S"}]}
+
+
+@pytest.fixture
+def new_framework(monkeypatch):
+    monkeypatch.setattr(frameworks_table, "FRAMEWORKS", (*FRAMEWORKS, NEW))
+    monkeypatch.setitem(frameworks_table._BY_KEY, NEW.key, NEW)
+
+
+class _WithNew:
+    """The bundled matrix with the new framework's topic beside it, as its compat_matrix/newfw.json gives it."""
+
+    def topic(self, name):
+        return NEW_MATRIX if name == NEW.topic else BUNDLED.topic(name)
+
+
+def test_a_new_framework_needs_no_build_rule_of_its_own(new_framework):
+    stack = Stack()
+    build = stack_rules.build_from_matrix(_WithNew(), "newfw", "1.2.3+cu124", stack)
+    assert (build.label, build.cuda, build.python_spec, build.sass, build.ptx, build.cudnn_built) == \
+           ("NewFW 1.2.3+cu124", "12.4", ">=3.9", ["sm_80", "sm_90"], ["compute_90"], "9.1")
+    assert stack_rules.build_from_matrix(_WithNew(), "newfw", "1.2.7", stack).cuda == "12.8"  # its own entry before its line's
+    assert stack_rules.build_from_matrix(_WithNew(), "newfw", "2.0", stack) is None and stack.unknown == ["NewFW 2.0"]
+
+
+def test_a_new_frameworks_matrix_is_held_to_a_releases_shape_and_its_own_fields(new_framework):
+    data.validate_shapes(NEW_MATRIX, "newfw.json")
+    for field, value in (("arch_list", "sm_80"), ("cuda", "twelve"), ("min_compute_capability", 8.0)):
+        bad = {**NEW_MATRIX, "entries": [{**NEW_MATRIX["entries"][0], field: value}]}
+        with pytest.raises(data.MatrixError, match=field):
+            data.validate_shapes(bad, "newfw.json")

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from gpudoctor.cli import cli
 from gpudoctor.compat import data
+from gpudoctor.frameworks_table import NAMES
 
 VERSION_OPTIONS = {"--cc": "8.6", "--driver": "535.104.05", "--driver-cuda": "12.2", "--torch": "2.5.1+cu124",
                    "--tensorflow": "2.15.0", "--jax": "0.4.30", "--cupy": "13.0.0", "--cuda": "12.4",
@@ -297,7 +298,7 @@ def test_a_metadata_that_is_not_utf8_is_named_as_the_reason(tmp_path):
       "python": {"unavailable": "unknown", "executable": "/venv/bin/python", "error": "PermissionError: denied"}},
      "unknown: the Python it would run under (/venv/bin/python) could not be read (PermissionError: denied)"),
     ({"probes": {"frameworks": {"status": "ok"}}, "frameworks": {"torch": {"installed": False}}, "python": {"version": "3.12.3"}},
-     "none of PyTorch, TensorFlow, JAX, CuPy installed"),
+     f"none of {', '.join(NAMES.values())} installed"),  # PyTorch, TensorFlow, JAX, CuPy and any other the table holds
 ])
 def test_frameworks_headline_says_unknown_when_nothing_was_looked_for(facts, said):
     from gpudoctor.render.facts_text import frameworks_line

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudoctor.frameworks_table import FRAMEWORKS
 from gpudoctor.probes import interpreter
 from gpudoctor.procs.child import child_env, run_module
 from helpers_stdlib import stdlib_module_names
@@ -30,12 +31,13 @@ CHILD_MODULES = ("gpudoctor/__init__.py", "gpudoctor/probes/__init__.py",
                  *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "gpudoctor" / "procs").glob("*.py")),
                  "gpudoctor/probes/interpreter.py",
                  "gpudoctor/trace.py", "gpudoctor/versions.py", "gpudoctor/probes/libnames.py",
-                 "gpudoctor/probes/frameworks/__init__.py",
+                 "gpudoctor/frameworks_table.py", "gpudoctor/probes/frameworks/__init__.py",
+                 "gpudoctor/probes/frameworks/children.py", "gpudoctor/probes/frameworks/asking.py",
+                 "gpudoctor/probes/frameworks/metadata.py",
                  "gpudoctor/probes/frameworks/worker.py", "gpudoctor/probes/workload/__init__.py",
                  "gpudoctor/probes/workload/worker.py", "gpudoctor/probes/workload/sharing.py",
                  "gpudoctor/probes/workload/locks.py", "gpudoctor/probes/workload/common.py",
-                 "gpudoctor/probes/workload/torch_run.py", "gpudoctor/probes/workload/tensorflow_run.py",
-                 "gpudoctor/probes/workload/jax_run.py", "gpudoctor/probes/workload/cupy_run.py",
+                 *(fw.child.replace(".", "/") + ".py" for fw in FRAMEWORKS),  # each framework's own module
                  "gpudoctor/probes/smoke/__init__.py", "gpudoctor/probes/multigpu/__init__.py",
                  "gpudoctor/probes/multigpu/worker.py")
 

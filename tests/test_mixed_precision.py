@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpudoctor.probes.workload.jax_run import _jax_bf16
-from gpudoctor.probes.workload.tensorflow_run import _tf_bf16
+from gpudoctor.probes.workload.jax_child import _jax_bf16
+from gpudoctor.probes.workload.tensorflow_child import _tf_bf16
 from helpers_builds import installed_or_skip
 
 
@@ -43,7 +43,7 @@ def test_keras_bf16_step_learns_with_float32_weights():
     installed_or_skip("tensorflow")
     code = (
         "import json, numpy as np, tensorflow as tf\n"
-        "from gpudoctor.probes.workload.tensorflow_run import _tf_training\n"
+        "from gpudoctor.probes.workload.tensorflow_child import _tf_training\n"
         "layer = tf.keras.layers.Conv2D(4, 3, dtype='mixed_bfloat16')\n"
         "layer.build((None, 8, 8, 3))\n"
         "out = _tf_training(tf, np, 'cpu', '/CPU:0', amp=True)\n"

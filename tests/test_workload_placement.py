@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from gpudoctor import pipeline
+from gpudoctor.probes.frameworks import children
 from gpudoctor.probes.frameworks import worker as facts_worker
 from gpudoctor.probes.workload import placement, placement_fact, plan, worker
 from gpudoctor.render import facts_text
@@ -66,11 +67,11 @@ def _facts_child(monkeypatch, capsys, line: str, started: bool = False) -> tuple
     monkeypatch.setenv("GPUDOCTOR_PINNED_GPU", "")
     monkeypatch.setattr(worker, "cuda_started", lambda: started)
     monkeypatch.setattr(facts_worker.importlib, "import_module", lambda name: None)
-    monkeypatch.setitem(facts_worker.PROBES, "jax", lambda: seen.append(os.environ["CUDA_VISIBLE_DEVICES"]) or
+    monkeypatch.setattr(children, "probe", lambda key: lambda: seen.append(os.environ["CUDA_VISIBLE_DEVICES"]) or
                         {"version": "0.0", "devices": [{"index": 0}]})
     monkeypatch.setattr(facts_worker, "_loaded", lambda: [])
-    monkeypatch.setitem(worker.RUNNERS, "jax", lambda device, deep: seen.append(os.environ["CUDA_VISIBLE_DEVICES"]) or
-                        {"framework": "jax", "device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
+                        or {"framework": "jax", "device": device})
     monkeypatch.setattr(sys, "stdin", io.StringIO(line))
     worker.main(["jax", "-", "--facts"])
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]

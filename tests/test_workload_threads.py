@@ -15,7 +15,8 @@ import pytest
 from gpudoctor.probes import workload
 from gpudoctor.procs.child import child_env, run_json_lines
 from gpudoctor.probes.interpreter import own
-from gpudoctor.probes.workload import Job, common, locks, plan, torch_run, worker
+from gpudoctor.probes.frameworks import children
+from gpudoctor.probes.workload import Job, common, locks, plan, torch_child, worker
 
 UUIDS = {str(i): f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)}
 
@@ -65,7 +66,7 @@ def test_every_gpu_gets_its_own_line_and_a_failing_gpu_does_not_stop_the_others(
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         return {"framework": "torch", "device": device, "deep": deep}
 
-    monkeypatch.setitem(worker.RUNNERS, "torch", fake)
+    monkeypatch.setattr(children, "run", lambda key: fake)
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
     assert worker.main(["torch", "0,1,2", "--deep"]) == 0
     lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -78,8 +79,8 @@ def test_every_gpu_gets_its_own_line_and_a_failing_gpu_does_not_stop_the_others(
 
 def test_tensorflow_devices_run_one_after_another_in_the_main_thread(monkeypatch, capsys):
     seen = []
-    monkeypatch.setitem(worker.RUNNERS, "tensorflow",
-                        lambda device, deep: seen.append(threading.current_thread().name) or {"device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep:
+                        seen.append(threading.current_thread().name) or {"device": device})
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
     worker.main(["tensorflow", "0,1"])
     assert seen == ["MainThread", "MainThread"]
@@ -87,7 +88,7 @@ def test_tensorflow_devices_run_one_after_another_in_the_main_thread(monkeypatch
 
 def test_a_failed_import_is_each_gpus_error(monkeypatch, capsys):
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: (_ for _ in ()).throw(ImportError(name)))
-    monkeypatch.setitem(worker.RUNNERS, "jax", lambda device, deep: __import__("no_such_module_for_gpudoctor"))
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: __import__("no_such_module_for_gpudoctor"))
     worker.main(["jax", "0,1"])
     out = capsys.readouterr().out
     assert out.count('"error": "ModuleNotFoundError: No module named \'no_such_module_for_gpudoctor\'"') == 2
@@ -142,6 +143,7 @@ def test_host_timed_steps_of_two_gpus_do_not_interleave():
 
 HANGING_WORKER = """
 import sys, time
+from gpudoctor.probes.frameworks import children
 from gpudoctor.probes.workload import worker
 
 def fake(device, deep):
@@ -149,7 +151,7 @@ def fake(device, deep):
         time.sleep(600)  # a wedged GPU: this thread never returns
     return {"framework": "torch", "device": device, "training": {"ok": True}}
 
-worker.RUNNERS["torch"] = fake
+children.run = lambda key: fake
 worker.importlib.import_module = lambda name: None
 sys.exit(worker.main(["torch", "0,1,2,3"]))
 """
@@ -179,7 +181,7 @@ def test_the_written_out_adam_updates_as_torch_optim_adam_does():
         net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
         x = torch.randn(64, 8, generator=torch.Generator().manual_seed(1))
         y = (x[:, 0] > 0).long()
-        opt = torch_run._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
+        opt = torch_child._TorchAdam(torch, list(net.parameters()), lr=1e-2) if ours else torch.optim.Adam(net.parameters(), lr=1e-2)
         losses = []
         for _ in range(20):
             if not ours:
@@ -217,7 +219,7 @@ def test_children_started_before_the_count_read_it_on_stdin(monkeypatch):
 def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
     import io
 
-    monkeypatch.setitem(worker.RUNNERS, "cupy", lambda device, deep: {"framework": "cupy", "device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: {"framework": "cupy", "device": device})
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
     monkeypatch.setattr(sys, "stdin", io.StringIO("0,1\n"))
     worker.main(["cupy", "-"])
@@ -348,7 +350,7 @@ def test_a_facts_report_that_fails_still_gives_the_framework_probe_its_line(monk
     """Reading the facts raised outside the import's own guard: the child prints the framework line with
     the error at once, rather than leaving the framework probe to wait out its limit."""
     monkeypatch.setattr(worker, "report", lambda name, *_: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
-    monkeypatch.setitem(worker.RUNNERS, "torch", lambda device, deep: {"framework": "torch", "device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: {"framework": "torch", "device": device})
     worker.main(["torch", "cpu", "--facts"])
     lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[0]["section"] == "framework" and lines[0]["data"]["import_error"] == "OSError: /proc/self/maps: gone"
@@ -473,7 +475,7 @@ def test_the_smoke_host_starts_once_and_only_where_asked(monkeypatch):
 
 
 def test_the_cpu_comparison_runs_beside_gpu_0s_work_and_adds_to_its_training():
-    from gpudoctor.probes.workload import torch_run
+    from gpudoctor.probes.workload import torch_child as torch_run
 
     began = time.monotonic()
     slow = torch_run._Background(lambda: time.sleep(0.2) or (0.2, [0.5, 0.5, 0.5, 0.004, 0.006, 0.005]))

@@ -74,7 +74,7 @@ def check_imports(facts: Facts) -> Iterator[Finding]:
                           commands=[f"{_python(facts)} -X importtime -c 'import {name}'"])
 
 
-#: Where a framework failed (probes/frameworks/worker.STAGES), as the finding's title says it.
+#: Where a framework failed (probes/frameworks/asking.STAGES), as the finding's title says it.
 FAILED_AT = {"import": "fails to import", "cuda_init": "fails to start CUDA", "devices": "fails while listing its GPUs",
              "first_kernel": "fails at its first computation on a GPU",
              "libraries": "fails while listing the libraries it loaded"}

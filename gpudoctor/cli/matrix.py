@@ -12,7 +12,7 @@ import click
 
 from gpudoctor.cli.base import EXIT_CODES_HELP, LISTING, MATRIX_OPTION, cli
 from gpudoctor.cli.errors import BadInput
-from gpudoctor.frameworks_table import KEYS
+from gpudoctor.frameworks_table import FRAMEWORKS, KEYS
 from gpudoctor.render.safe import json_text, terminal
 
 if TYPE_CHECKING:
@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from gpudoctor.compat.model import Stack
 
 OS_CHOICE = click.Choice(("linux", "windows", "wsl", "macos"), case_sensitive=False)
+#: The framework options whose value may name a build after the version.
+BUILD_OPTIONS = tuple(f"--{fw.key}" for fw in FRAMEWORKS if fw.option_build)
+#: What `matrix check` needs at least one of, in its options' order.
+STACK_OPTIONS = ("--driver", "--driver-cuda", "--gpu", "--cc", *(f"--{fw.key}" for fw in FRAMEWORKS), "--cuda", "--cudnn",
+                 "--python")
+
+
+def framework_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--KEY VER` for each framework, in the table's order, as its row describes it: a framework added to
+    gpudoctor/frameworks_table.py is an option of `matrix check` at once."""
+    for fw in reversed(FRAMEWORKS):  # click lists the options in the order their decorators stand
+        command = click.option(f"--{fw.key}", metavar=fw.option_metavar,
+                               help=fw.option_help or f"{fw.label} version.")(command)
+    return command
 
 
 @cli.group("matrix", short_help="Judge a stack against the bundled compatibility matrix.")
@@ -34,15 +48,7 @@ def matrix_group() -> None:
                                                    "'found version 11040' (11.4).")
 @click.option("--gpu", metavar="NAME", help="GPU model as NVML names it, e.g. 'NVIDIA L4'.")
 @click.option("--cc", metavar="X.Y", help="GPU compute capability, instead of --gpu.")
-@click.option("--torch", metavar="VER[+cuXXX|+cpu]", help="PyTorch version; without +cuXXX, the plain PyPI wheel (CUDA on "
-                                                          "Linux, CPU-only on Windows and macOS); VER=BUILD a conda package "
-                                                          "(1.12.1=py3.9_cuda11.3_cudnn8.3.2_0).")
-@click.option("--tensorflow", metavar="VER", help="TensorFlow version (the pip wheel; tensorflow[and-cuda] from 2.14).")
-@click.option("--jax", metavar="VER[+cudaNN[-local]]", help="JAX version; without +cudaNN, its newest CUDA extra, e.g. jax[cuda13]. "
-                                                             "Before 0.4.1 the jaxlib wheel as pip shows it (0.1.69+cuda111, "
-                                                             "0.3.25+cuda11.cudnn82).")
-@click.option("--cupy", metavar="VER[+cudaNNx]", help="CuPy version; without +cudaNNx, its newest cupy-cudaNNx package "
-                                                      "(+cuda101: the cupy-cuda101 package).")
+@framework_options
 @click.option("--cuda", metavar="VER", help="CUDA toolkit version (nvcc).")
 @click.option("--cudnn", metavar="VER", help="The cuDNN in use, judged against what TensorFlow and JAX (-local) were built "
                                              "with (PyTorch wheels bring their own).")
@@ -56,8 +62,7 @@ def matrix_check(as_json: bool, matrix: Matrix, **options: Optional[str]) -> Non
     from gpudoctor.compat import queries
 
     if not any(value for name, value in options.items() if name != "os_name"):  # --os alone describes no stack
-        raise BadInput("give at least one of --driver, --driver-cuda, --gpu, --cc, --torch, --tensorflow, --jax, --cupy, "
-                       "--cuda, --cudnn, --python")
+        raise BadInput("give at least one of " + ", ".join(STACK_OPTIONS))
     driver, gpu, cc, os_name = options["driver"], options["gpu"], options["cc"], options["os_name"]
     parsed = check_inputs(**{name: value for name, value in options.items() if name not in ("gpu", "os_name")})
     _matrix_call(lambda: one_gpu(matrix, gpu, cc))
@@ -136,7 +141,7 @@ def _need_version(value: Optional[str], option: str, what: str = "a version") ->
     from gpudoctor.compat.rules import version
 
     # a local version ("+cu128") or a conda build string ("=py3.9_cuda11.3_cudnn8.2.0_0", --torch) follows the version
-    base = re.split(r"[+=]", value, maxsplit=1)[0] if value is not None and option in ("--torch", "--jax", "--cupy") else value
+    base = re.split(r"[+=]", value, maxsplit=1)[0] if value is not None and option in BUILD_OPTIONS else value
     if value is not None and version(base) is None:
         raise BadInput(f"{option}: {value!r} is not {what}")
 

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpudoctor import frameworks_table
+
 
 class MatrixError(ValueError):
     """A matrix file that cannot be used; the message names the file and the problem."""
@@ -252,6 +254,13 @@ _SHAPES: dict[str, dict[str, str]] = {
     "known_bad": {"id": _STR, "when": _DICT, "severity": _STR, "message": _STR, "fix": _STR, "as_of": _STR},
 }
 _SUBLISTS = {"pytorch": "variants", "jax": "extras"}
+#: The types a field may be declared to have (a framework's row names them: frameworks_table.matrix_fields).
+FIELD_TYPES = (_STR, _OPT_STR, _LIST_STR, _BOOL, _DICT)
+#: A framework's release entry as the build rule every framework gets reads it (compat/stack.py): one entry
+#: per release with the CUDA and cuDNN it was built with and the architectures it carries. A framework whose
+#: matrix has this shape needs no shape above; one whose entries hold more declares those in its row.
+RELEASE = {"version": _STR, "python": _STR, "cuda": _OPT_STR, "cudnn": _OPT_STR, "arch_list": _LIST_STR,
+           "ptx": _LIST_STR}
 _VERSION_FIELDS = ("version", "cuda", "cudnn", "compute_capability", "min_driver_linux", "min_driver_windows",
                    "first_cuda", "last_cuda", "min_compute_capability", "max_compute_capability", "min_cudnn", "min_cuda")
 
@@ -276,7 +285,7 @@ def validate_shapes(data: dict[str, Any], where: str) -> None:
                     raise MatrixError(f"{where}: {at}: {key!r} is {value!r}, which is not a version") from None
 
     for i, entry in enumerate(data["entries"]):
-        check(entry, _SHAPES.get(topic, {}), f"entry {i}")
+        check(entry, _shape(topic), f"entry {i}")
         sub = _SUBLISTS.get(topic)
         if sub and sub in entry:
             items = entry[sub]
@@ -284,3 +293,12 @@ def validate_shapes(data: dict[str, Any], where: str) -> None:
                 raise MatrixError(f"{where}: entry {i}: {sub!r} must be a list of objects")
             for j, item in enumerate(items):
                 check(item, _SHAPES[f"{topic}.{sub}"], f"entry {i} {sub}[{j}]")
+
+
+def _shape(topic: str) -> dict[str, str]:
+    """The fields of an entry of ``topic`` and their types: its own shape above, else, for a framework's
+    matrix, a release's with the fields its row adds."""
+    if topic in _SHAPES:
+        return _SHAPES[topic]
+    fw = next((f for f in frameworks_table.FRAMEWORKS if f.topic == topic), None)
+    return {**RELEASE, **dict(fw.matrix_fields)} if fw else {}

@@ -68,9 +68,10 @@ def judge_versions(matrix: Matrix, stack: Stack, settled: frozenset[tuple[str, s
 def build_from_matrix(matrix: Matrix, framework: str, text: str, stack: Stack, installed: bool = False) -> Optional[Build]:
     """The Build the matrix describes for ``framework`` at version ``text`` ("2.5.0+cu121", "2.15.0",
     "0.11.2+cuda12", "14.2.0+cuda13x"); what it does not know goes to stack.unknown. None when the
-    release itself is unknown."""
-    maker = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[framework]
-    return maker(matrix, text, stack, installed)
+    release itself is unknown. A framework whose matrix needs rules of its own has its maker (_MAKERS);
+    any other lists its releases in the shape every framework's matrix may have (_release_build)."""
+    maker = _MAKERS.get(framework)
+    return maker(matrix, text, stack, installed) if maker else _release_build(matrix, framework, text, stack, installed)
 
 
 # PyTorch's wheel scripts put "+PTX" on the newest architecture of TORCH_CUDA_ARCH_LIST only ("...;10.0;12.0+PTX":
@@ -208,6 +209,29 @@ def _cupy(matrix: Matrix, text: str, stack: Stack, installed: bool) -> Optional[
     label = f"CuPy {text}" + ("" if extra else f" ({package.get('package')})")
     return Build(label, "cupy", str(package.get("cuda") or package.get("cuda_major")), version=text, arch_by_toolkit=True,
                  python_spec=line.get("python"), installed=installed, release=package)
+
+
+#: The frameworks whose matrix needs rules of its own: PyTorch's variants and conda builds, TensorFlow's mixed
+#: architecture lists, JAX's change points and jaxlib wheels, CuPy's packages per CUDA.
+_MAKERS = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}
+
+
+def _release_build(matrix: Matrix, framework: str, text: str, stack: Stack, installed: bool) -> Optional[Build]:
+    """A framework whose matrix lists one entry per release in the usual shape (compat/data.py RELEASE):
+    the entry of version ``text``, else of its major.minor; a local tag after "+" chooses nothing."""
+    fw = frameworks_table.get(framework)
+    label = f"{fw.label if fw else framework} {text}"
+    base = text.partition("+")[0]
+    want = rules.version(base)
+    rows = matrix.topic(fw.topic)["entries"] if fw and want is not None else []
+    release = next((r for r in rows if rules.version(r.get("version")) == want), None) or \
+        next((r for r in rows if rules.major_minor(r.get("version")) == rules.major_minor(base)), None)
+    if release is None:
+        stack.unknown.append(label)
+        return None
+    return Build(label, framework, release.get("cuda"), python_spec=release.get("python"), version=text,
+                 sass=_flags(release.get("arch_list")), ptx=_flags(release.get("ptx")), cudnn_built=release.get("cudnn"),
+                 installed=installed, release=release)
 
 
 def _flags(value: Any) -> Optional[list[str]]:

@@ -417,7 +417,7 @@ def frameworks_line(facts: dict[str, Any]) -> str:
     if parts:
         return "; ".join(parts)
     why = frameworks_unread(facts)
-    return f"unknown: {why}" if why else "none of PyTorch, TensorFlow, JAX, CuPy installed"
+    return f"unknown: {why}" if why else f"none of {', '.join(frameworks_table.NAMES.values())} installed"
 
 
 def frameworks_unread(facts: dict[str, Any]) -> Optional[str]:

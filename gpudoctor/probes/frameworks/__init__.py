@@ -8,6 +8,7 @@ import re
 import threading
 from typing import Any, Callable, Optional
 
+from gpudoctor import frameworks_table
 from gpudoctor.frameworks_table import KEYS
 from gpudoctor.probes import interpreter
 from gpudoctor.probes.interpreter import Target
@@ -21,8 +22,9 @@ CHILD_ENV = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWT
 
 
 def installed(name: str, target: Target) -> bool:
-    """``import name`` would find the framework in ``target``, the diagnosed interpreter (interpreter.py)."""
-    return interpreter.installed(name, interpreter.target_path(target))
+    """The ``import`` of framework ``name`` (its key) would find it in ``target``, the diagnosed interpreter
+    (interpreter.py)."""
+    return interpreter.installed(frameworks_table.module(name), interpreter.target_path(target))
 
 
 #: Where a framework's facts come from instead of this probe's own child: (framework, seconds to wait,
@@ -55,7 +57,7 @@ def _run(name: str, target: Target, timeout_s: float, results: dict[str, Any],
     results[name] = summarise(child, timeout_s)
 
 
-#: Where a framework child was when it failed (worker.STAGES), as a sentence ends.
+#: Where a framework child was when it failed (asking.STAGES), as a sentence ends.
 STAGE_WORDS = {"import": "while importing it", "cuda_init": "while starting CUDA", "devices": "while listing its GPUs",
                "first_kernel": "at its first computation on a GPU", "libraries": "while listing the libraries it loaded"}
 

@@ -2,15 +2,19 @@
 
 ``check --quick`` imports no framework, so whether PyTorch, TensorFlow, JAX or CuPy is a CUDA build is
 read here from what the installed package holds: its distribution's name, version (a local tag such as
-``+cpu`` or ``+cu128``), ``Requires-Dist`` lines, ``RECORD`` file list and ``WHEEL`` tag, and the two
+``+cpu`` or ``+cu128``), ``Requires-Dist`` lines, ``RECORD`` file list and ``WHEEL`` tag, and the
 build-info files the frameworks themselves answer from (``torch/version.py``, which is
 ``torch.version.cuda``, and TensorFlow's ``build_info.py``, which is ``tf.sysconfig.get_build_info()``),
 read as text, never executed. Each conclusion comes with the evidence it rests on. Where nothing
 decides, the answer is None: unknown, never a guess.
 
-Stdlib only, Python 3.9+, and no gpudoctor import: it may be run under the diagnosed interpreter
-rather than gpudoctor's own, and reads another environment's packages through ``path`` (that
-interpreter's ``sys.path``) as well as this process's.
+This module finds each framework's package (gpudoctor/frameworks_table.py names its module and
+distributions) and reads what every package says: its distributions' local version tags and their
+requirements on CUDA packages (read_common). Where a framework's package says more, its own module
+reads it (``read_KEY``, children.py), with the tools below. Standard library only and Python 3.9, like
+the children: it reads another environment's packages through ``path`` (that interpreter's
+``sys.path``) as well as this process's, and may itself run as a child under the diagnosed interpreter
+(procs/child.py), given that path as JSON.
 
 ``read_builds(path)`` returns, per framework::
 
@@ -43,6 +47,10 @@ import re
 import sys
 from importlib import metadata
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from gpudoctor.frameworks_table import FRAMEWORKS, Framework
+from gpudoctor.probes.frameworks import children
+
 
 def header(dist: Any, key: str) -> Optional[str]:
     """One header of a distribution's METADATA (``Name``, ``Version``), read from the header block only.
@@ -121,27 +129,6 @@ def dist_version(dist: Any) -> str:
     return header(dist, "Version") or ""
 
 
-class Kind(NamedTuple):
-    """What this reader needs of a framework: the fields of gpudoctor/frameworks_table.py's row it reads,
-    copied, since this file imports nothing of gpudoctor (tests/test_frameworks_table.py holds them equal)."""
-
-    label: str  # how the evidence names it
-    module: str  # what ``import`` names
-    distributions: Tuple[str, ...]  # the distributions that install the module, most usual first
-    prefixes: Tuple[str, ...] = ()  # families of them named per CUDA or ROCm build (cupy-cuda12x)
-    cpu_only_builds: bool = True  # False: built for CUDA or ROCm whatever its package says
-
-
-#: Per framework key, in the table's order.
-KINDS = {
-    "torch": Kind("PyTorch", "torch", ("torch",)),
-    "tensorflow": Kind("TensorFlow", "tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-rocm",
-                                                    "tensorflow-intel", "tensorflow-macos", "tensorflow-aarch64",
-                                                    "tensorflow-cpu-aws", "intel-tensorflow")),
-    "jax": Kind("JAX", "jax", ("jax",)),
-    "cupy": Kind("CuPy", "cupy", ("cupy",), ("cupy-cuda", "cupy-rocm"), cpu_only_builds=False),
-}
-FRAMEWORKS = tuple(KINDS)
 MAX_FILE = 64 * 1024  # the build-info files are a few hundred bytes
 
 
@@ -149,7 +136,7 @@ def read_builds(path: Optional[List[str]] = None) -> Dict[str, Any]:
     """Per framework, what its installed package says about its build (module docstring). ``path`` is
     the diagnosed interpreter's ``sys.path``; None reads this process's own."""
     index = _Index(path)
-    return {name: _read(name, index) for name in FRAMEWORKS}
+    return {fw.key: _read(fw, index) for fw in FRAMEWORKS}
 
 
 # --- the environment ---------------------------------------------------------------------------------
@@ -441,28 +428,49 @@ def _installed_note(dist: Any, extra: str, index: _Index) -> Tuple[Optional[bool
 
 # --- per framework -----------------------------------------------------------------------------------
 
-def _read(name: str, index: _Index) -> Dict[str, Any]:
-    kind = KINDS[name]
-    spec = index.find_spec(kind.module)
+class Package(NamedTuple):
+    """One framework's installed package, as its reader (``read_KEY``, children.py) is given it. The reader
+    adds what each piece of evidence says of the build to ``claims``, and any fact of the framework's own
+    beyond its build to ``out`` (JAX's plugins); it returns the version the module's own files give, if any."""
+
+    owners: List[Any]  # the distributions whose files are the module ``import`` finds (_owners)
+    mod_dir: Optional[str]  # the folder ``import`` loads the module from
+    environment: _Index  # every distribution on the path
+    claims: _Claims
+    out: Dict[str, Any]
+
+
+def read_common(package: Package) -> Optional[str]:
+    """What every framework's package says of its build: each distribution's local version tag (+cu121,
+    +cpu) and its requirements on CUDA packages that are not behind an extra."""
+    for dist in package.owners:
+        _local_tag(dist_version(dist), package.claims)
+        _cuda_requirements(dist, package.claims)
+    return None
+
+
+def _read(fw: Framework, index: _Index) -> Dict[str, Any]:
+    name = fw.key
+    spec = index.find_spec(fw.module)
     if spec is None:
         return {"installed": False}
     mod_dir = _module_dir(spec)
     claims = _Claims()
     out: Dict[str, Any] = {"installed": True}
-    names = kind.distributions
-    if kind.prefixes:  # every distribution of the family, in the index's order
-        names = tuple(n for n in index.names() if n in kind.distributions or n.startswith(kind.prefixes))
+    names = fw.distributions
+    if fw.distribution_prefixes:  # every distribution of the family, in the index's order
+        names = tuple(n for n in index.names() if n in fw.distributions or n.startswith(fw.distribution_prefixes))
     owners = _owners(name, mod_dir, names, index)
     version = _versions(owners)
     if len(owners) > 1:
         claims.note("several distributions install " + name + " here: " +
                     ", ".join(f"{header(d, 'Name')} {dist_version(d)}" for d in owners))
-    reader = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "cupy": _cupy}[name]
-    module_version = reader(owners, mod_dir, index, claims, out)
+    reader = children.reader(name) or read_common
+    module_version = reader(Package(owners, mod_dir, index, claims, out))
     result = claims.conclude()
-    if not kind.cpu_only_builds and result["cpu_only_build"] is None and owners:
+    if not fw.cpu_only_builds and result["cpu_only_build"] is None and owners:
         result["cpu_only_build"] = False  # it is built for CUDA or ROCm
-        result["evidence"].append(f"{kind.label} has no CPU-only build")
+        result["evidence"].append(f"{fw.label} has no CPU-only build")
     out["version"] = module_version or version
     if out["version"] is None and len(owners) > 1:
         out["version_unknown"] = ("several distributions install " + name + " here (" +
@@ -506,179 +514,5 @@ def _versions(owners: List[Any]) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
-def _torch(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
-    module_version = None
-    text = _text(os.path.join(mod_dir, "version.py")) if mod_dir else None
-    if text:
-        module_version = _py_str(text, "__version__")
-        cuda, hip, rocm, xpu = (_py_value(text, k) for k in ("cuda", "hip", "rocm", "xpu"))
-        if cuda is not None and cuda != "None":
-            built = re.match(r"(\d+)\.(\d+)", cuda.strip("'\""))
-            claims.add("cuda", f"torch/version.py says cuda = {cuda}", built.group(1) if built else None,
-                       f"{built.group(1)}.{built.group(2)}" if built else None, file=True)
-        elif any(v not in (None, "None") for v in (hip, rocm)):
-            claims.add("rocm", f"torch/version.py says cuda = None, hip = {hip}", file=True)
-        elif xpu not in (None, "None"):
-            claims.add("xpu", f"torch/version.py says cuda = None, xpu = {xpu}", file=True)
-        elif cuda == "None":
-            claims.add("cpu", "torch/version.py says cuda = None" + (", hip = None" if hip == "None" else ""), file=True)
-    for dist in owners:
-        _local_tag(dist_version(dist), claims)
-        _cuda_requirements(dist, claims)
-        _torch_record(dist, claims)
-    return module_version
-
-
-def _torch_record(dist: Any, claims: _Claims) -> None:
-    libs = _record(dist, "torch/lib/")
-    if libs is None:
-        return
-    gpu = {"cuda": r"torch/lib/(lib)?(torch_cuda|c10_cuda)\.(so|dll|dylib)$",
-           "rocm": r"torch/lib/(lib)?(torch_hip|c10_hip)\.(so|dll)$",
-           "xpu": r"torch/lib/(lib)?(torch_xpu|c10_xpu)\.(so|dll)$"}
-    for backend, pattern in gpu.items():
-        hit = min((f for f in libs if re.match(pattern, f)), key=lambda f: "c10_" in f, default=None)
-        if hit:
-            major = None
-            cudart = next((f for f in libs if re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", f)), None)
-            if backend == "cuda" and cudart:
-                found = re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", cudart)  # the pattern cudart was found by
-                major = found.group(1) if found else None
-            claims.add(backend, f"RECORD lists {hit}" + (f" and {cudart}" if major else ""), major)
-            return
-    cpu_lib = next((f for f in libs if re.match(r"torch/lib/(lib)?torch_cpu\.(so|dll|dylib)$", f)), None)
-    if cpu_lib:  # the CPU/CUDA library split (PyTorch 1.5+): a CUDA build always has libtorch_cuda too
-        claims.add("cpu", f"RECORD lists {cpu_lib} but no torch/lib/libtorch_cuda.so")
-
-
-def _py_value(text: str, key: str) -> Optional[str]:
-    """The right-hand side of ``key = ...`` / ``key: Optional[str] = ...`` in a generated file, as written."""
-    match = re.search(rf"^{key}\s*(?::[^=\n]*)?=\s*(None|'[^'\n]*'|\"[^\"\n]*\")\s*$", text, re.M)
-    return match.group(1) if match else None
-
-
-def _py_str(text: str, key: str) -> Optional[str]:
-    value = _py_value(text, key)
-    return value.strip("'\"") if value and value != "None" else None
-
-
-def _tensorflow(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
-    text = _text(os.path.join(mod_dir, "python", "platform", "build_info.py")) if mod_dir else None
-    if text:
-        cuda = re.search(r"""['"]?is_cuda_build['"]?\s*[,:=]\s*(True|False)""", text)
-        rocm = re.search(r"""['"]?is_rocm_build['"]?\s*[,:=]\s*(True|False)""", text)
-        version = re.search(r"""['"]?cuda_version['"]?\s*[,:=]\s*['"](\d+)\.(\d+)""", text)
-        where = "tensorflow/python/platform/build_info.py says"
-        if cuda and cuda.group(1) == "True":
-            built = f"{version.group(1)}.{version.group(2)}" if version else None
-            claims.add("cuda", f"{where} is_cuda_build = True" + (f", cuda_version {built}" if built else ""),
-                       version.group(1) if version else None, built, file=True)
-        elif rocm and rocm.group(1) == "True":
-            claims.add("rocm", f"{where} is_rocm_build = True", file=True)
-        elif cuda:
-            claims.add("cpu", f"{where} is_cuda_build = False" + (", is_rocm_build = False" if rocm else ""), file=True)
-    for dist in owners:
-        name = _norm(header(dist, "Name"))
-        if name in ("tensorflow-cpu", "tensorflow-cpu-aws"):
-            claims.add("cpu", f"distribution name {name}")
-        elif name == "tensorflow-gpu":
-            claims.add("cuda", "distribution name tensorflow-gpu", _installed_note(dist, "and-cuda", index)[1])
-        elif name == "tensorflow-rocm":
-            claims.add("rocm", "distribution name tensorflow-rocm")
-        elif name == "tensorflow":
-            _plain_tensorflow(dist, index, claims, out)
-    return None
-
-
-def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: Dict[str, Any]) -> None:
-    """Since 2.1 the ``tensorflow`` wheel for Linux x86_64 is a CUDA build (``tensorflow-gpu`` before),
-    which loads the CUDA libraries from the ``and-cuda`` extra's nvidia-* packages if installed, else
-    from the system. On other platforms the name says nothing certain."""
-    version = dist_version(dist)
-    release = re.match(r"(\d+)\.(\d+)", version)
-    tags = _wheel_tags(dist)
-    linux_x86 = [t for t in tags if "manylinux" in t and t.endswith("x86_64")]
-    complete, major, sentence = _installed_note(dist, "and-cuda", index)
-    if release and (int(release.group(1)), int(release.group(2))) < (2, 1):
-        claims.add("cpu", f"distribution name tensorflow {version} (before 2.1 the GPU build was tensorflow-gpu)")
-    elif linux_x86:
-        claims.add("cuda", f"distribution name tensorflow {version}, a {linux_x86[0].split('-')[-1]} wheel "
-                           "(the Linux x86_64 tensorflow wheel is a CUDA build since 2.1)", major)
-        if sentence:
-            out["cuda_packages_installed"] = complete
-            claims.note(sentence)
-    elif tags:
-        claims.note(f"distribution tensorflow {version}, a {tags[0].split('-')[-1]} wheel: whether it is a CUDA build "
-                    "depends on the platform, and its name does not say")
-
-
-def _jax(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
-    plugins = [n for n in index.names() if re.match(r"^jax-(cuda|rocm)\d*-(plugin|pjrt)$", n)]
-    out["plugins"] = plugins
-    jaxlib = index.first("jaxlib")
-    out["jaxlib_version"] = dist_version(jaxlib) if jaxlib else None
-    for plugin in plugins:
-        kind = re.match(r"^jax-(cuda|rocm)(\d*)-", plugin)
-        assert kind is not None  # plugins holds only names that match it
-        dist = index.first(plugin)
-        claims.add("cuda" if kind.group(1) == "cuda" else "rocm",
-                   f"distribution {plugin} {dist_version(dist) if dist else ''} installed".replace("  ", " "),
-                   kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
-    if jaxlib is not None:
-        local = dist_version(jaxlib).partition("+")[2].lower()
-        tagged = re.match(r"cuda(\d+)", local)
-        if tagged:
-            claims.add("cuda", f"jaxlib local version tag +{local}", tagged.group(1))
-        elif local.startswith("rocm"):
-            claims.add("rocm", f"jaxlib local version tag +{local}")
-    namespace = _jax_plugin_modules(index)
-    for module in namespace:
-        kind = re.match(r"xla_(cuda|rocm)(\d*)", module)
-        if kind and not any(kind.group(1) in p for p in plugins):
-            claims.add("cuda" if kind.group(1) == "cuda" else "rocm", f"module jax_plugins.{module} on the path",
-                       kind.group(2) if kind.group(1) == "cuda" and kind.group(2) else None)
-    if claims.items or jaxlib is None:
-        return None
-    files = _record(jaxlib)
-    if files is None:
-        claims.note(f"jaxlib {dist_version(jaxlib)} has no RECORD: whether it carries CUDA kernels is unknown")
-        return None
-    gpu = next((f for f in files if re.match(r"jaxlib/(cuda|rocm|gpu)/[^/]+\.(so|pyd)$", f)), None)
-    if gpu:
-        claims.add("cuda" if "/rocm/" not in gpu else "rocm", f"jaxlib's RECORD lists {gpu}")
-        return None
-    claims.add("cpu", f"jaxlib {dist_version(jaxlib)} has no +cuda tag and no GPU kernels in its RECORD, and no "
-                      "jax-cuda*-plugin or jax-cuda*-pjrt distribution or jax_plugins.xla_cuda* module is installed")
-    return None
-
-
-def _jax_plugin_modules(index: _Index) -> List[str]:
-    """What the ``jax_plugins`` namespace holds on the path (a plugin installed without metadata)."""
-    found = []
-    for entry in index.search:
-        folder = os.path.join(entry, "jax_plugins")
-        try:
-            found += [n for n in os.listdir(folder) if n.startswith(("xla_cuda", "xla_rocm"))]
-        except OSError:
-            continue
-    return sorted(set(found))
-
-
-def _cupy(owners: List[Any], mod_dir: Optional[str], index: _Index, claims: _Claims, out: Dict[str, Any]) -> Optional[str]:
-    for dist in owners:
-        name = _norm(header(dist, "Name"))
-        wide = re.fullmatch(r"cupy-cuda(\d+)x", name)
-        exact = re.fullmatch(r"cupy-cuda(\d+)(\d)", name)
-        if wide:
-            claims.add("cuda", f"distribution name {name}", wide.group(1))
-        elif exact:
-            claims.add("cuda", f"distribution name {name}", exact.group(1), f"{exact.group(1)}.{exact.group(2)}")
-        elif name.startswith("cupy-rocm"):
-            claims.add("rocm", f"distribution name {name}")
-        elif name == "cupy":
-            claims.note("distribution name cupy: built from source, for whichever CUDA (or ROCm) it found")
-    return None
-
-
-if __name__ == "__main__":  # python metadata.py ['["/a/site-packages", ...]']: under the diagnosed interpreter
+if __name__ == "__main__":  # a child under the diagnosed interpreter: PATH is its sys.path, as JSON
     print(json.dumps(read_builds(json.loads(sys.argv[1]) if len(sys.argv) > 1 else None)))

@@ -9,7 +9,11 @@ check takes. A GPU that computes wrong or is slow is still found on every GPU, b
 (probes/smoke) and PyTorch; what a framework's build can run depends on the GPU model, which is why
 once per model proves it. The run records the placement and why (``workload.placement``). Children take a per-GPU lock around GPU work so timings never overlap
 (see locks._lock). With no GPU, PyTorch and TensorFlow still run the training step on the CPU, so the
-code path is proven even where acceleration cannot be shown.
+code path is proven even where acceleration cannot be shown. Each framework's row in
+gpudoctor/frameworks_table.py says how it is placed (``threaded``, ``every_gpu``, ``trains_on_cpu``).
+
+Each framework's own module lies here (NAME_child.py, the row's ``child``): its workload, and with it
+the rest of what runs under the diagnosed interpreter for that framework (probes/frameworks/children.py).
 """
 
 from __future__ import annotations
@@ -20,19 +24,20 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
+from gpudoctor import frameworks_table
 from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
 from gpudoctor.probes.interpreter import Target
 from gpudoctor.probes.smoke import count_gpus, pin_uuids
 
 WORKER = "gpudoctor.probes.workload.worker"
-CPU_CAPABLE = ("torch", "tensorflow")
+#: Frameworks that train on the CPU where there is no GPU.
+CPU_CAPABLE = tuple(f.key for f in frameworks_table.FRAMEWORKS if f.trains_on_cpu)
 #: Frameworks whose child is started at once, before the GPUs are counted, and is the framework probe's
-#: child too. Not TensorFlow: Keras's seed is process-wide and its threading could not be proven on a GPU
-#: here (no TensorFlow on the GPU machines), so it keeps children of its own, pinned to their GPU.
-THREADED = ("torch", "jax", "cupy")
-#: Frameworks that run on every GPU: PyTorch measures each GPU's throughput.
-EVERY_GPU = ("torch",)
+#: child too; the others have children of their own, pinned to their GPU.
+THREADED = tuple(f.key for f in frameworks_table.FRAMEWORKS if f.threaded)
+#: Frameworks that run on every GPU.
+EVERY_GPU = tuple(f.key for f in frameworks_table.FRAMEWORKS if f.every_gpu)
 EVERY_GPU_WHY = "every GPU"
 ONCE_PER_MODEL_WHY = "once per GPU model"
 
@@ -180,8 +185,8 @@ class FrameworkChild:
                 self._smoke_printed.wait(left)
 
 
-#: The framework whose child runs on every GPU and so can host the smoke kernel (smoke.worker.host).
-SMOKE_HOST = "torch"
+#: The framework whose one child runs on every GPU and so can host the smoke kernel (smoke.worker.host).
+SMOKE_HOST = next((f for f in THREADED if f in EVERY_GPU), None)
 
 
 def framework_child(framework: str, deep: bool, timeout_s: float, target: Target, smoke: bool = False) -> FrameworkChild:
@@ -212,7 +217,7 @@ def hosted_smoke(deep: bool, timeout_s: float, target: Target) -> Callable[[list
     which has started CUDA on every GPU anyway, so the kernel costs no process and no context of its own
     (each one the driver starts delays every other child's). Empty where PyTorch is not installed."""
     def runs(ordinals: list[str], wait_s: float) -> dict[str, dict[str, Any]]:
-        if not installed(SMOKE_HOST, target):
+        if SMOKE_HOST is None or not installed(SMOKE_HOST, target):
             return {}
         return framework_child(SMOKE_HOST, deep, timeout_s, target, smoke=True).smoke_runs(ordinals, wait_s)
 

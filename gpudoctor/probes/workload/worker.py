@@ -13,10 +13,10 @@ bf16 ~1e-2; NaN never passes). Throughput is timed with device events after warm
 repeats, on random data, within a bounded share of the GPU's free memory; a busy GPU is skipped,
 not loaded.
 
-This module is the entry point only: each framework's work is in its own module (torch_run,
-tensorflow_run, jax_run, cupy_run), what they share in common.py, the GPU and process locks in
-locks.py. Those modules import their framework inside the run_* function, so the child imports only
-the framework it was asked for.
+This module is the entry point only: each framework's work is in the module its row in
+gpudoctor/frameworks_table.py names (probes/frameworks/children.py), what they share in common.py,
+the GPU and process locks in locks.py. Those modules import their framework inside their run_KEY
+function, so the child imports only the framework it was asked for.
 """
 
 from __future__ import annotations
@@ -31,19 +31,15 @@ import traceback
 from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
+from gpudoctor import frameworks_table
 from gpudoctor.procs import protocol
 from gpudoctor.procs.ending import end_child
+from gpudoctor.probes.frameworks import children
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.smoke import worker as smoke_worker
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
-from gpudoctor.probes.workload.cupy_run import run_cupy
-from gpudoctor.probes.workload.jax_run import run_jax
 from gpudoctor.probes.workload.locks import gpu_lock
-from gpudoctor.probes.workload.tensorflow_run import run_tensorflow
-from gpudoctor.probes.workload.torch_run import run_torch
 from gpudoctor.trace import mark
-
-RUNNERS = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax, "cupy": run_cupy}
 
 
 def run_device(framework: str, device: str, deep: bool, started: float, import_s: Optional[float]) -> None:
@@ -51,7 +47,7 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     this process (shared by its GPUs), None where the import failed before."""
     begun = time.monotonic()
     try:
-        result = RUNNERS[framework](device, deep)
+        result = children.run(framework)(device, deep)
     except BaseException as exc:  # noqa: BLE001 - the import or CUDA init failing is the finding
         result = {"framework": framework, "device": device, "error": f"{type(exc).__name__}: {exc}"[:800],
                   "traceback_tail": traceback.format_exc()[-1200:]}
@@ -184,7 +180,7 @@ def main(argv: list[str]) -> int:
             if "import_error" not in report(framework, placed):
                 import_s = time.monotonic() - started
         else:
-            importlib.import_module(framework)
+            importlib.import_module(frameworks_table.module(framework))
             import_s = time.monotonic() - started
     except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes

@@ -1,27 +1,138 @@
-"""PyTorch's workload on one GPU: element-wise, matmul and cuDNN convolution checks, a training step,
-and throughput.
+"""PyTorch under the diagnosed interpreter (probes/frameworks/children.py): its facts once imported
+(probe_torch), what its package says of its build without importing it (read_torch, for ``check
+--quick``), and its workload on one GPU (run_torch): element-wise, matmul and cuDNN convolution checks,
+a training step, and throughput.
 
 Throughput is timed with device events after warm-up, median of repeats, on random data, within a
 bounded share of the GPU's free memory (common.MEMORY_SHARE); a busy GPU is skipped, not loaded
 (common.BUSY_USED_SHARE). Without a GPU only the training step runs, on the CPU, to prove the code
-path. PyTorch is imported inside run_torch: the child imports only the framework it was asked for.
+path. PyTorch is imported inside the functions that ask it: a child imports only the framework it was
+asked for.
 
-Runs in the workload child under the diagnosed interpreter: standard library only at module level.
+Runs in the framework and workload children under the diagnosed interpreter: standard library only at
+module level.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import threading
 import time
 import traceback
+import warnings
 from typing import Any, Callable, Optional
 
+from gpudoctor.probes.frameworks.asking import _cudnn_text, _try, _uuid, stage
+from gpudoctor.probes.frameworks.metadata import (Package, _Claims, _cuda_requirements, _local_tag, _record, _text,
+                                                  dist_version)
 from gpudoctor.probes.workload.common import (BUSY_USED_SHARE, MEMORY_SHARE, _check, _step, cuda_index, host_timed,
                                               reference, rel_err, training_verdict)
 from gpudoctor.probes.workload.locks import _GLOBAL_STATE, _lock
+from gpudoctor.trace import mark
 
+
+# --- its facts, once imported (probes/frameworks/worker.py) -------------------------------------------
+
+def probe_torch() -> dict[str, Any]:
+    import torch
+
+    mark("torch facts: imported")
+    stage("cuda_init")
+    info: dict[str, Any] = {"version": torch.__version__, "built_cuda": torch.version.cuda,
+                            "built_hip": getattr(torch.version, "hip", None)}
+    info["cpu_only_build"] = not torch.version.cuda and not info["built_hip"]
+    info["built_cudnn"] = _try(lambda: ".".join(map(str, torch._C._cudnn.getCompileVersion())))
+    info["arch_list"] = _try(torch.cuda.get_arch_list)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        info["cuda_available"] = bool(torch.cuda.is_available())
+    info["warnings"] = [str(w.message)[:500] for w in caught]
+    try:
+        torch.cuda.init()
+    except Exception as exc:  # noqa: BLE001 - the message is the fact we want
+        info["init_error"] = f"{type(exc).__name__}: {exc}"[:800]
+    mark("torch facts: CUDA started")
+    devices = []
+    # After a failed start (a bad PYTORCH_CUDA_ALLOC_CONF, say) asking for a GPU's properties crashes
+    # PyTorch (2.11: SIGSEGV): its own error is the fact, and no GPU is usable.
+    if info["cuda_available"] and "init_error" not in info:
+        stage("devices")
+        for i in range(torch.cuda.device_count()):
+            props = torch.cuda.get_device_properties(i)
+            devices.append({"index": i, "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
+                            "uuid": _uuid(getattr(props, "uuid", ""))})
+        info["runtime_cudnn"] = _try(lambda: _cudnn_text(torch.backends.cudnn.version()))
+        info["runtime_nccl"] = _try(lambda: ".".join(map(str, torch.cuda.nccl.version())))
+        stage("first_kernel")
+        info["smoke"] = _try(lambda: float((torch.ones(2, 2, device="cuda") @ torch.ones(2, 2, device="cuda")).sum()))
+    info["devices"] = devices
+    return info
+
+
+# --- its package, read without importing it (probes/frameworks/metadata.py, check --quick) ------------
+
+def read_torch(package: Package) -> Optional[str]:
+    """torch/version.py, which ``torch.version.cuda`` reads, and the libraries its RECORD lists, besides
+    what every package says (metadata.read_common)."""
+    owners, mod_dir, claims = package.owners, package.mod_dir, package.claims
+    module_version = None
+    text = _text(os.path.join(mod_dir, "version.py")) if mod_dir else None
+    if text:
+        module_version = _py_str(text, "__version__")
+        cuda, hip, rocm, xpu = (_py_value(text, k) for k in ("cuda", "hip", "rocm", "xpu"))
+        if cuda is not None and cuda != "None":
+            built = re.match(r"(\d+)\.(\d+)", cuda.strip("'\""))
+            claims.add("cuda", f"torch/version.py says cuda = {cuda}", built.group(1) if built else None,
+                       f"{built.group(1)}.{built.group(2)}" if built else None, file=True)
+        elif any(v not in (None, "None") for v in (hip, rocm)):
+            claims.add("rocm", f"torch/version.py says cuda = None, hip = {hip}", file=True)
+        elif xpu not in (None, "None"):
+            claims.add("xpu", f"torch/version.py says cuda = None, xpu = {xpu}", file=True)
+        elif cuda == "None":
+            claims.add("cpu", "torch/version.py says cuda = None" + (", hip = None" if hip == "None" else ""), file=True)
+    for dist in owners:
+        _local_tag(dist_version(dist), claims)
+        _cuda_requirements(dist, claims)
+        _torch_record(dist, claims)
+    return module_version
+
+
+def _torch_record(dist: Any, claims: _Claims) -> None:
+    libs = _record(dist, "torch/lib/")
+    if libs is None:
+        return
+    gpu = {"cuda": r"torch/lib/(lib)?(torch_cuda|c10_cuda)\.(so|dll|dylib)$",
+           "rocm": r"torch/lib/(lib)?(torch_hip|c10_hip)\.(so|dll)$",
+           "xpu": r"torch/lib/(lib)?(torch_xpu|c10_xpu)\.(so|dll)$"}
+    for backend, pattern in gpu.items():
+        hit = min((f for f in libs if re.match(pattern, f)), key=lambda f: "c10_" in f, default=None)
+        if hit:
+            major = None
+            cudart = next((f for f in libs if re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", f)), None)
+            if backend == "cuda" and cudart:
+                found = re.match(r"torch/lib/libcudart[-.][^/]*\.so\.(\d+)", cudart)  # the pattern cudart was found by
+                major = found.group(1) if found else None
+            claims.add(backend, f"RECORD lists {hit}" + (f" and {cudart}" if major else ""), major)
+            return
+    cpu_lib = next((f for f in libs if re.match(r"torch/lib/(lib)?torch_cpu\.(so|dll|dylib)$", f)), None)
+    if cpu_lib:  # the CPU/CUDA library split (PyTorch 1.5+): a CUDA build always has libtorch_cuda too
+        claims.add("cpu", f"RECORD lists {cpu_lib} but no torch/lib/libtorch_cuda.so")
+
+
+def _py_value(text: str, key: str) -> Optional[str]:
+    """The right-hand side of ``key = ...`` / ``key: Optional[str] = ...`` in a generated file, as written."""
+    match = re.search(rf"^{key}\s*(?::[^=\n]*)?=\s*(None|'[^'\n]*'|\"[^\"\n]*\")\s*$", text, re.M)
+    return match.group(1) if match else None
+
+
+def _py_str(text: str, key: str) -> Optional[str]:
+    value = _py_value(text, key)
+    return value.strip("'\"") if value and value != "None" else None
+
+
+# --- its workload (worker.py) -------------------------------------------------------------------------
 
 def run_torch(device: str, deep: bool) -> dict[str, Any]:
     import torch
