@@ -105,8 +105,31 @@ def select_probes(names: Collection[str], quick: bool = False, deep: bool = Fals
         return [replace(p, run=p.quick_run, variant="quick") if p.quick_run else p for p in chosen]
     chosen = [replace(p, run=p.deep_run, variant="deep") if deep and p.deep_run else p for p in chosen]
     if any(p.name == "workload" for p in chosen):  # one child per framework serves both probes
-        return [_shared(p, deep, hosts_smoke=any(p.name == "smoke" for p in chosen)) for p in chosen]
+        chosen = [_shared(p, deep, hosts_smoke=any(p.name == "smoke" for p in chosen)) for p in chosen]
+        if any(p.name == "multigpu" for p in chosen):
+            chosen = _multigpu_after_workload(chosen)
     return chosen
+
+
+def _multigpu_after_workload(chosen: list[Probe]) -> list[Probe]:
+    """The multi-GPU tests start once the workloads have ended: their children hold CUDA contexts (2 GiB each)
+    on every GPU while they run, which a workload timing its GPU rightly sees as another process there, so
+    that its figures would go unjudged (RUN019). The tests wait at most as long as the workloads may take."""
+    ended = threading.Event()
+    workload = next(p for p in chosen if p.name == "workload")
+
+    def workload_run(target: Target) -> dict[str, Any]:
+        try:
+            return workload.run(target)
+        finally:
+            ended.set()
+
+    def after(run: ProbeRun) -> ProbeRun:
+        return lambda target: (ended.wait(workload.timeout_s), run(target))[1]
+
+    return [replace(p, run=workload_run) if p is workload else
+            replace(p, run=after(p.run), timeout_s=p.timeout_s + workload.timeout_s) if p.name == "multigpu" else p
+            for p in chosen]
 
 
 def _shared(probe: Probe, deep: bool, hosts_smoke: bool) -> Probe:

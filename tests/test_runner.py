@@ -287,3 +287,38 @@ def test_the_progress_display_shows_on_a_terminal_only(tmp_path):
     assert "\r\x1b[2Kgpudoctor: report written to " in shown  # the live line is cleared first
     piped = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert piped.stderr == f"gpudoctor: report written to {tmp_path / 'r.txt'}\n"
+
+
+def test_the_multi_gpu_tests_start_once_the_workloads_have_ended(monkeypatch):
+    """Their children hold contexts on every GPU, which a workload timing its GPU would see as another process."""
+    import threading as _threading
+    import time as _time
+
+    from gpudoctor import runner
+    from gpudoctor.probes import interpreter
+
+    order: list[str] = []
+    release = _threading.Event()
+
+    def workload(target, timeout_s=0.0, deep=False, smoke=False):
+        order.append("workload begins")
+        release.wait(5)
+        order.append("workload ends")
+        return {"workload": {}}
+
+    monkeypatch.setattr(runner, "probe_workload", workload)
+    monkeypatch.setattr(runner, "probe_multigpu", lambda target: order.append("multigpu begins") or {"multigpu": {}})
+    probes = {p.name: p for p in runner.select_probes({"smoke", "workload", "multigpu"}, deep=True)}
+    assert probes["multigpu"].timeout_s == runner.MULTIGPU_TIMEOUT_S + probes["workload"].timeout_s
+    target = interpreter.own()
+    threads = [_threading.Thread(target=probes[n].run, args=(target,)) for n in ("multigpu", "workload")]
+    for t in threads:
+        t.start()
+    _time.sleep(0.2)
+    assert order == ["workload begins"]  # the tests wait
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["workload begins", "workload ends", "multigpu begins"]
+    alone = {p.name: p for p in runner.select_probes({"multigpu"}, deep=True)}
+    assert alone["multigpu"].timeout_s == runner.MULTIGPU_TIMEOUT_S  # no workloads: nothing to wait for
