@@ -355,3 +355,44 @@ def test_no_resource_warning_under_dev_mode(tmp_path):
     assert "Exception ignored" not in run.stderr and "ResourceWarning" not in run.stderr, run.stderr
     [grandchild] = pids_in(pidfile, 1)
     assert gone(grandchild)
+
+
+SWALLOWING = """
+    from gpudoctor import pipeline as _pipeline
+    _real = _pipeline.run_probes
+
+    def _swallowing(*args, **kwargs):
+        import threading, time
+        threading.Thread(target=_real, args=args, kwargs=kwargs, daemon=True).start()
+        while True:  # as Python does for a KeyboardInterrupt raised in a weakref callback: it goes nowhere
+            try:
+                time.sleep(60)
+            except KeyboardInterrupt:
+                pass
+
+    _pipeline.run_probes = _swallowing
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_stop_whose_interrupt_python_swallowed_still_ends_gpudoctor(tmp_path, sig):
+    """A stop lands where Python drops the KeyboardInterrupt it raises (seen under load: a hang-up during an
+    import, "Exception ignored in _get_module_lock"): the backstop still ends gpudoctor as the clean-up would,
+    children killed and exit 3, a few seconds later instead of at the run's own end."""
+    from gpudoctor.cli import STOP_GRACE_S
+
+    pidfile = tmp_path / "pids"
+    (tmp_path / "sleeper.py").write_text(textwrap.dedent(SLEEPER.format(pidfile=str(pidfile))))
+    fake = textwrap.dedent(FAKE_GPUDOCTOR.format(root=str(ROOT), tmp=str(tmp_path)))
+    fake = fake.replace("from gpudoctor.cli import main\n", textwrap.dedent(SWALLOWING) + "from gpudoctor.cli import main\n")
+    proc = subprocess.Popen([sys.executable, "-c", fake], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_signals)
+    child, grandchild = pids_in(pidfile, 2, within_s=20)
+    time.sleep(1.0)  # the main thread is past the import of the checks, waiting on the probes
+    start = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 3, err
+    assert STOP_GRACE_S - 0.5 < time.monotonic() - start < STOP_GRACE_S + 5, err
+    assert "gpudoctor: interrupted" in err.decode()
+    assert gone(child) and gone(grandchild)

@@ -182,14 +182,21 @@ def test_the_whole_probe_reports_p2p_faults(monkeypatch, tmp_path, mode, code):
 
 # --- selection: --deep, --quick ------------------------------------------------------------------------
 
-def test_deep_adds_the_multigpu_probe_and_the_deep_workload():
+def test_deep_adds_the_multigpu_probe_and_the_deep_workload(monkeypatch):
+    from gpudoctor import runner
+    from gpudoctor.probes.interpreter import own
+
     names = {p.name for p in PROBES}
     assert "multigpu" in GPU_WORK and DEEP_ONLY == ("multigpu",)
     assert "multigpu" not in {p.name for p in select_probes(names)}
     deep_probes = {p.name: p for p in select_probes(names, deep=True)}
     assert "multigpu" in deep_probes
-    workload = next(p for p in PROBES if p.name == "workload")
-    assert deep_probes["workload"].run is workload.deep_run
+    asked: list[dict] = []
+    monkeypatch.setattr(runner, "probe_workload", lambda target, timeout_s, deep=False, smoke=False:
+                        asked.append({"deep": deep, "smoke": smoke}) or {"workload": {}})
+    assert deep_probes["workload"].variant == "deep"
+    deep_probes["workload"].run(own())
+    assert asked == [{"deep": True, "smoke": True}]  # the deep workload, hosting the smoke kernel
     assert {p.name for p in select_probes(names, quick=True, deep=True)} == names - set(GPU_WORK)
 
 

@@ -86,7 +86,7 @@ def test_no_other_module_decodes_cuda_by_hand():
 #: Divisions by 1000 or 10000 that decode no CUDA, cuDNN or NCCL code, each with why.
 NOT_A_VERSION_CODE = {
     "gpudoctor/probes/libnames.py:_cublaslt": "cuBLASLt's own code, read only where the library is loaded",
-    "gpudoctor/probes/smoke/worker.py:run": "the smoke kernel's input pattern, not a version",
+    "gpudoctor/probes/smoke/worker.py:_inputs": "the smoke kernel's input pattern, not a version",
 }
 
 
