@@ -487,3 +487,18 @@ def test_the_cpu_comparison_runs_beside_gpu_0s_work_and_adds_to_its_training():
     failing = torch_run._Background(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failing.result()
+
+
+def test_a_hosted_kernel_that_hangs_does_not_hold_the_child(monkeypatch):
+    hang = threading.Event()
+    monkeypatch.setattr(worker, "HOSTED_WAIT_S", 0.2)
+    monkeypatch.setattr(worker.smoke_worker, "host", lambda devices, lock: [
+        threading.Thread(target=hang.wait, daemon=True) for _ in devices])
+    host = worker.SmokeHost(True)
+    host.start(["0"])
+    for thread in host._threads or []:
+        thread.start()
+    began = time.monotonic()
+    host.join()
+    assert time.monotonic() - began < 1.0
+    hang.set()

@@ -62,6 +62,11 @@ def run_device(framework: str, device: str, deep: bool, started: float, import_s
     mark(f"{framework} {device}: printed")
 
 
+#: How long a child waits for the smoke kernel's hosted runs before it exits: the smoke probe's own limit
+#: for a child of its own (runner.SMOKE_TIMEOUT_S).
+HOSTED_WAIT_S = 30.0
+
+
 class SmokeHost:
     """The smoke kernel's runs from this child (``--smoke``): started on the GPUs placement gives the child as
     soon as the framework has started CUDA (contexts_early), while it still reports its facts, or after
@@ -71,16 +76,22 @@ class SmokeHost:
         self.wanted = wanted
         self._lock = threading.Lock()
         self._threads: Optional[list[threading.Thread]] = None
+        self._began = 0.0
 
     def start(self, devices: list[str]) -> None:
         with self._lock:
             if not self.wanted or self._threads is not None:
                 return
+            self._began = time.monotonic()
             self._threads = smoke_worker.host([d for d in devices if d != "cpu"], lambda o: gpu_lock(o, shared=True))
 
     def join(self) -> None:
+        """Wait for the runs, at most HOSTED_WAIT_S from their start: a kernel that hangs must not hold the
+        child, and the workloads' results with it, to the workload's own limit; its GPU then gets a smoke
+        child of its own, bounded by the smoke probe's limit."""
+        end = self._began + HOSTED_WAIT_S
         for thread in self._threads or []:
-            thread.join()
+            thread.join(max(0.0, end - time.monotonic()))
 
 
 def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambda: None) -> None:
@@ -164,8 +175,8 @@ def main(argv: list[str]) -> int:
     if smoke.wanted:
         threading.Thread(target=_read_told, args=(argv[1], told), name="devices", daemon=True).start()
     if framework == "torch":
-        threading.Thread(target=contexts_early, args=(facts_done, lambda: smoke.start(told.result())),
-                         name="contexts", daemon=True).start()
+        then = (lambda: smoke.start(told.result())) if smoke.wanted else (lambda: None)
+        threading.Thread(target=contexts_early, args=(facts_done, then), name="contexts", daemon=True).start()
     early: list[list[str]] = []  # a framework placed once per GPU model learns its GPU before CUDA starts
 
     def placed() -> None:
