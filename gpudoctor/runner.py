@@ -125,7 +125,11 @@ def _multigpu_after_workload(chosen: list[Probe]) -> list[Probe]:
             ended.set()
 
     def after(run: ProbeRun) -> ProbeRun:
-        return lambda target: (ended.wait(workload.timeout_s), run(target))[1]
+        def waiting(target: Target) -> dict[str, Any]:
+            ended.wait(workload.timeout_s)
+            return run(target)
+
+        return waiting
 
     return [replace(p, run=workload_run) if p is workload else
             replace(p, run=after(p.run), timeout_s=p.timeout_s + workload.timeout_s) if p.name == "multigpu" else p

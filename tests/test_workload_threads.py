@@ -478,13 +478,13 @@ def test_the_cpu_comparison_runs_beside_gpu_0s_work_and_adds_to_its_training():
     from gpudoctor.probes.workload import torch_child as torch_run
 
     began = time.monotonic()
-    slow = torch_run._Background(lambda: time.sleep(0.2) or (0.2, [0.5, 0.5, 0.5, 0.004, 0.006, 0.005]))
+    slow = torch_run._in_background(lambda: time.sleep(0.2) or (0.2, [0.5, 0.5, 0.5, 0.004, 0.006, 0.005]))
     assert time.monotonic() - began < 0.1  # started, not waited for
     training = {"ok": True, "warm_step_s": 0.001}
     torch_run._compare_cpu(training, *slow.result())
     assert training["cpu_compare_s"] == 0.2 and training["cpu_warm_step_s"] == 0.005
     assert training["speedup_vs_cpu"] == pytest.approx(5.0)
-    failing = torch_run._Background(lambda: 1 / 0)
+    failing = torch_run._in_background(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failing.result()
 

@@ -90,7 +90,7 @@ def probe_smoke(timeout_s: float = 30.0, host: Optional[Host] = None) -> dict[st
                      if host and devices else {})
     own = [d for d in devices if str(d["ordinal"]) not in hosted]
     children = dict(zip((str(d["ordinal"]) for d in own), _run_all(own, timeout_s)))
-    runs = [{**d, **hosted[str(d["ordinal"])], "ordinal": d["ordinal"]} if str(d["ordinal"]) in hosted
+    runs = [_merged(d, hosted[str(d["ordinal"])]) if str(d["ordinal"]) in hosted
             else _record(d, children[str(d["ordinal"])], timeout_s) for d in devices]
     if count.get("source") == NVML_SOURCE and any("error" in run for run in runs):
         return _as_cuda_counts({str(d["uuid"]): children[str(d["ordinal"])] for d in own}, timeout_s)
@@ -130,6 +130,11 @@ def _record(device: dict[str, Any], child: ChildResult, timeout_s: float) -> dic
     result = child.section("run")
     if result is None:
         return {**device, "ok": False, "error": _failure(child, timeout_s)}
+    return _merged(device, result)
+
+
+def _merged(device: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """A GPU of the count with its kernel's result, under the count's ordinal (a pinned child calls it 0)."""
     return {**device, **result, "ordinal": device["ordinal"]}
 
 

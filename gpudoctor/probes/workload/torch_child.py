@@ -22,6 +22,7 @@ import threading
 import time
 import traceback
 import warnings
+from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 from gpudoctor.probes.frameworks.asking import _cudnn_text, _try, _uuid, stage
@@ -153,7 +154,7 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
         if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
-            cpu = _Background(lambda: _cpu_training(torch))
+            cpu = _in_background(lambda: _cpu_training(torch))
         _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
         _step(out, "matmul", lambda: _torch_matmul(torch, dev))
         _step(out, "conv", lambda: _torch_conv(torch, dev))
@@ -169,27 +170,18 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
     return out
 
 
-class _Background:
-    """``fn()`` in a thread of its own, started at once; result() waits for it (and raises what it raised)."""
+def _in_background(fn: Callable[[], Any]) -> Future:
+    """``fn()`` in a thread of its own, started at once; its Future's result() waits for it."""
+    done: Future = Future()
 
-    def __init__(self, fn: Callable[[], Any]):
-        self._fn = fn
-        self._out: Any = None
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, name="cpu-compare", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
+    def run() -> None:
         try:
-            self._out = self._fn()
+            done.set_result(fn())
         except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
-            self._error = exc
+            done.set_exception(exc)
 
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._out
+    threading.Thread(target=run, name="cpu-compare", daemon=True).start()
+    return done
 
 
 def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
