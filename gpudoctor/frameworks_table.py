@@ -50,6 +50,10 @@ class Framework:
     threaded: bool = False  # one child for all its GPUs, a thread each, that is the framework probe's child too
     every_gpu: bool = False  # it runs on every GPU, not once per GPU model
     trains_on_cpu: bool = False  # without a GPU its training step still runs, on the CPU, to prove the code path
+    #: The extension module whose loading brings in the CUDA runtime the framework calls ("torch._C"): its child
+    #: starts CUDA through that runtime, and makes the GPUs' contexts, while the rest of the import still runs
+    #: (probes/workload/worker.py cuda_early). Empty: CUDA starts when the framework starts it.
+    cuda_runtime_module: str = ""
     # --- its compatibility matrix (compat/)
     matrix: str = ""  # the topic of its file in compat_matrix/ (compat_matrix/pytorch.json); empty: its key
     #: Fields its matrix entries hold beyond a release's usual ones (compat/data.py RELEASE), with their type
@@ -76,6 +80,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
               cpu_only_says="torch.version.cuda is None.",
               cpu_only_says_error="torch.version.cuda is None ({error}).",
               threaded=True, every_gpu=True, trains_on_cpu=True,  # every GPU: PyTorch measures each GPU's throughput
+              cuda_runtime_module="torch._C",
               matrix="pytorch", option_metavar="VER[+cuXXX|+cpu]",
               option_help="PyTorch version; without +cuXXX, the plain PyPI wheel (CUDA on Linux, CPU-only on Windows "
                           "and macOS); VER=BUILD a conda package (1.12.1=py3.9_cuda11.3_cudnn8.3.2_0)."),

@@ -462,6 +462,93 @@ def test_without_cuda_the_early_contexts_give_up_when_the_facts_are_done(monkeyp
     assert not early.is_alive() and fake.retained == [] and hosted == []  # the host runs the kernel after the facts
 
 
+class FakeCudart:
+    """The CUDA runtime a framework's extension module brought in, as cuda_early sees it."""
+
+    def __init__(self):
+        self.modes: list[int] = []
+        self.counted = 0
+
+    def open(self, name, mode=0):
+        self.modes.append(mode)
+        return self
+
+    def cudaGetDeviceCount(self, ref):
+        self.counted += 1
+        return 0
+
+
+def start_cuda_early(monkeypatch, maps: list[str], module="fakefw._C"):
+    fake, done = FakeCudart(), threading.Event()
+    monkeypatch.setattr(worker.ctypes, "CDLL", fake.open)
+    monkeypatch.setattr(worker, "loaded_library", lambda prefix: maps[0] if len(set(maps)) == 1 else None)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    early = threading.Thread(target=worker.cuda_early, args=(module, done))
+    early.start()
+    time.sleep(0.05)
+    return fake, done, early
+
+
+def test_cuda_starts_through_the_frameworks_own_runtime_once_its_module_is_in(monkeypatch):
+    import os
+    import types
+
+    fake, done, early = start_cuda_early(monkeypatch, ["/venv/nvidia/cu13/lib/libcudart.so.13"])
+    assert fake.counted == 0  # the framework's runtime is not in yet: nothing is loaded in its place
+    monkeypatch.setitem(sys.modules, "fakefw._C", types.ModuleType("fakefw._C"))
+    early.join(5)
+    assert not early.is_alive() and fake.counted == 1
+    assert fake.modes and all(m & os.RTLD_NOLOAD for m in fake.modes)  # the runtime already loaded, never another
+
+
+@pytest.mark.parametrize("maps", [[], ["/a/libcudart.so.12", "/b/libcudart.so.13"]], ids=["static", "two"])
+def test_cuda_is_left_to_the_framework_without_exactly_one_runtime_loaded(monkeypatch, maps):
+    import types
+
+    fake, done, early = start_cuda_early(monkeypatch, maps)
+    monkeypatch.setitem(sys.modules, "fakefw._C", types.ModuleType("fakefw._C"))
+    early.join(5)
+    assert not early.is_alive() and fake.counted == 0 and fake.modes == []
+
+
+def test_cuda_early_gives_up_when_the_facts_are_done_without_the_module(monkeypatch):
+    fake, done, early = start_cuda_early(monkeypatch, ["/venv/libcudart.so.13"])
+    done.set()  # a CPU-only build, or a failed import: the module never came
+    early.join(5)
+    assert not early.is_alive() and fake.counted == 0
+
+
+def test_the_loaded_library_is_read_from_this_process_maps():
+    import ctypes.util
+
+    libc = worker.loaded_library("libc.so")
+    assert libc is not None and libc in open("/proc/self/maps").read() and ctypes.util.find_library("c")
+    assert worker.loaded_library("libgpudoctor-no-such") is None
+
+
+def test_only_the_threaded_every_gpu_framework_names_a_module_that_brings_cuda():
+    from gpudoctor import frameworks_table
+
+    early = [f.key for f in frameworks_table.FRAMEWORKS if f.cuda_runtime_module]
+    assert early == ["torch"] and all(frameworks_table.get(k).every_gpu for k in early)
+
+
+def test_a_background_compile_hands_its_result_or_its_failure_to_the_step_that_asks():
+    import threading as threads
+
+    from gpudoctor.probes.workload import jax_child
+
+    ran_in = []
+    done = jax_child._compile_in_background(lambda: ran_in.append(threads.current_thread().name) or 42)
+    assert done.result(5) == 42 and ran_in == ["jax-training-compile"]
+
+    def fails():
+        raise RuntimeError("XLA: out of memory while compiling")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        jax_child._compile_in_background(fails).result(5)
+
+
 def test_the_smoke_host_starts_once_and_only_where_asked(monkeypatch):
     started = []
     monkeypatch.setattr(worker.smoke_worker, "host", lambda devices, lock: started.append(devices) or [])
