@@ -253,6 +253,7 @@ SHAPE: dict[str, str] = {
     "facts.workload.placement": _OBJ, "facts.workload.placement.*": _OBJ, "facts.workload.placement.*.devices": _LIST,
     "facts.workload.placement.*.why": _STR, "facts.frameworks.*.info.pinned": _OBJ,
     "facts.workload.runs[]": _OBJ, "facts.workload.runs[].framework": _STR, "facts.workload.runs[].device": _STR,
+    "facts.workload.runs[].checks_on": _STR,
     "facts.workload.runs[].throughput": _OBJ, "facts.workload.runs[].throughput.h2d_gbs": _NUM,
     "facts.workload.runs[].throughput.d2h_gbs": _NUM, "facts.workload.runs[].throughput.device_copy_gbs": _NUM,
     "facts.workload.runs[].throughput.matmul_bf16_tflops": _NUM, "facts.workload.runs[].throughput.matmul_tf32_tflops": _NUM,

@@ -71,3 +71,19 @@ def test_frameworks_see_every_gpu_as_they_say_themselves(report):
     torch.backends.cudnn.version()
     maps = [line.split()[-1] for line in open("/proc/self/maps") if "libcudnn.so" in line]
     assert loaded["libcudnn"] in maps
+
+
+def test_pytorch_checks_each_model_once_and_measures_every_gpu(report):
+    """A default check: the first GPU of each model makes PyTorch's correctness checks and training step, the
+    others say which GPU made them; every GPU measures its throughput and runs the smoke kernel."""
+    runs = [r for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"]
+    names = {r["device"]: r["name"] for r in runs}
+    first = {}
+    for device in sorted(names, key=int):
+        first.setdefault(names[device], device)
+    for run in runs:
+        assert run["throughput"]["ok"], run["device"]
+        if first[run["name"]] == run["device"]:
+            assert "checks_on" not in run and run["training"]["ok"] and run["conv"]["ok"]
+        else:
+            assert run["checks_on"] == first[run["name"]] and "training" not in run and "conv" not in run

@@ -70,7 +70,7 @@ def _facts_child(monkeypatch, capsys, line: str, started: bool = False) -> tuple
     monkeypatch.setattr(children, "probe", lambda key: lambda: seen.append(os.environ["CUDA_VISIBLE_DEVICES"]) or
                         {"version": "0.0", "devices": [{"index": 0}]})
     monkeypatch.setattr(facts_worker, "_loaded", lambda: [])
-    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
                         or {"framework": "jax", "device": device})
     monkeypatch.setattr(sys, "stdin", io.StringIO(line))
     worker.main(["jax", "-", "--facts"])

@@ -60,7 +60,7 @@ def test_a_one_gpu_child_that_crashed_says_so():
 def test_every_gpu_gets_its_own_line_and_a_failing_gpu_does_not_stop_the_others(monkeypatch, capsys):
     started = []
 
-    def fake(device, deep):
+    def fake(device, deep, checks_on=None):
         started.append(threading.current_thread().name)
         if device == "1":
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
@@ -79,7 +79,7 @@ def test_every_gpu_gets_its_own_line_and_a_failing_gpu_does_not_stop_the_others(
 
 def test_tensorflow_devices_run_one_after_another_in_the_main_thread(monkeypatch, capsys):
     seen = []
-    monkeypatch.setattr(children, "run", lambda key: lambda device, deep:
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None:
                         seen.append(threading.current_thread().name) or {"device": device})
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
     worker.main(["tensorflow", "0,1"])
@@ -88,7 +88,7 @@ def test_tensorflow_devices_run_one_after_another_in_the_main_thread(monkeypatch
 
 def test_a_failed_import_is_each_gpus_error(monkeypatch, capsys):
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: (_ for _ in ()).throw(ImportError(name)))
-    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: __import__("no_such_module_for_gpudoctor"))
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: __import__("no_such_module_for_gpudoctor"))
     worker.main(["jax", "0,1"])
     out = capsys.readouterr().out
     assert out.count('"error": "ModuleNotFoundError: No module named \'no_such_module_for_gpudoctor\'"') == 2
@@ -146,7 +146,7 @@ import sys, time
 from gpudoctor.probes.frameworks import children
 from gpudoctor.probes.workload import worker
 
-def fake(device, deep):
+def fake(device, deep, checks_on=None):
     if device == "2":
         time.sleep(600)  # a wedged GPU: this thread never returns
     return {"framework": "torch", "device": device, "training": {"ok": True}}
@@ -219,7 +219,7 @@ def test_children_started_before_the_count_read_it_on_stdin(monkeypatch):
 def test_the_worker_takes_its_gpus_from_stdin(monkeypatch, capsys):
     import io
 
-    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: {"framework": "cupy", "device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: {"framework": "cupy", "device": device})
     monkeypatch.setattr(worker.importlib, "import_module", lambda name: None)
     monkeypatch.setattr(sys, "stdin", io.StringIO("0,1\n"))
     worker.main(["cupy", "-"])
@@ -350,7 +350,7 @@ def test_a_facts_report_that_fails_still_gives_the_framework_probe_its_line(monk
     """Reading the facts raised outside the import's own guard: the child prints the framework line with
     the error at once, rather than leaving the framework probe to wait out its limit."""
     monkeypatch.setattr(worker, "report", lambda name, *_: (_ for _ in ()).throw(OSError("/proc/self/maps: gone")))
-    monkeypatch.setattr(children, "run", lambda key: lambda device, deep: {"framework": "torch", "device": device})
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: {"framework": "torch", "device": device})
     worker.main(["torch", "cpu", "--facts"])
     lines = [__import__("json").loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[0]["section"] == "framework" and lines[0]["data"]["import_error"] == "OSError: /proc/self/maps: gone"

@@ -166,7 +166,21 @@ def acceleration_line(facts: dict[str, Any]) -> str:
         parts.append(_results_phrase(work)
                      + (f", training learned in {sum(1 for t in trained if t.get('ok') is True)} of {len(trained)}"
                         if trained else ""))
-    return "; ".join([*parts, *placement_phrases(facts), *multigpu_phrases(facts), *cluster_phrases(facts)])
+    return "; ".join([*parts, *placement_phrases(facts), *checked_once_phrases(work), *multigpu_phrases(facts),
+                      *cluster_phrases(facts)])
+
+
+def checked_once_phrases(work: list[dict[str, Any]]) -> list[str]:
+    """"PyTorch checked and trained once per GPU model, its throughput measured on every GPU" where some
+    of its runs left those steps to another GPU of their model (``checks_on``)."""
+    from gpudoctor.render.proof import elsewhere
+
+    names = []
+    for run in work:
+        label = frameworks_table.label(str(run.get("framework")))
+        if elsewhere(run) and label not in names:
+            names.append(label)
+    return [f"{' and '.join(names)} checked and trained once per GPU model, its throughput measured on every GPU"] if names else []
 
 
 def placement_phrases(facts: dict[str, Any]) -> list[str]:
@@ -192,11 +206,11 @@ def placement_phrases(facts: dict[str, Any]) -> list[str]:
 def _results_phrase(work: list[dict[str, Any]]) -> str:
     """The proof table's "Results vs CPU" column summed in its own unit, the comparison ("results vs CPU
     correct in 10 of 10" over rows of 6, 2 and 2), with the runs that made none counted apart."""
-    from gpudoctor.render.proof import comparisons
+    from gpudoctor.render.proof import comparisons, elsewhere
 
     made = [c for r in work if not (r.get("error") or r.get("skipped")) for _, c in comparisons(r)]
     correct = sum(1 for c in made if "error" not in c and c.get("ok") is True)
-    silent = sum(1 for r in work if r.get("error") or r.get("skipped") or not comparisons(r))
+    silent = sum(1 for r in work if r.get("error") or r.get("skipped") or not (comparisons(r) or elsewhere(r)))
     phrase = f"results vs CPU correct in {correct} of {len(made)}" if made else "no results vs CPU"
     return phrase + (f" ({silent} of {len(work)} framework run(s) gave none)" if silent else "")
 

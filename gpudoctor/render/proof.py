@@ -136,7 +136,7 @@ def _results(run: dict[str, Any]) -> str:
         return "skipped"
     checks = comparisons(run)
     if not checks:
-        return NONE
+        return elsewhere(run) or NONE
     failed = [what for what, c in checks if "error" in c]
     wrong = [what for what, c in checks if "error" not in c and c.get("ok") is not True]
     if failed:
@@ -146,10 +146,17 @@ def _results(run: dict[str, Any]) -> str:
     return f"{len(checks)} of {len(checks)} correct"
 
 
+def elsewhere(run: dict[str, Any]) -> Optional[str]:
+    """"on cuda:0, same model" where the run left its correctness checks and training step to another GPU
+    of its model (``checks_on``); None where it did not."""
+    on = run.get("checks_on")
+    return f"on cuda:{on}, same model" if isinstance(on, str) and not (run.get("error") or run.get("skipped")) else None
+
+
 def _training(run: dict[str, Any]) -> str:
     t = run.get("training")
     if not isinstance(t, dict):
-        return NONE
+        return elsewhere(run) or NONE
     if "error" in t:
         return "failed"
     first, last, steps = _num(t.get("loss_first")), _num(t.get("loss_last")), t.get("steps")

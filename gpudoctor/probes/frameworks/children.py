@@ -36,8 +36,10 @@ def probe(key: str) -> Callable[[], dict[str, Any]]:
     return getattr(module(key), f"probe_{key}")
 
 
-def run(key: str) -> Callable[[str, bool], dict[str, Any]]:
-    """Framework ``key``'s workload on one device."""
+def run(key: str) -> Callable[[str, bool, Optional[str]], dict[str, Any]]:
+    """Framework ``key``'s workload on one device: run_KEY(device, deep, checks_on), where ``checks_on``
+    names the GPU of the same model whose run makes the correctness checks and the training step, so this
+    run makes only what is measured on every GPU (None: this run makes them all)."""
     return getattr(module(key), f"run_{key}")
 
 

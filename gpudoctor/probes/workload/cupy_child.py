@@ -73,7 +73,7 @@ def read_cupy(package: Package) -> Optional[str]:
 
 # --- its workload (worker.py) -------------------------------------------------------------------------
 
-def run_cupy(device: str, deep: bool) -> dict[str, Any]:
+def run_cupy(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
     import cupy
     import numpy as np
 

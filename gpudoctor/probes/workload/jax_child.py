@@ -124,7 +124,7 @@ def _jax_plugin_modules(index: _Index) -> list[str]:
 
 # --- its workload (worker.py) -------------------------------------------------------------------------
 
-def run_jax(device: str, deep: bool) -> dict[str, Any]:
+def run_jax(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
     import numpy as np

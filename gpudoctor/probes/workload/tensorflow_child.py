@@ -117,7 +117,7 @@ def _plain_tensorflow(dist: Any, index: _Index, claims: _Claims, out: dict[str, 
 
 # --- its workload (worker.py) -------------------------------------------------------------------------
 
-def run_tensorflow(device: str, deep: bool) -> dict[str, Any]:
+def run_tensorflow(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
     import numpy as np
     import tensorflow as tf
 

@@ -135,7 +135,9 @@ def _py_str(text: str, key: str) -> Optional[str]:
 
 # --- its workload (worker.py) -------------------------------------------------------------------------
 
-def run_torch(device: str, deep: bool) -> dict[str, Any]:
+def run_torch(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
+    """``checks_on``: the GPU of the same model whose run makes the correctness checks and the training step
+    (worker.checks_elsewhere); this GPU then measures its throughput only, and its run says where they ran."""
     import torch
 
     cuda = device != "cpu"
@@ -153,12 +155,16 @@ def run_torch(device: str, deep: bool) -> dict[str, Any]:
         if (total - free) / total > BUSY_USED_SHARE:
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
-        if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
-            cpu = _in_background(lambda: _cpu_training(torch))
-        _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
-        _step(out, "matmul", lambda: _torch_matmul(torch, dev))
-        _step(out, "conv", lambda: _torch_conv(torch, dev))
-    _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
+        if checks_on is not None:
+            out["checks_on"] = checks_on
+        else:
+            if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
+                cpu = _in_background(lambda: _cpu_training(torch))
+            _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
+            _step(out, "matmul", lambda: _torch_matmul(torch, dev))
+            _step(out, "conv", lambda: _torch_conv(torch, dev))
+    if checks_on is None:
+        _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cuda:
         _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
     if cpu is not None and "warm_step_s" in out["training"]:

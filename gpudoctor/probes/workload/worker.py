@@ -42,12 +42,14 @@ from gpudoctor.probes.workload.locks import gpu_lock
 from gpudoctor.trace import mark
 
 
-def run_device(framework: str, device: str, deep: bool, started: float, import_s: Optional[float]) -> None:
+def run_device(framework: str, device: str, deep: bool, started: float, import_s: Optional[float],
+               checks_on: Optional[str] = None) -> None:
     """One GPU's whole workload, printed when done. ``import_s``: how long importing the framework took
-    this process (shared by its GPUs), None where the import failed before."""
+    this process (shared by its GPUs), None where the import failed before. ``checks_on``: see
+    checks_elsewhere."""
     begun = time.monotonic()
     try:
-        result = children.run(framework)(device, deep)
+        result = children.run(framework)(device, deep, checks_on)
     except BaseException as exc:  # noqa: BLE001 - the import or CUDA init failing is the finding
         result = {"framework": framework, "device": device, "error": f"{type(exc).__name__}: {exc}"[:800],
                   "traceback_tail": traceback.format_exc()[-1200:]}
@@ -162,6 +164,27 @@ def _retain_context(cuda: Any, ordinal: int) -> None:
         mark(f"contexts early: GPU {ordinal} has its context")
 
 
+def checks_elsewhere(devices: list[str], seen: list[Any]) -> dict[str, str]:
+    """GPU -> the GPU of the same model whose run makes the correctness checks and the training step for
+    it: the first of each model in ``devices``, by the model names the framework's facts gave (``seen``,
+    its "devices"). Each further GPU of a model then measures only what differs from GPU to GPU, its
+    throughput: every added GPU costs a CUDA context, cuBLAS and cuDNN handles and interpreter time in this
+    one process, and a second GPU of one model adds no proof that the framework computes correctly.
+    Empty (every GPU makes them all) where a GPU's model is unknown."""
+    names = {str(d.get("index")): d.get("name") for d in seen if isinstance(d, dict)}
+    if not all(isinstance(names.get(d), str) and names[d] for d in devices):
+        return {}
+    first: dict[str, str] = {}
+    out = {}
+    for device in devices:
+        model = str(names[device])
+        if model in first:
+            out[device] = first[model]
+        else:
+            first[model] = device
+    return out
+
+
 def read_devices(arg: str) -> list[str]:
     """The GPUs to run on: ``arg`` itself, or with "-" the line the parent writes to stdin once its count
     of the GPUs is done (it starts this child before, so the import overlaps the count); an empty line
@@ -222,10 +245,13 @@ def main(argv: list[str]) -> int:
             except Exception:  # noqa: BLE001 - never an import failure of the framework's: no GPU is read
                 early.append([])
 
+    seen: list[Any] = []  # the GPUs the framework's facts name, with their models
     try:  # once, before the threads: their time is their GPU's own
         if "--facts" in argv:  # the framework probe's child too: say what the framework is and sees first
-            if "import_error" not in report(framework, placed):
+            info = report(framework, placed)
+            if "import_error" not in info:
                 import_s = time.monotonic() - started
+                seen = info.get("devices") or []
         else:
             importlib.import_module(frameworks_table.module(framework))
             import_s = time.monotonic() - started
@@ -237,12 +263,13 @@ def main(argv: list[str]) -> int:
     devices = told.result() if smoke.wanted else early[0] if early else read_devices(argv[1])
     mark(f"{framework} workload: read its GPUs {devices}")
     smoke.start(devices)
+    elsewhere = checks_elsewhere(devices, seen) if framework in EVERY_GPU and not deep else {}
     if framework not in THREADED or len(devices) == 1:
         for device in devices:
             run_device(framework, device, deep, started, import_s)
     else:
-        threads = [threading.Thread(target=run_device, args=(framework, d, deep, started, import_s), name=f"gpu{d}")
-                   for d in devices]
+        threads = [threading.Thread(target=run_device, args=(framework, d, deep, started, import_s, elsewhere.get(d)),
+                                    name=f"gpu{d}") for d in devices]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -1,0 +1,112 @@
+"""PyTorch's correctness checks and training step once per GPU model, its throughput on every GPU
+(probes/workload/worker.py checks_elsewhere): which GPU makes them, what the other runs say, and how the
+report shows it. The renderer cases start from a full check recorded on 4 x H200 (nvidia-h100-x4 served by
+H200, 2026-11-27 06:56 UTC, tests/fixtures/real/h200x4-20261127/hosted-smoke-0656/report.json), where every
+GPU made them all, and take GPUs 1-3's checks away one fact at a time, as a default check now records them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpudoctor import pipeline
+from gpudoctor.compat.data import BUNDLED
+from gpudoctor.probes.frameworks import children
+from gpudoctor.probes.workload import worker
+from gpudoctor.render import facts_text, proof
+
+REPORT = Path(__file__).parent / "fixtures" / "real" / "h200x4-20261127" / "hosted-smoke-0656" / "report.json"
+H200 = "NVIDIA H200"
+
+
+def seen(*names: str) -> list[dict[str, Any]]:
+    return [{"index": i, "name": n, "compute_capability": "9.0"} for i, n in enumerate(names)]
+
+
+def test_the_first_gpu_of_each_model_makes_the_checks_for_the_others():
+    assert worker.checks_elsewhere(["0", "1", "2", "3"], seen(H200, H200, H200, H200)) == {"1": "0", "2": "0", "3": "0"}
+    mixed = seen("NVIDIA A100-SXM4-80GB", H200, "NVIDIA A100-SXM4-80GB", H200)
+    assert worker.checks_elsewhere(["0", "1", "2", "3"], mixed) == {"2": "0", "3": "1"}
+    assert worker.checks_elsewhere(["0"], seen(H200)) == {}
+
+
+@pytest.mark.parametrize("facts", [[], seen(H200, None), seen(H200)], ids=["no-facts", "unnamed", "one-named"])
+def test_every_gpu_makes_them_all_where_a_model_is_unknown(facts):
+    assert worker.checks_elsewhere(["0", "1"], facts) == {}
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_the_child_passes_where_the_checks_ran_to_each_gpus_run_and_deep_makes_them_everywhere(monkeypatch, capsys, deep):
+    asked: dict[str, Any] = {}
+
+    def run(device, deep, checks_on=None):
+        asked[device] = checks_on
+        return {"framework": "torch", "device": device}
+
+    monkeypatch.setattr(children, "run", lambda key: run)
+    monkeypatch.setattr(worker, "report", lambda name, placed: {"devices": seen(H200, H200, H200)})
+    monkeypatch.setattr(worker, "cuda_early", lambda module, done: None)
+    monkeypatch.setattr(worker, "contexts_early", lambda done, then: None)
+    assert worker.main(["torch", "0,1,2", "--facts", *(["--deep"] if deep else [])]) == 0
+    capsys.readouterr()
+    assert asked == ({"0": None, "1": None, "2": None} if deep else {"0": None, "1": "0", "2": "0"})
+
+
+def test_only_pytorch_takes_its_checks_elsewhere(monkeypatch, capsys):
+    asked: dict[str, Any] = {}
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: asked.update({device: checks_on}) or {})
+    monkeypatch.setattr(worker, "report", lambda name, placed: {"devices": seen(H200, H200)})
+    assert worker.main(["cupy", "0,1", "--facts"]) == 0  # placed once per model by the parent: never asked here
+    capsys.readouterr()
+    assert asked == {"0": None, "1": None}
+
+
+def once_per_model(report: dict[str, Any]) -> dict[str, Any]:
+    """The recorded 4-GPU facts as a default check now makes them: GPUs 1-3's PyTorch runs without their checks."""
+    facts = copy.deepcopy(report["facts"])
+    for run in facts["workload"]["runs"]:
+        if run["framework"] == "torch" and run["device"] != "0":
+            for step in ("elementwise", "matmul", "conv", "training"):
+                del run[step]
+            run["checks_on"] = "0"
+    return facts
+
+
+def test_the_proof_table_says_where_the_checks_of_a_gpu_were_made():
+    facts = once_per_model(json.loads(REPORT.read_text()))
+    rows = [r for r in proof.rows(facts, BUNDLED) if r["framework"] == "torch"]
+    assert rows[0]["results"] == "6 of 6 correct" and "CPU speed" in rows[0]["training"]
+    assert [(r["results"], r["training"]) for r in rows[1:]] == [("on cuda:0, same model", "on cuda:0, same model")] * 3
+    assert all(r["matmul"].startswith("bf16 ") for r in rows)  # the throughput is still every GPU's own
+
+
+def test_the_acceleration_line_counts_only_the_checks_made_and_says_why_the_rest_are_elsewhere():
+    report = json.loads(REPORT.read_text())
+    before = facts_text.acceleration_line(report["facts"])
+    after = facts_text.acceleration_line(once_per_model(report))
+    assert "results vs CPU correct in 28 of 28" in before and "gave none" not in before
+    assert "results vs CPU correct in 10 of 10" in after and "gave none" not in after
+    assert "training learned in 2 of 2" in after  # PyTorch on cuda:0 and JAX; CuPy has no training step
+    assert "PyTorch checked and trained once per GPU model, its throughput measured on every GPU" in after
+
+
+def test_a_gpu_whose_checks_were_made_elsewhere_raises_no_finding():
+    report = json.loads(REPORT.read_text())
+    before = pipeline.judge(report["facts"], created=report.get("created"))
+    after = pipeline.judge(once_per_model(report), created=report.get("created"))
+    assert [f["code"] for f in after["findings"]] == [f["code"] for f in before["findings"]] == []
+    assert after["summary"]["verdict"] == "ok"
+
+
+def test_a_run_that_failed_is_not_said_to_have_its_checks_elsewhere():
+    facts = once_per_model(json.loads(REPORT.read_text()))
+    run = next(r for r in facts["workload"]["runs"] if r["device"] == "2" and r["framework"] == "torch")
+    run["error"] = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    row = next(r for r in proof.rows(facts, BUNDLED) if r["gpu"] == "cuda:2" and r["framework"] == "torch")
+    assert row["results"] == "did not run"
+    assert "1 of 6 framework run(s) gave none" in facts_text.acceleration_line(facts)
+
