@@ -589,3 +589,15 @@ def test_a_hosted_kernel_that_hangs_does_not_hold_the_child(monkeypatch):
     host.join()
     assert time.monotonic() - began < 1.0
     hang.set()
+
+
+def test_a_training_model_is_made_while_another_gpus_thread_holds_the_tf32_switch():
+    """The tf32 switch and the default generator are two locks: a thread timing tf32 matmuls holds the switch
+    for the whole timing, and GPU 0's training must not wait for it to make its model."""
+    torch = pytest.importorskip("torch")
+    trained: list = []
+    with locks._TF32:  # another GPU's thread timing tf32 matmuls
+        thread = threading.Thread(target=lambda: trained.append(torch_child._train(torch, torch.device("cpu"), "cpu", 3, False)))
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive() and len(trained[0][0]) == 3  # three losses, made while the switch was held

@@ -3,8 +3,8 @@
 A figure timed while other work runs on the same GPU measures the other work too. The per-GPU lock
 (``_lock``, a flock in the folder the parent names) is taken by every child that works on a GPU: the
 workload children of each framework, the multi-GPU tests. Inside one child, a thread per GPU shares
-the interpreter and the framework's process-wide state, which two process-global locks guard
-(_GLOBAL_STATE, _HOST_TIMED). An XLA compile takes the GPU's lock only while XLA autotunes on the GPU
+the interpreter and the framework's process-wide state, which process-global locks guard
+(_TF32, _DEFAULT_RNG, _HOST_TIMED). An XLA compile takes the GPU's lock only while XLA autotunes on the GPU
 (xla_compile_lock).
 
 Runs in the workload child under the diagnosed interpreter: standard library only.
@@ -20,9 +20,12 @@ from typing import Any, Iterator
 
 from gpudoctor.probes.workload import NO_AUTOTUNE, autotune_levels
 
-#: Held around framework state that is global to the process, not the thread (PyTorch's tf32 switch, its
-#: default random generator): one GPU's thread must not change it under another's feet.
-_GLOBAL_STATE = threading.Lock()
+#: Held around framework state that is global to the process, not the thread, so that one GPU's thread does
+#: not change it under another's feet: PyTorch's tf32 switch (_TF32) and its default random generator
+#: (_DEFAULT_RNG). Two locks, as the two have nothing to do with each other: a thread timing tf32 matmuls
+#: holds the switch for that whole timing, and a thread making its training model must not wait for it.
+_TF32 = threading.Lock()
+_DEFAULT_RNG = threading.Lock()
 #: Held around the loops timed by the host clock (the training steps): threads of one process share the
 #: interpreter, and two GPUs' timed loops interleaved would each be timed too slow. It does not keep the
 #: other threads' untimed work off the interpreter: a warm step can still read somewhat slow.
@@ -42,7 +45,7 @@ def _lock(name: str, shared: bool = False) -> Iterator[None]:
     The rule that keeps this free of deadlocks, between threads (flock locks of one process do not nest:
     each acquisition opens the file anew) and with the multi-GPU ranks (each holds its GPU's lock while
     it blocks in a collective): a thread holds at most one GPU's lock; it never asks for a GPU's lock
-    while holding _GLOBAL_STATE, _HOST_TIMED or a reference() lock; and it lets go of a shared lock
+    while holding _TF32, _DEFAULT_RNG, _HOST_TIMED or a reference() lock; and it lets go of a shared lock
     before asking for the same GPU alone (host_timed)."""
     folder = os.environ.get("GPUDOCTOR_LOCK_DIR")
     if not folder:

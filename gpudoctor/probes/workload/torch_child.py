@@ -30,7 +30,7 @@ from gpudoctor.probes.frameworks.metadata import (Package, _Claims, _cuda_requir
                                                   dist_version)
 from gpudoctor.probes.workload.common import (BUSY_USED_SHARE, MEMORY_SHARE, _check, _step, cuda_index, host_timed,
                                               reference, rel_err, training_verdict)
-from gpudoctor.probes.workload.locks import _GLOBAL_STATE, _lock
+from gpudoctor.probes.workload.locks import _DEFAULT_RNG, _TF32, _lock
 from gpudoctor.trace import mark
 
 
@@ -208,7 +208,7 @@ def _torch_matmul(torch: Any, dev: Any) -> dict[str, Any]:
         return a, b, a.double() @ b.double()
 
     a, b, ref = reference("torch.matmul", inputs)
-    with _GLOBAL_STATE:  # tf32 off for the float32 check; another GPU's thread may be timing tf32
+    with _TF32:  # tf32 off for the float32 check; another GPU's thread may be timing tf32
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False
         try:
@@ -268,7 +268,7 @@ def _train(torch: Any, where: Any, device: str, steps: int, amp: bool) -> tuple[
     x = torch.randn(256, 3, 16, 16, generator=g)
     yl = (x[:, 0, :8].mean(dim=(1, 2)) > x[:, 1, 8:].mean(dim=(1, 2))).long()
     x, y = x.to(where), yl.to(where)
-    with _GLOBAL_STATE:  # the weights come from PyTorch's one default generator
+    with _DEFAULT_RNG:  # the weights come from PyTorch's one default generator
         torch.manual_seed(5)
         net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
                                   torch.nn.Flatten(), torch.nn.Linear(256, 2))
@@ -366,7 +366,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
         if dtype == torch.bfloat16:
             t = _events_median(torch, lambda: a @ b, 3, repeats, batch=4)  # noqa: F821 - the lambda runs before the del below
         else:
-            with _GLOBAL_STATE:  # tf32 on for this timing only; another GPU's thread may be checking float32
+            with _TF32:  # tf32 on for this timing only; another GPU's thread may be checking float32
                 old = torch.backends.cuda.matmul.allow_tf32
                 torch.backends.cuda.matmul.allow_tf32 = True
                 try:
