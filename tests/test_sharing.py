@@ -43,3 +43,42 @@ def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypat
         for proc in (ours, theirs):
             proc.kill()
             proc.wait()
+
+
+def test_a_child_of_the_run_that_is_exiting_is_still_ours(monkeypatch):
+    """A process that exits releases its memory, its environment with it, before its GPU contexts, which NVML
+    lists until the driver has torn them down (recorded on 4 x H200: RUN019 named a sibling CuPy child at its
+    end). Its environment then reads empty; it is ours where it descends from the process that started this one."""
+    monkeypatch.setenv(RUN_ENV, run_mark())
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
+    stranger = subprocess.Popen(["setsid", sys.executable, "-c", "import time; time.sleep(30)"],
+                                env={k: v for k, v in os.environ.items() if k != RUN_ENV}, start_new_session=True)
+    try:
+        time.sleep(0.2)
+        monkeypatch.setattr(sharing, "_environ", lambda pid: b"")  # both exiting, as the kernel shows it then
+        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())  # this test plays the run's parent
+        assert sharing._ours(sibling.pid)
+        monkeypatch.setattr(sharing.os, "getppid", lambda: 1)  # orphaned: init is everyone's ancestor, never a proof
+        assert not sharing._ours(sibling.pid)
+        monkeypatch.setattr(sharing.os, "getppid", lambda: sibling.pid)  # not an ancestor of the stranger
+        assert not sharing._ours(stranger.pid)
+        monkeypatch.setattr(sharing, "_environ", lambda pid: None)  # unreadable: another user's, never ours
+        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())
+        assert not sharing._ours(sibling.pid)
+    finally:
+        for proc in (sibling, stranger):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_parent_is_read_past_a_name_with_spaces_and_parentheses():
+    named = "import ctypes, time; ctypes.CDLL(None).prctl(15, b'x) 1 (y', 0, 0, 0); time.sleep(30)"  # PR_SET_NAME
+    child = subprocess.Popen([sys.executable, "-c", named])
+    try:
+        time.sleep(0.2)
+        assert open(f"/proc/{child.pid}/comm").read().strip() == "x) 1 (y"
+        assert sharing._parent(child.pid) == os.getpid()
+        assert sharing._parent(2**22 + 7) is None  # no such process
+    finally:
+        child.kill()
+        child.wait()

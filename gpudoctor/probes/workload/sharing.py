@@ -131,17 +131,49 @@ def _bytes(value: int) -> int:
 
 def _ours(pid: int) -> bool:
     """``pid`` is this run's: this process, or one whose environment holds this run's token. A process
-    whose environment cannot be read (another user's) is not ours: every child of a run is its user's."""
+    whose environment cannot be read (another user's) is not ours: every child of a run is its user's.
+    A process that is exiting has an empty environment (its memory is released before its GPU contexts,
+    which the driver still lists while it tears them down): it is ours where it descends from the
+    process that started this one, as every child of the run does."""
     if pid == os.getpid():
         return True
     token = os.environ.get(RUN_ENV)
     if not token:
         return False
+    environ = _environ(pid)
+    if environ is None:
+        return False
+    if environ:
+        return f"{RUN_ENV}={token}".encode() in environ.split(b"\0")
+    return _descends_from(pid, os.getppid())
+
+
+def _environ(pid: int) -> Optional[bytes]:
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
-            return f"{RUN_ENV}={token}".encode() in fh.read().split(b"\0")
+            return fh.read()
     except OSError:
-        return False
+        return None
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` (never init, which every orphan descends from) is a parent of ``pid``'s, or
+    of its parent's, and so on."""
+    for _ in range(16):
+        pid = _parent(pid) or 0
+        if pid <= 1 or ancestor <= 1:
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _parent(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rpartition(b")")[2].split()[1])  # after the name, which may hold anything
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _describe(pid: int, used: int) -> dict[str, Any]:
