@@ -45,10 +45,10 @@ def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypat
             proc.wait()
 
 
-def test_a_child_of_the_run_that_is_exiting_is_still_ours(monkeypatch):
-    """A process that exits releases its memory, its environment with it, before its GPU contexts, which NVML
-    lists until the driver has torn them down (recorded on 4 x H200: RUN019 named a sibling CuPy child at its
-    end). Its environment then reads empty; it is ours where it descends from the process that started this one."""
+def test_a_child_of_the_run_that_has_exited_is_still_ours(monkeypatch):
+    """A child of the run that has exited is listed on its GPU until it is reaped (recorded on 1 x H100 and
+    4 x H200: RUN019 named a zombie sibling, CuPy's child, holding 634 MiB). Its environment is gone then; it
+    is ours where it descends from the process that started this one."""
     monkeypatch.setenv(RUN_ENV, run_mark())
     sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
     stranger = subprocess.Popen(["setsid", sys.executable, "-c", "import time; time.sleep(30)"],
@@ -62,9 +62,11 @@ def test_a_child_of_the_run_that_is_exiting_is_still_ours(monkeypatch):
         assert not sharing._ours(sibling.pid)
         monkeypatch.setattr(sharing.os, "getppid", lambda: sibling.pid)  # not an ancestor of the stranger
         assert not sharing._ours(stranger.pid)
-        monkeypatch.setattr(sharing, "_environ", lambda pid: None)  # unreadable: another user's, never ours
+        monkeypatch.setattr(sharing, "_environ", lambda pid: None)  # a zombie's, or another user's: not readable
         monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())
-        assert not sharing._ours(sibling.pid)
+        assert sharing._ours(sibling.pid)  # the run's zombie, not reaped yet
+        monkeypatch.setattr(sharing.os, "getppid", lambda: sibling.pid)
+        assert not sharing._ours(stranger.pid)  # another user's: it descends from no process of the run
     finally:
         for proc in (sibling, stranger):
             proc.kill()
@@ -82,3 +84,17 @@ def test_a_parent_is_read_past_a_name_with_spaces_and_parentheses():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_real_zombie_child_is_ours_and_its_environment_is_gone(monkeypatch):
+    monkeypatch.setenv(RUN_ENV, run_mark())
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"], env=child_env())
+    try:
+        deadline = time.monotonic() + 10
+        while "Z" not in open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] and time.monotonic() < deadline:
+            time.sleep(0.01)  # exited, not reaped: Popen waits only when asked
+        assert not sharing._environ(zombie.pid)  # the kernel shows a zombie's environment no more
+        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())  # this test plays the run's parent
+        assert sharing._ours(zombie.pid)
+    finally:
+        zombie.wait()

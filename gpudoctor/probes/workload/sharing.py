@@ -130,19 +130,18 @@ def _bytes(value: int) -> int:
 
 
 def _ours(pid: int) -> bool:
-    """``pid`` is this run's: this process, or one whose environment holds this run's token. A process
-    whose environment cannot be read (another user's) is not ours: every child of a run is its user's.
-    A process that is exiting has an empty environment (its memory is released before its GPU contexts,
-    which the driver still lists while it tears them down): it is ours where it descends from the
-    process that started this one, as every child of the run does."""
+    """``pid`` is this run's: this process, or one whose environment holds this run's token. A child of
+    the run that has exited and is not yet reaped is still listed on its GPU for a moment (recorded on
+    1 x H100 and 4 x H200: a zombie holding 634 MiB), and its environment is gone then: empty, or not
+    readable at all. Such a process is ours where it descends from the process that started this one,
+    as every child of the run does; another user's process, whose environment cannot be read either,
+    does not."""
     if pid == os.getpid():
         return True
     token = os.environ.get(RUN_ENV)
     if not token:
         return False
     environ = _environ(pid)
-    if environ is None:
-        return False
     if environ:
         return f"{RUN_ENV}={token}".encode() in environ.split(b"\0")
     return _descends_from(pid, os.getppid())
