@@ -6,9 +6,8 @@ thing every time. Each check declares the codes it may emit; tests hold it to th
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from gpudoctor.checks import branches, cluster, compat, container, driver, error_counters, framework_env, frameworks, gates, gpu_health, internal, libraries, messages, multigpu, pyenv, smoke, toolkit, topology, visibility, workload, xid_events
 from gpudoctor.checks.base import Check, NotApplicable, RunView, finding
@@ -44,41 +43,38 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-_RUN = threading.local()
-
-
 def run_checks(facts: dict[str, Any], checks: Sequence[Check] = CHECKS, matrix: Matrix = BUNDLED) -> list[CheckResult]:
     """Each check once, in order; those whose row says they read the compatibility matrix are given ``matrix``.
-    The results so far are kept for this run so that a check that judges other checks' verdicts
-    (``doctor.gates``, last) reads them instead of running every check twice."""
-    _RUN.facts, _RUN.results = facts, {}
-    try:
-        out = []
-        for check in checks:
-            result = run_check(check, facts, matrix)
-            _RUN.results[check.id] = result
-            out.append(result)
-        return out
-    finally:
-        _RUN.facts, _RUN.results = None, {}
+    The results so far are handed on, so that a check that judges other checks' verdicts (``doctor.gates``,
+    last) reads them instead of running every check twice."""
+    done: dict[str, CheckResult] = {}
+    out = []
+    for check in checks:
+        result = run_check(check, facts, matrix, done)
+        done[check.id] = result
+        out.append(result)
+    return out
 
 
-def result_of(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED) -> CheckResult:
-    """``check``'s verdict on ``facts``: the one this run already reached, else judged now."""
-    done: Optional[dict[str, CheckResult]] = getattr(_RUN, "results", None)
-    if done is not None and getattr(_RUN, "facts", None) is facts and check.id in done:
+def result_of(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED,
+              done: Optional[Mapping[str, CheckResult]] = None) -> CheckResult:
+    """``check``'s verdict on ``facts``: the one this run already reached (``done``), else judged now."""
+    if done is not None and check.id in done:
         return done[check.id]
-    return run_check(check, facts, matrix)
+    return run_check(check, facts, matrix, done)
 
 
-def run_check(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED) -> CheckResult:
+def run_check(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED,
+              done: Optional[Mapping[str, CheckResult]] = None) -> CheckResult:
+    """``check``'s verdict on ``facts``; ``done``: the verdicts this run already reached, which a check that
+    judges other checks reads (``doctor.gates``)."""
     start = time.monotonic()
     try:
         blocked = _blocked_by(check, facts)
         if blocked:
             status, reason = blocked
             return CheckResult(check.id, check.area, check.title, status, time.monotonic() - start, reason=reason)
-        found = [_stamp(f, check) for f in _collect(_ran(check, facts, matrix))]
+        found = [_stamp(f, check) for f in _collect(_ran(check, facts, matrix, done))]
     except NotApplicable as exc:
         return CheckResult(check.id, check.area, check.title, SKIP, time.monotonic() - start, reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - a broken check must not take the report down
@@ -88,10 +84,10 @@ def run_check(check: Check, facts: dict[str, Any], matrix: Matrix = BUNDLED) -> 
     return CheckResult(check.id, check.area, check.title, status_of(found), time.monotonic() - start, found)
 
 
-def _ran(check: Check, facts: dict[str, Any], matrix: Matrix) -> Iterable[Finding]:
+def _ran(check: Check, facts: dict[str, Any], matrix: Matrix, done: Optional[Mapping[str, CheckResult]]) -> Iterable[Finding]:
     """What ``check`` yields, handed what its row says it reads besides the facts."""
     if check.sees_run:
-        return check.run(facts, RunView(CHECKS, lambda other: result_of(other, facts, matrix)))
+        return check.run(facts, RunView(CHECKS, lambda other: result_of(other, facts, matrix, done)))
     return check.run(facts, matrix) if check.reads_matrix else check.run(facts)
 
 
