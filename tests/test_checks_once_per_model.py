@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,43 @@ def test_a_run_that_failed_is_not_said_to_have_its_checks_elsewhere():
     assert row["results"] == "did not run"
     assert "1 of 6 framework run(s) gave none" in facts_text.acceleration_line(facts)
 
+
+
+def test_a_gpu_learns_whether_the_first_of_its_model_makes_the_checks(monkeypatch):
+    from concurrent.futures import Future
+
+    from gpudoctor.probes.workload import torch_child
+
+    monkeypatch.setattr(torch_child, "_MAKES_CHECKS", {})
+    torch_child._makes_checks("0").set_result(True)  # GPU 0 proved free and goes on to its checks
+    assert torch_child.made_on("0") is True
+    torch_child._makes_checks("4").set_result(False)  # GPU 4 was busy, or its run failed first
+    assert torch_child.made_on("4") is False
+    assert torch_child.made_on("6", wait_s=0.05) is False  # never said (a hung first call): make them here
+    later: Future = torch_child._makes_checks("2")
+    threading.Timer(0.05, lambda: later.set_result(True)).start()
+    assert torch_child.made_on("2", wait_s=5) is True  # said while the asking GPU measured its throughput
+
+
+def test_a_first_gpu_that_ends_before_its_checks_says_so(monkeypatch):
+    """Whatever ends GPU 0's run before its checks (a busy GPU, an error at its first CUDA call), the other
+    GPUs of its model learn that it made none, and make their own."""
+    from gpudoctor.probes.workload import torch_child
+
+    monkeypatch.setattr(torch_child, "_MAKES_CHECKS", {})
+
+    def fails(torch, device, deep, checks_on, makes):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(torch_child, "_run_torch", fails)
+    with pytest.raises(RuntimeError):
+        torch_child.run_torch("0", False)
+    assert torch_child.made_on("0", wait_s=1) is False
+
+    def busy(torch, device, deep, checks_on, makes):
+        return {"framework": "torch", "device": device, "skipped": "the GPU is busy: 70.0 of 79.6 GiB in use"}
+
+    monkeypatch.setattr(torch_child, "_MAKES_CHECKS", {})
+    monkeypatch.setattr(torch_child, "_run_torch", busy)
+    torch_child.run_torch("0", False)
+    assert torch_child.made_on("0", wait_s=1) is False

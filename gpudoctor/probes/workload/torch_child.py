@@ -137,9 +137,19 @@ def _py_str(text: str, key: str) -> Optional[str]:
 
 def run_torch(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
     """``checks_on``: the GPU of the same model whose run makes the correctness checks and the training step
-    (worker.checks_elsewhere); this GPU then measures its throughput only, and its run says where they ran."""
+    (worker.checks_elsewhere); this GPU then measures its throughput, and makes them only where that GPU
+    could not (it was busy, or its run failed before them). Its run says where they were made."""
     import torch
 
+    makes = _makes_checks(device) if checks_on is None else None
+    try:
+        return _run_torch(torch, device, deep, checks_on, makes)
+    finally:
+        if makes is not None and not makes.done():
+            makes.set_result(False)  # it never came to its checks: the other GPUs of its model make their own
+
+
+def _run_torch(torch: Any, device: str, deep: bool, checks_on: Optional[str], makes: Optional[Future]) -> dict[str, Any]:
     cuda = device != "cpu"
     dev = torch.device(f"cuda:{cuda_index(device)}" if cuda else "cpu")
     if os.environ.get("GPUDOCTOR_CPU_THREADS"):
@@ -155,18 +165,22 @@ def run_torch(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[
         if (total - free) / total > BUSY_USED_SHARE:
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
-        if checks_on is not None:
-            out["checks_on"] = checks_on
-        else:
+        if makes is not None:
+            if not makes.done():  # once per process: a child runs each GPU once
+                makes.set_result(True)
             if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
                 cpu = _in_background(lambda: _cpu_training(torch))
-            _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
-            _step(out, "matmul", lambda: _torch_matmul(torch, dev))
-            _step(out, "conv", lambda: _torch_conv(torch, dev))
+            _checks(torch, out, dev)
     if checks_on is None:
         _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cuda:
         _step(out, "throughput", lambda: _torch_throughput(torch, dev, out["free_bytes"], deep), lock="alone")
+    if checks_on is not None:
+        if made_on(checks_on):
+            out["checks_on"] = checks_on
+        else:
+            _checks(torch, out, dev)
+            _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cpu is not None and "warm_step_s" in out["training"]:
         try:
             _compare_cpu(out["training"], *cpu.result())
@@ -174,6 +188,34 @@ def run_torch(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[
             out["training"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:600],
                                "traceback_tail": traceback.format_exc()[-800:]}
     return out
+
+
+def _checks(torch: Any, out: dict[str, Any], dev: Any) -> None:
+    _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
+    _step(out, "matmul", lambda: _torch_matmul(torch, dev))
+    _step(out, "conv", lambda: _torch_conv(torch, dev))
+
+
+#: GPU -> whether its run makes its model's correctness checks and training step, for the other GPUs of that
+#: model (``checks_on``): set by its own thread once its GPU proved free, or once it ended without them.
+_MAKES_CHECKS: dict[str, Future] = {}
+_MAKES_CHECKS_LOCK = threading.Lock()
+#: How long a GPU waits, after its throughput, to learn whether ``checks_on`` makes the checks: that GPU's
+#: thread says so within its first CUDA call, which a hung driver may hold up; then this GPU makes its own.
+CHECKS_WAIT_S = 30.0
+
+
+def _makes_checks(device: str) -> Future:
+    with _MAKES_CHECKS_LOCK:
+        return _MAKES_CHECKS.setdefault(device, Future())
+
+
+def made_on(device: str, wait_s: float = CHECKS_WAIT_S) -> bool:
+    """Whether GPU ``device``'s run makes its model's checks (waiting ``wait_s`` at most to learn it)."""
+    try:
+        return bool(_makes_checks(device).result(timeout=wait_s))
+    except Exception:  # noqa: BLE001 - it did not say in time: the asking GPU makes its own
+        return False
 
 
 def _in_background(fn: Callable[[], Any]) -> Future:
