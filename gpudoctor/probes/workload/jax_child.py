@@ -147,8 +147,8 @@ def run_jax(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[st
 
 
 def _compile_in_background(prepare: Callable[[], Any]) -> "Future[Any]":
-    """``prepare()`` in a thread of its own: XLA compiles the training step (0.8-0.9 s on the CPU, an H100's
-    or H200's host) while the element-wise and matmul checks run, as it leaves the interpreter lock free
+    """``prepare()`` in a thread of its own: XLA compiles the training step, the longest part of JAX's run and
+    all of it CPU work, while the element-wise and matmul checks run, as it leaves the interpreter lock free
     while it compiles. Its failure is the training step's, raised where that step asks for the result."""
     done: "Future[Any]" = Future()
 

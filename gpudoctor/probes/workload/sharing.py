@@ -131,9 +131,8 @@ def _bytes(value: int) -> int:
 
 def _ours(pid: int) -> bool:
     """``pid`` is this run's: this process, or one whose environment holds this run's token. A child of
-    the run that has exited and is not yet reaped is still listed on its GPU for a moment (recorded on
-    1 x H100 and 4 x H200: a zombie holding 634 MiB), and its environment is gone then: empty, or not
-    readable at all. Such a process is ours where it descends from the process that started this one,
+    the run that has exited and is not yet reaped is still listed on its GPU for a moment, with the memory
+    it held, and its environment is gone then: empty, or not readable at all. Such a process is ours where it descends from the process that started this one,
     as every child of the run does; another user's process, whose environment cannot be read either,
     does not."""
     if pid == os.getpid():

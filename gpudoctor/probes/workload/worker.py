@@ -99,8 +99,8 @@ class SmokeHost:
 def cuda_early(module: str, facts_done: threading.Event) -> None:
     """Start CUDA as the framework's own first question does (cudaGetDeviceCount, through the CUDA runtime
     its extension ``module`` loaded), as soon as that module is in and while the rest of the framework still
-    imports: cuInit holds the process for 0.1 s with one GPU visible and 0.8 s with four (4 x H200), and
-    ctypes leaves the interpreter lock free meanwhile. The runtime then loads libcuda by its own search, as
+    imports: cuInit takes longer the more GPUs are visible, and ctypes leaves the interpreter lock free
+    meanwhile. The runtime then loads libcuda by its own search, as
     it would have for the framework, and the framework's own call later finds CUDA started or its error
     kept. Nothing where that module never loads (a failed or CPU-only import), or where not exactly one
     libcudart is in the process: a runtime linked in statically, or two, are left to the framework."""
