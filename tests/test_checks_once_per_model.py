@@ -151,3 +151,58 @@ def test_a_first_gpu_that_ends_before_its_checks_says_so(monkeypatch):
     monkeypatch.setattr(torch_child, "_run_torch", busy)
     torch_child.run_torch("0", False)
     assert torch_child.made_on("0", wait_s=1) is False
+
+
+class FakeCuda:
+    """torch.cuda as PyTorch's run asks it, for GPUs of which some are busy (this machine has none)."""
+
+    def __init__(self, busy: set[str]):
+        self.busy = busy
+
+    def set_device(self, dev):
+        pass
+
+    def mem_get_info(self, dev):
+        total = 80 << 30
+        return (1 << 30 if dev in self.busy else total - (1 << 30)), total
+
+    def get_device_name(self, dev):
+        return H200
+
+
+def run_two_gpus(monkeypatch, busy: set[str]) -> dict[str, dict[str, Any]]:
+    """PyTorch's run on GPU 0 and GPU 1 of one model, in two threads as the child runs them, with the
+    framework's steps replaced: what each GPU's run holds."""
+    from types import SimpleNamespace
+
+    from gpudoctor.probes.workload import torch_child
+
+    fake = SimpleNamespace(__version__="2.11.0+cu130", device=lambda name: name.split(":")[-1], cuda=FakeCuda(busy))
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    monkeypatch.setattr(torch_child, "_MAKES_CHECKS", {})
+    step = lambda *args: {"ok": True}  # noqa: E731
+    for name in ("_torch_elementwise", "_torch_matmul", "_torch_conv", "_torch_training", "_torch_throughput"):
+        monkeypatch.setattr(torch_child, name, step)
+    monkeypatch.setattr(torch_child, "_cpu_training", lambda torch: (0.1, [0.01] * 10))
+    out: dict[str, dict[str, Any]] = {}
+    threads = [threading.Thread(target=lambda d=d, on=on: out.update({d: torch_child.run_torch(d, False, on)}))
+               for d, on in (("0", None), ("1", "0"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return out
+
+
+def test_with_the_first_gpu_free_the_second_measures_only_and_says_where_the_checks_ran(monkeypatch):
+    runs = run_two_gpus(monkeypatch, busy=set())
+    assert all(step in runs["0"] for step in ("elementwise", "matmul", "conv", "training", "throughput"))
+    assert runs["1"]["checks_on"] == "0" and "throughput" in runs["1"]
+    assert not any(step in runs["1"] for step in ("elementwise", "matmul", "conv", "training"))
+
+
+def test_with_the_first_gpu_busy_the_second_makes_its_own_checks(monkeypatch):
+    runs = run_two_gpus(monkeypatch, busy={"0"})
+    assert runs["0"]["skipped"].startswith("the GPU is busy") and "training" not in runs["0"]
+    assert "checks_on" not in runs["1"]
+    assert all(runs["1"][step]["ok"] for step in ("elementwise", "matmul", "conv", "training", "throughput"))
