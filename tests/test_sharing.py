@@ -12,7 +12,7 @@ import sys
 import time
 
 from gpudoctor.procs.child import child_env
-from gpudoctor.procs.warden import RUN_ENV, run_mark
+from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV, run_mark
 from gpudoctor.probes.workload import sharing
 
 
@@ -48,29 +48,37 @@ def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypat
 def test_a_child_of_the_run_that_has_exited_is_still_ours(monkeypatch):
     """A child of the run that has exited is listed on its GPU until it is reaped (recorded on 1 x H100 and
     4 x H200: RUN019 named a zombie sibling, CuPy's child, holding 634 MiB). Its environment is gone then; it
-    is ours where it descends from the process that started this one."""
+    is ours where it descends from the gpudoctor that started the run, whose id every child is given."""
     monkeypatch.setenv(RUN_ENV, run_mark())
     sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
-    stranger = subprocess.Popen(["setsid", sys.executable, "-c", "import time; time.sleep(30)"],
-                                env={k: v for k, v in os.environ.items() if k != RUN_ENV}, start_new_session=True)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                env={k: v for k, v in os.environ.items() if k != RUN_ENV})
     try:
         time.sleep(0.2)
-        monkeypatch.setattr(sharing, "_environ", lambda pid: b"")  # both exiting, as the kernel shows it then
-        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())  # this test plays the run's parent
-        assert sharing._ours(sibling.pid)
-        monkeypatch.setattr(sharing.os, "getppid", lambda: 1)  # orphaned: init is everyone's ancestor, never a proof
-        assert not sharing._ours(sibling.pid)
-        monkeypatch.setattr(sharing.os, "getppid", lambda: sibling.pid)  # not an ancestor of the stranger
-        assert not sharing._ours(stranger.pid)
-        monkeypatch.setattr(sharing, "_environ", lambda pid: None)  # a zombie's, or another user's: not readable
-        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())
-        assert sharing._ours(sibling.pid)  # the run's zombie, not reaped yet
-        monkeypatch.setattr(sharing.os, "getppid", lambda: sibling.pid)
-        assert not sharing._ours(stranger.pid)  # another user's: it descends from no process of the run
+        for gone in (b"", None):  # exiting (empty), or a zombie's (not readable): both seen on the GPU machines
+            monkeypatch.setattr(sharing, "_environ", lambda pid, gone=gone: gone)
+            monkeypatch.setenv(RUN_PID_ENV, str(os.getpid()))  # this test plays the gpudoctor of the run
+            assert sharing._ours(sibling.pid)
+            monkeypatch.setenv(RUN_PID_ENV, "1")  # gpudoctor as a container's init: all it started is its
+            assert sharing._ours(sibling.pid)
+            monkeypatch.setenv(RUN_PID_ENV, str(sibling.pid))  # a process that did not start the stranger
+            assert not sharing._ours(stranger.pid)
+            monkeypatch.delenv(RUN_PID_ENV)  # a child not told: the process that started it stands in
+            monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())
+            assert sharing._ours(sibling.pid)
+            monkeypatch.undo()
+            monkeypatch.setenv(RUN_ENV, run_mark())
     finally:
         for proc in (sibling, stranger):
             proc.kill()
             proc.wait()
+
+
+def test_every_child_is_told_which_gpudoctor_started_the_run():
+    from gpudoctor.procs import processes
+
+    assert child_env()[RUN_PID_ENV] == str(os.getpid())
+    assert processes.marked_env({}, "token")[RUN_PID_ENV] == str(os.getpid())
 
 
 def test_a_parent_is_read_past_a_name_with_spaces_and_parentheses():
@@ -94,7 +102,7 @@ def test_a_real_zombie_child_is_ours_and_its_environment_is_gone(monkeypatch):
         while "Z" not in open(f"/proc/{zombie.pid}/stat").read().rpartition(")")[2].split()[0] and time.monotonic() < deadline:
             time.sleep(0.01)  # exited, not reaped: Popen waits only when asked
         assert not sharing._environ(zombie.pid)  # the kernel shows a zombie's environment no more
-        monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())  # this test plays the run's parent
+        monkeypatch.setenv(RUN_PID_ENV, str(os.getpid()))  # this test plays the gpudoctor of the run
         assert sharing._ours(zombie.pid)
     finally:
         zombie.wait()

@@ -109,7 +109,7 @@ def child_env(extra: Optional[dict[str, str]] = None) -> dict[str, str]:
     """The parent's environment as it is (``PYTHONPATH`` included: it decides which framework the user's
     import gets), plus ``extra``. The child finds gpudoctor itself through its start (childpath.BOOT)."""
     env = dict(os.environ)
-    env[warden.RUN_ENV] = warden.run_mark()
+    env.update(warden.run_env())
     env.update(extra or {})
     return env
 

@@ -83,9 +83,9 @@ def new_mark() -> str:
 
 
 def marked_env(env: Optional[dict[str, str]], token: str) -> dict[str, str]:
-    """``env`` (the parent's when None) with ``token`` as MARK_ENV and the run's mark (warden.RUN_ENV),
+    """``env`` (the parent's when None) with ``token`` as MARK_ENV and the run's mark (warden.run_env),
     replacing any marks inherited."""
-    return {**(env if env is not None else os.environ), MARK_ENV: token, warden.RUN_ENV: warden.run_mark()}
+    return {**(env if env is not None else os.environ), MARK_ENV: token, **warden.run_env()}
 
 
 def descendants(pid: int) -> list[psutil.Process]:

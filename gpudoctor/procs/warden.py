@@ -36,6 +36,9 @@ from gpudoctor.procs.pids import marked_pids, single_threaded, start_ticks
 #: In the environment of every process gpudoctor starts (processes.marked_env, child.child_env): this run's
 #: mark. It also tells this run's GPU processes from others' (workload/sharing.py).
 RUN_ENV = "GPUDOCTOR_RUN"
+#: Beside it: the process id of the gpudoctor that made the mark, which every process of the run descends
+#: from (workload/sharing.py tells the run's exited children by it, whose environment is gone).
+RUN_PID_ENV = "GPUDOCTOR_RUN_PID"
 #: The variable that turns the warden and the final reaping off ("0").
 ENV = "GPUDOCTOR_WARDEN"
 #: How long ``finish`` waits for its children to be gone (one in uninterruptible sleep in a driver is abandoned).
@@ -47,6 +50,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _QUIT = b"q"
 
 _run = os.urandom(8).hex()
+_run_pid = os.getpid()  # gpudoctor's own, at import: a copy it forks keeps it
 _warden: Optional[int] = None
 _writer: Optional[int] = None
 
@@ -54,6 +58,11 @@ _writer: Optional[int] = None
 def run_mark() -> str:
     """This run's mark, the value of ``RUN_ENV`` in every process gpudoctor starts."""
     return _run
+
+
+def run_env() -> dict[str, str]:
+    """What every process gpudoctor starts holds in its environment of this run: its mark and gpudoctor's id."""
+    return {RUN_ENV: _run, RUN_PID_ENV: str(_run_pid)}
 
 
 def start() -> bool:

@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, Optional
 
-from gpudoctor.procs.warden import RUN_ENV
+from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
 _lock = threading.Lock()
@@ -132,9 +132,9 @@ def _bytes(value: int) -> int:
 def _ours(pid: int) -> bool:
     """``pid`` is this run's: this process, or one whose environment holds this run's token. A child of
     the run that has exited and is not yet reaped is still listed on its GPU for a moment, with the memory
-    it held, and its environment is gone then: empty, or not readable at all. Such a process is ours where it descends from the process that started this one,
-    as every child of the run does; another user's process, whose environment cannot be read either,
-    does not."""
+    it held, and its environment is gone then: empty, or not readable at all. Such a process is ours where
+    it descends from the gpudoctor that started the run (``RUN_PID_ENV``), as every child of the run does;
+    another user's process, whose environment cannot be read either, does not."""
     if pid == os.getpid():
         return True
     token = os.environ.get(RUN_ENV)
@@ -143,7 +143,15 @@ def _ours(pid: int) -> bool:
     environ = _environ(pid)
     if environ:
         return f"{RUN_ENV}={token}".encode() in environ.split(b"\0")
-    return _descends_from(pid, os.getppid())
+    return _descends_from(pid, _run_pid())
+
+
+def _run_pid() -> int:
+    """The gpudoctor this run's processes descend from: as its children are told, else this one's parent."""
+    try:
+        return int(os.environ.get(RUN_PID_ENV) or os.getppid())
+    except ValueError:
+        return os.getppid()
 
 
 def _environ(pid: int) -> Optional[bytes]:
@@ -155,14 +163,15 @@ def _environ(pid: int) -> Optional[bytes]:
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:
-    """Whether ``ancestor`` (never init, which every orphan descends from) is a parent of ``pid``'s, or
-    of its parent's, and so on."""
-    for _ in range(16):
+    """Whether ``ancestor`` is a parent of ``pid``'s, or of its parent's, and so on. gpudoctor may be init
+    itself (a container's entrypoint); a process a runtime put into the container (``docker exec``) has
+    no parent there (0), so it descends from no one in it."""
+    for _ in range(32):
         pid = _parent(pid) or 0
-        if pid <= 1 or ancestor <= 1:
-            return False
         if pid == ancestor:
             return True
+        if pid <= 1:
+            return False
     return False
 
 
