@@ -75,7 +75,8 @@ def test_frameworks_see_every_gpu_as_they_say_themselves(report):
 
 def test_pytorch_checks_each_model_once_and_measures_every_gpu(report):
     """A default check: the first GPU of each model makes PyTorch's correctness checks and training step, the
-    others say which GPU made them; every GPU measures its throughput and runs the smoke kernel."""
+    others check their matmuls and say which GPU made the rest; every GPU measures its throughput and runs the
+    smoke kernel."""
     runs = [r for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"]
     names = {r["device"]: r["name"] for r in runs}
     first = {}
@@ -87,3 +88,4 @@ def test_pytorch_checks_each_model_once_and_measures_every_gpu(report):
             assert "checks_on" not in run and run["training"]["ok"] and run["conv"]["ok"]
         else:
             assert run["checks_on"] == first[run["name"]] and "training" not in run and "conv" not in run
+            assert run["matmul"]["ok"]  # tensor cores are each GPU's own: their results are checked everywhere

@@ -601,3 +601,49 @@ def test_a_training_model_is_made_while_another_gpus_thread_holds_the_tf32_switc
         thread.start()
         thread.join(30)
         assert not thread.is_alive() and len(trained[0][0]) == 3  # three losses, made while the switch was held
+
+
+@pytest.fixture
+def said(monkeypatch):
+    """The steps a framework child says, from a fresh start (stage "import")."""
+    from gpudoctor.probes.frameworks import asking
+
+    lines: list = []
+    monkeypatch.setattr(asking, "_stage", "import")
+    monkeypatch.setattr(asking, "_said", 0)
+    monkeypatch.setattr(asking, "_beside", 0)
+    monkeypatch.setattr(asking, "_beside_said", None)
+    monkeypatch.setattr(asking.protocol, "emit", lambda section, data, default=None: lines.append(data))
+    return lines
+
+
+def test_cuda_started_beside_the_import_is_where_a_child_dies_meanwhile(said):
+    from gpudoctor.probes.frameworks import asking
+
+    with asking.beside("cuda_init", "import"):
+        assert asking.reached() == "cuda_init"  # a driver that kills the child now: it died starting CUDA
+    assert said == ["cuda_init", "import"]  # the import goes on: dying after is dying in the import
+
+
+def test_the_main_threads_own_step_is_never_undone_by_a_step_beside_it(said):
+    from gpudoctor.probes.frameworks import asking
+
+    with asking.beside("cuda_init", "import"):
+        asking.stage("cuda_init")  # the import ended; the framework's own CUDA start
+        asking.stage("devices")
+    assert said == ["cuda_init", "cuda_init", "devices"] and asking.reached() == "devices"
+    with asking.beside("cuda_init", "import"):  # a context made after the main thread has moved on
+        pass
+    assert asking.reached() == "devices" and said[-1] == "devices"
+
+
+def test_steps_beside_each_other_say_the_import_again_only_when_the_last_ends(said):
+    from gpudoctor.probes.frameworks import asking
+
+    first, second = asking.beside("cuda_init", "import"), asking.beside("cuda_init", "import")
+    first.__enter__()
+    second.__enter__()  # GPU 1's context while GPU 0's is made
+    first.__exit__(None, None, None)
+    assert asking.reached() == "cuda_init"
+    second.__exit__(None, None, None)
+    assert said == ["cuda_init", "import"]

@@ -171,16 +171,16 @@ def acceleration_line(facts: dict[str, Any]) -> str:
 
 
 def checked_once_phrases(work: list[dict[str, Any]]) -> list[str]:
-    """"PyTorch checked and trained once per GPU model, its throughput measured on every GPU" where some
-    of its runs left those steps to another GPU of their model (``checks_on``)."""
+    """"PyTorch checked and trained once per GPU model, its matmuls and throughput on every GPU" where some
+    of its runs left those steps to another GPU of their model that made them (``checks_on``)."""
     from gpudoctor.render.proof import elsewhere
 
     names = []
     for run in work:
         label = frameworks_table.label(str(run.get("framework")))
-        if elsewhere(run) and label not in names:
+        if elsewhere(run, work) and label not in names:
             names.append(label)
-    return [f"{' and '.join(names)} checked and trained once per GPU model, its throughput measured on every GPU"] if names else []
+    return [f"{' and '.join(names)} checked and trained once per GPU model, its matmuls and throughput on every GPU"] if names else []
 
 
 def placement_phrases(facts: dict[str, Any]) -> list[str]:
@@ -210,7 +210,7 @@ def _results_phrase(work: list[dict[str, Any]]) -> str:
 
     made = [c for r in work if not (r.get("error") or r.get("skipped")) for _, c in comparisons(r)]
     correct = sum(1 for c in made if "error" not in c and c.get("ok") is True)
-    silent = sum(1 for r in work if r.get("error") or r.get("skipped") or not (comparisons(r) or elsewhere(r)))
+    silent = sum(1 for r in work if r.get("error") or r.get("skipped") or not (comparisons(r) or elsewhere(r, work)))
     phrase = f"results vs CPU correct in {correct} of {len(made)}" if made else "no results vs CPU"
     return phrase + (f" ({silent} of {len(work)} framework run(s) gave none)" if silent else "")
 

@@ -71,7 +71,7 @@ def rows(facts: dict[str, Any], matrix: Matrix) -> list[dict[str, str]]:
                         "matmul": NONE, "memory": NONE, "host": NONE})
         for run in here:
             row = {"gpu": label, "framework": str(run.get("framework")), "smoke": smoke_cell,
-                   "results": _results(run), "training": _training(run)}
+                   "results": _results(run, runs), "training": _training(run, runs)}
             row.update(_throughput(facts, matrix, run, names.get(device)))
             out.append(row)
     return out
@@ -129,34 +129,43 @@ def comparisons(run: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _results(run: dict[str, Any]) -> str:
+def _results(run: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     if run.get("error"):
         return "did not run"
     if run.get("skipped"):
         return "skipped"
     checks = comparisons(run)
+    there = elsewhere(run, runs)
     if not checks:
-        return elsewhere(run) or NONE
+        return f"on {there}" if there else NONE
     failed = [what for what, c in checks if "error" in c]
     wrong = [what for what, c in checks if "error" not in c and c.get("ok") is not True]
     if failed:
         return "failed: " + ", ".join(failed)
     if wrong:
         return "WRONG: " + ", ".join(wrong)
-    return f"{len(checks)} of {len(checks)} correct"
+    return f"{len(checks)} of {len(checks)} correct" + (f", the rest on {there}" if there else "")
 
 
-def elsewhere(run: dict[str, Any]) -> Optional[str]:
-    """"on cuda:0, same model" where the run left its correctness checks and training step to another GPU
-    of its model (``checks_on``); None where it did not."""
+def elsewhere(run: dict[str, Any], runs: list[dict[str, Any]]) -> Optional[str]:
+    """"cuda:0, same model" where the run left its model's checks and training step to another GPU of that
+    model (``checks_on``) and that GPU's run in ``runs`` made them; None where not (a run that names a GPU
+    whose run ended before them is shown with nothing of its own there)."""
     on = run.get("checks_on")
-    return f"on cuda:{on}, same model" if isinstance(on, str) and not (run.get("error") or run.get("skipped")) else None
+    if not isinstance(on, str) or run.get("error") or run.get("skipped"):
+        return None
+    named = next((r for r in runs if isinstance(r, dict) and r.get("framework") == run.get("framework")
+                  and str(r.get("device")) == on), None)
+    if named is None or not (comparisons(named) or isinstance(named.get("training"), dict)):
+        return None
+    return f"cuda:{on}, same model"
 
 
-def _training(run: dict[str, Any]) -> str:
+def _training(run: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     t = run.get("training")
     if not isinstance(t, dict):
-        return elsewhere(run) or NONE
+        there = elsewhere(run, runs)
+        return f"on {there}" if there else NONE
     if "error" in t:
         return "failed"
     first, last, steps = _num(t.get("loss_first")), _num(t.get("loss_last")), t.get("steps")

@@ -136,9 +136,10 @@ def _py_str(text: str, key: str) -> Optional[str]:
 # --- its workload (worker.py) -------------------------------------------------------------------------
 
 def run_torch(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[str, Any]:
-    """``checks_on``: the GPU of the same model whose run makes the correctness checks and the training step
-    (worker.checks_elsewhere); this GPU then measures its throughput, and makes them only where that GPU
-    could not (it was busy, or its run failed before them). Its run says where they were made."""
+    """``checks_on``: the GPU of the same model whose run makes the element-wise and convolution checks and
+    the training step (worker.checks_elsewhere); this GPU then checks its matmuls, whose tensor cores are
+    its own, and measures its throughput, and makes the rest only where that GPU did not (it was busy, or
+    its run failed before them). Its run says where they were made."""
     import torch
 
     makes = _makes_checks(device) if checks_on is None else None
@@ -166,11 +167,13 @@ def _run_torch(torch: Any, device: str, deep: bool, checks_on: Optional[str], ma
             out["skipped"] = f"the GPU is busy: {(total - free) / 2**30:.1f} of {total / 2**30:.1f} GiB in use"
             return out
         if makes is not None:
-            if not makes.done():  # once per process: a child runs each GPU once
-                makes.set_result(True)
             if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
                 cpu = _in_background(lambda: _cpu_training(torch))
             _checks(torch, out, dev)
+            if not makes.done():  # once per process: a child runs each GPU once
+                makes.set_result(True)
+        else:
+            _step(out, "matmul", lambda: _torch_matmul(torch, dev))
     if checks_on is None:
         _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cuda:
@@ -179,7 +182,7 @@ def _run_torch(torch: Any, device: str, deep: bool, checks_on: Optional[str], ma
         if made_on(checks_on):
             out["checks_on"] = checks_on
         else:
-            _checks(torch, out, dev)
+            _checks(torch, out, dev, matmul=False)
             _step(out, "training", lambda: _torch_training(torch, dev, device), lock="own")
     if cpu is not None and "warm_step_s" in out["training"]:
         try:
@@ -190,18 +193,20 @@ def _run_torch(torch: Any, device: str, deep: bool, checks_on: Optional[str], ma
     return out
 
 
-def _checks(torch: Any, out: dict[str, Any], dev: Any) -> None:
+def _checks(torch: Any, out: dict[str, Any], dev: Any, matmul: bool = True) -> None:
     _step(out, "elementwise", lambda: _torch_elementwise(torch, dev))
-    _step(out, "matmul", lambda: _torch_matmul(torch, dev))
+    if matmul:
+        _step(out, "matmul", lambda: _torch_matmul(torch, dev))
     _step(out, "conv", lambda: _torch_conv(torch, dev))
 
 
-#: GPU -> whether its run makes its model's correctness checks and training step, for the other GPUs of that
-#: model (``checks_on``): set by its own thread once its GPU proved free, or once it ended without them.
+#: GPU -> whether its run made its model's correctness checks (and goes on to the training step), for the
+#: other GPUs of that model (``checks_on``): set by its own thread once they are made, or once it ended
+#: without them.
 _MAKES_CHECKS: dict[str, Future] = {}
 _MAKES_CHECKS_LOCK = threading.Lock()
-#: How long a GPU waits, after its throughput, to learn whether ``checks_on`` makes the checks: that GPU's
-#: thread says so within its first CUDA call, which a hung driver may hold up; then this GPU makes its own.
+#: How long a GPU waits, after its throughput, to learn whether ``checks_on`` made the checks: that GPU's
+#: thread says so once they are made, which a hung driver may hold up; then this GPU makes its own.
 CHECKS_WAIT_S = 30.0
 
 
@@ -211,7 +216,7 @@ def _makes_checks(device: str) -> Future:
 
 
 def made_on(device: str, wait_s: float = CHECKS_WAIT_S) -> bool:
-    """Whether GPU ``device``'s run makes its model's checks (waiting ``wait_s`` at most to learn it)."""
+    """Whether GPU ``device``'s run made its model's checks (waiting ``wait_s`` at most to learn it)."""
     try:
         return bool(_makes_checks(device).result(timeout=wait_s))
     except Exception:  # noqa: BLE001 - it did not say in time: the asking GPU makes its own

@@ -35,6 +35,7 @@ from gpudoctor import frameworks_table
 from gpudoctor.procs import protocol
 from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.frameworks import children
+from gpudoctor.probes.frameworks.asking import beside
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.smoke import worker as smoke_worker
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
@@ -113,7 +114,8 @@ def cuda_early(module: str, facts_done: threading.Event) -> None:
     try:
         cudart = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
         mark(f"cuda early: starting CUDA through {path}")
-        cudart.cudaGetDeviceCount(ctypes.byref(ctypes.c_int()))
+        with beside("cuda_init", "import"):  # a driver that kills the child here: it died starting CUDA
+            cudart.cudaGetDeviceCount(ctypes.byref(ctypes.c_int()))
     except (OSError, AttributeError):  # not loaded after all, or not a runtime that has the call
         return
 
@@ -160,7 +162,9 @@ def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambd
 
 def _retain_context(cuda: Any, ordinal: int) -> None:
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-    if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0 and cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0:
+    with beside("cuda_init", "import"):
+        made = cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0 and cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    if made:
         mark(f"contexts early: GPU {ordinal} has its context")
 
 
