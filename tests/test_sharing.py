@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from gpudoctor.procs.child import child_env
 from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV, run_mark
 from gpudoctor.probes.workload import sharing
@@ -28,50 +30,45 @@ def test_without_nvml_nothing_is_guessed():
     assert sharing.sample(None)["known"] is False
 
 
-def test_this_runs_children_are_told_from_other_processes_by_the_token(monkeypatch):
-    """Every child of a run carries its token; a process without it (the user's training job) is another's."""
+@pytest.fixture
+def ours_and_theirs(monkeypatch):
+    """A sleeping child of the run (its environment as gpudoctor gives it) and one without the run's token."""
     monkeypatch.setenv(RUN_ENV, run_mark())
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
     theirs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                               env={k: v for k, v in os.environ.items() if k != RUN_ENV})
-    try:
-        time.sleep(0.2)
-        assert sharing._ours(os.getpid()) and sharing._ours(ours.pid)
-        assert not sharing._ours(theirs.pid)
-        assert sharing._describe(theirs.pid, 5 << 20)["name"].startswith("python")
-    finally:
-        for proc in (ours, theirs):
-            proc.kill()
-            proc.wait()
+    time.sleep(0.2)
+    yield ours, theirs
+    for proc in (ours, theirs):
+        proc.kill()
+        proc.wait()
 
 
-def test_a_child_of_the_run_that_has_exited_is_still_ours(monkeypatch):
+def test_this_runs_children_are_told_from_other_processes_by_the_token(ours_and_theirs):
+    """Every child of a run carries its token; a process without it (the user's training job) is another's."""
+    ours, theirs = ours_and_theirs
+    assert sharing._ours(os.getpid()) and sharing._ours(ours.pid)
+    assert not sharing._ours(theirs.pid)
+    assert sharing._describe(theirs.pid, 5 << 20)["name"].startswith("python")
+
+
+def test_a_child_of_the_run_that_has_exited_is_still_ours(monkeypatch, ours_and_theirs):
     """A child of the run that has exited is listed on its GPU until it is reaped (recorded on 1 x H100 and
     4 x H200: RUN019 named a zombie sibling, CuPy's child, holding 634 MiB). Its environment is gone then; it
     is ours where it descends from the gpudoctor that started the run, whose id every child is given."""
-    monkeypatch.setenv(RUN_ENV, run_mark())
-    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=child_env())
-    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                                env={k: v for k, v in os.environ.items() if k != RUN_ENV})
-    try:
-        time.sleep(0.2)
-        for gone in (b"", None):  # exiting (empty), or a zombie's (not readable): both seen on the GPU machines
-            monkeypatch.setattr(sharing, "_environ", lambda pid, gone=gone: gone)
-            monkeypatch.setenv(RUN_PID_ENV, str(os.getpid()))  # this test plays the gpudoctor of the run
+    sibling, stranger = ours_and_theirs
+    for gone in (b"", None):  # exiting (empty), or a zombie's (not readable): both seen on the GPU machines
+        monkeypatch.setattr(sharing, "_environ", lambda pid, gone=gone: gone)
+        monkeypatch.setenv(RUN_PID_ENV, str(os.getpid()))  # this test plays the gpudoctor of the run
+        assert sharing._ours(sibling.pid)
+        monkeypatch.setenv(RUN_PID_ENV, "1")  # gpudoctor as a container's init: all it started is its
+        assert sharing._ours(sibling.pid)
+        monkeypatch.setenv(RUN_PID_ENV, str(sibling.pid))  # a process that did not start the stranger
+        assert not sharing._ours(stranger.pid)
+        monkeypatch.delenv(RUN_PID_ENV)  # a child not told: the process that started it stands in
+        with monkeypatch.context() as patched:
+            patched.setattr(sharing.os, "getppid", lambda: os.getpid())
             assert sharing._ours(sibling.pid)
-            monkeypatch.setenv(RUN_PID_ENV, "1")  # gpudoctor as a container's init: all it started is its
-            assert sharing._ours(sibling.pid)
-            monkeypatch.setenv(RUN_PID_ENV, str(sibling.pid))  # a process that did not start the stranger
-            assert not sharing._ours(stranger.pid)
-            monkeypatch.delenv(RUN_PID_ENV)  # a child not told: the process that started it stands in
-            monkeypatch.setattr(sharing.os, "getppid", lambda: os.getpid())
-            assert sharing._ours(sibling.pid)
-            monkeypatch.undo()
-            monkeypatch.setenv(RUN_ENV, run_mark())
-    finally:
-        for proc in (sibling, stranger):
-            proc.kill()
-            proc.wait()
 
 
 def test_every_child_is_told_which_gpudoctor_started_the_run():
