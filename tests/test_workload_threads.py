@@ -536,17 +536,15 @@ def test_only_the_threaded_every_gpu_framework_names_a_module_that_brings_cuda()
 def test_a_background_compile_hands_its_result_or_its_failure_to_the_step_that_asks():
     import threading as threads
 
-    from gpudoctor.probes.workload import jax_child
-
     ran_in = []
-    done = jax_child._compile_in_background(lambda: ran_in.append(threads.current_thread().name) or 42)
+    done = common.in_background(lambda: ran_in.append(threads.current_thread().name) or 42, "jax-training-compile")
     assert done.result(5) == 42 and ran_in == ["jax-training-compile"]
 
     def fails():
         raise RuntimeError("XLA: out of memory while compiling")
 
     with pytest.raises(RuntimeError, match="out of memory"):
-        jax_child._compile_in_background(fails).result(5)
+        common.in_background(fails, "jax-training-compile").result(5)
 
 
 def test_the_smoke_host_starts_once_and_only_where_asked(monkeypatch):
@@ -565,13 +563,13 @@ def test_the_cpu_comparison_runs_beside_gpu_0s_work_and_adds_to_its_training():
     from gpudoctor.probes.workload import torch_child as torch_run
 
     began = time.monotonic()
-    slow = torch_run._in_background(lambda: time.sleep(0.2) or (0.2, [0.5, 0.5, 0.5, 0.004, 0.006, 0.005]))
+    slow = common.in_background(lambda: time.sleep(0.2) or (0.2, [0.5, 0.5, 0.5, 0.004, 0.006, 0.005]), "cpu-compare")
     assert time.monotonic() - began < 0.1  # started, not waited for
     training = {"ok": True, "warm_step_s": 0.001}
     torch_run._compare_cpu(training, *slow.result())
     assert training["cpu_compare_s"] == 0.2 and training["cpu_warm_step_s"] == 0.005
     assert training["speedup_vs_cpu"] == pytest.approx(5.0)
-    failing = torch_run._in_background(lambda: 1 / 0)
+    failing = common.in_background(lambda: 1 / 0, "cpu-compare")
     with pytest.raises(ZeroDivisionError):
         failing.result()
 

@@ -19,6 +19,7 @@ import statistics
 import threading
 import time
 import traceback
+from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 from gpudoctor.probes.workload import sharing
@@ -84,6 +85,21 @@ def _step(results: dict[str, Any], name: str, fn: Callable[[], dict[str, Any]], 
         results[name]["sharing"] = sharing.judged(before, sharing.sample(_uuid(device)))
     results[name]["duration_s"] = round(time.monotonic() - start, 3)  # waiting for locks included
     mark(f"{what}: done")
+
+
+def in_background(fn: Callable[[], Any], name: str) -> Future:
+    """``fn()`` in a thread of its own named ``name``, started at once; the Future's result() waits for it,
+    and raises what ``fn`` raised, for the step that asks to report."""
+    done: Future = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return done
 
 
 def rel_err(got: Any, ref: Any) -> float:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
-from concurrent.futures import Future
 from typing import Any, Callable, Optional
 
 from gpudoctor.probes.frameworks.asking import _cuda_text, _cudnn_text, _try, stage
 from gpudoctor.probes.frameworks.metadata import Package, _Index, _record, dist_version
 from gpudoctor.probes.workload.common import (_check, _np_elementwise, _np_matmul, _rand, _step, cuda_index,
-                                              host_timed, reference, rel_err, training_verdict)
+                                              host_timed, in_background, reference, rel_err, training_verdict)
 from gpudoctor.probes.workload.locks import gpu_lock, xla_autotunes, xla_compile_lock
 
 
@@ -135,7 +133,9 @@ def run_jax(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[st
         out["skipped"] = "no GPU"
         return out
     dev = jax.devices("gpu")[cuda_index(device)]
-    training = _compile_in_background(lambda: _jax_training_step(jax, jnp, np, dev, device))
+    # XLA compiles the training step, the longest part of this run and all of it CPU work, while the checks
+    # below run: it leaves the interpreter lock free while it compiles; a failure is the training step's
+    training = in_background(lambda: _jax_training_step(jax, jnp, np, dev, device), "jax-training-compile")
     x, y, ew = reference("np.elementwise", lambda: _np_elementwise(np))
     _step(out, "elementwise", lambda: _check("sin(2.5x+y) float32", rel_err(
         _jax_run(jax, lambda x, y: jnp.sin(2.5 * x + y), dev, device, x, y), ew), 1e-5), lock="own")
@@ -144,22 +144,6 @@ def run_jax(device: str, deep: bool, checks_on: Optional[str] = None) -> dict[st
         _jax_run(jax, jnp.matmul, dev, device, a, b), mm), 1e-2), lock="own")
     _step(out, "training", lambda: _jax_training(np, device, *training.result()), lock="own")
     return out
-
-
-def _compile_in_background(prepare: Callable[[], Any]) -> "Future[Any]":
-    """``prepare()`` in a thread of its own: XLA compiles the training step, the longest part of JAX's run and
-    all of it CPU work, while the element-wise and matmul checks run, as it leaves the interpreter lock free
-    while it compiles. Its failure is the training step's, raised where that step asks for the result."""
-    done: "Future[Any]" = Future()
-
-    def run() -> None:
-        try:
-            done.set_result(prepare())
-        except BaseException as exc:  # noqa: BLE001 - handed to the training step, which reports it
-            done.set_exception(exc)
-
-    threading.Thread(target=run, name="jax-training-compile", daemon=True).start()
-    return done
 
 
 def _jax_run(jax: Any, fn: Callable[..., Any], dev: Any, device: str, *host: Any) -> Any:

@@ -29,7 +29,7 @@ from gpudoctor.probes.frameworks.asking import _cudnn_text, _try, _uuid, stage
 from gpudoctor.probes.frameworks.metadata import (Package, _Claims, _cuda_requirements, _local_tag, _record, _text,
                                                   dist_version)
 from gpudoctor.probes.workload.common import (BUSY_USED_SHARE, MEMORY_SHARE, _check, _step, cuda_index, host_timed,
-                                              reference, rel_err, training_verdict)
+                                              in_background, reference, rel_err, training_verdict)
 from gpudoctor.probes.workload.locks import _DEFAULT_RNG, _TF32, _lock
 from gpudoctor.trace import mark
 
@@ -168,7 +168,7 @@ def _run_torch(torch: Any, device: str, deep: bool, checks_on: Optional[str], ma
             return out
         if makes is not None:
             if device == "0":  # the same CPU serves every GPU: compared once, on cuda:0, beside its work, not after it
-                cpu = _in_background(lambda: _cpu_training(torch))
+                cpu = in_background(lambda: _cpu_training(torch), "cpu-compare")
             _checks(torch, out, dev)
             if not makes.done():  # once per process: a child runs each GPU once
                 makes.set_result(True)
@@ -221,20 +221,6 @@ def made_on(device: str, wait_s: float = CHECKS_WAIT_S) -> bool:
         return bool(_makes_checks(device).result(timeout=wait_s))
     except Exception:  # noqa: BLE001 - it did not say in time: the asking GPU makes its own
         return False
-
-
-def _in_background(fn: Callable[[], Any]) -> Future:
-    """``fn()`` in a thread of its own, started at once; its Future's result() waits for it."""
-    done: Future = Future()
-
-    def run() -> None:
-        try:
-            done.set_result(fn())
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
-            done.set_exception(exc)
-
-    threading.Thread(target=run, name="cpu-compare", daemon=True).start()
-    return done
 
 
 def _torch_elementwise(torch: Any, dev: Any) -> dict[str, Any]:
