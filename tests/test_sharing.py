@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from gpudoctor.procs import pids
 from gpudoctor.procs.child import child_env
 from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV, run_mark
 from gpudoctor.probes.workload import sharing
@@ -84,8 +85,8 @@ def test_a_parent_is_read_past_a_name_with_spaces_and_parentheses():
     try:
         time.sleep(0.2)
         assert open(f"/proc/{child.pid}/comm").read().strip() == "x) 1 (y"
-        assert sharing._parent(child.pid) == os.getpid()
-        assert sharing._parent(2**22 + 7) is None  # no such process
+        assert pids.parent_pid(child.pid) == os.getpid()
+        assert pids.parent_pid(2**22 + 7) is None  # no such process
     finally:
         child.kill()
         child.wait()

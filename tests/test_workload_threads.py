@@ -5,6 +5,8 @@ the framework runners are replaced, since this machine has no GPU."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import textwrap
 import threading
@@ -481,7 +483,7 @@ class FakeCudart:
 def start_cuda_early(monkeypatch, maps: list[str], module="fakefw._C"):
     fake, done = FakeCudart(), threading.Event()
     monkeypatch.setattr(worker.ctypes, "CDLL", fake.open)
-    monkeypatch.setattr(worker, "loaded_library", lambda prefix: maps[0] if len(set(maps)) == 1 else None)
+    monkeypatch.setattr(worker, "mapped_one", lambda family: maps[0] if len(set(maps)) == 1 else None)
     monkeypatch.delitem(sys.modules, module, raising=False)
     early = threading.Thread(target=worker.cuda_early, args=(module, done))
     early.start()
@@ -518,12 +520,19 @@ def test_cuda_early_gives_up_when_the_facts_are_done_without_the_module(monkeypa
     assert not early.is_alive() and fake.counted == 0
 
 
-def test_the_loaded_library_is_read_from_this_process_maps():
-    import ctypes.util
-
-    libc = worker.loaded_library("libc.so")
-    assert libc is not None and libc in open("/proc/self/maps").read() and ctypes.util.find_library("c")
-    assert worker.loaded_library("libgpudoctor-no-such") is None
+def test_the_runtime_is_found_among_what_this_process_mapped(tmp_path):
+    """A library named as the CUDA runtime (a copy of libm: any shared library maps the same way), loaded by a
+    process, is the one that process has mapped; none, and two copies, give nothing."""
+    source = next(line.split()[-1] for line in open("/proc/self/maps") if "/libm.so" in line)  # the interpreter's
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(source, tmp_path / folder / "libcudart.so.13")
+    ask = ("import ctypes, sys\nfor path in sys.argv[1:]: ctypes.CDLL(path)\n"
+           "from gpudoctor.probes.workload.worker import mapped_one\nprint(mapped_one('libcudart'))")
+    found = [subprocess.run([sys.executable, "-c", ask, *paths], capture_output=True, text=True, env=child_env()).stdout.strip()
+             for paths in ([str(tmp_path / "a" / "libcudart.so.13")], [],
+                           [str(tmp_path / f / "libcudart.so.13") for f in ("a", "b")])]
+    assert found == [str(tmp_path / "a" / "libcudart.so.13"), "None", "None"]
 
 
 def test_only_the_threaded_every_gpu_framework_names_a_module_that_brings_cuda():

@@ -28,10 +28,21 @@ def single_threaded() -> bool:
 
 def start_ticks(pid: int) -> Optional[int]:
     """When ``pid`` started, in clock ticks since boot (/proc/PID/stat field 22), or None if it is gone."""
+    return _stat_field(pid, 22)
+
+
+def parent_pid(pid: int) -> Optional[int]:
+    """``pid``'s parent (/proc/PID/stat field 4), or None if it is gone."""
+    return _stat_field(pid, 4)
+
+
+def _stat_field(pid: int, field: int) -> Optional[int]:
+    """Field ``field`` (numbered as proc(5) does) of /proc/PID/stat, read past the name, which may hold
+    spaces and parentheses."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
+        return int(stat[stat.rindex(b")") + 2:].split()[field - 3])
     except (OSError, ValueError, IndexError):
         return None
 

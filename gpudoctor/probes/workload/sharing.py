@@ -20,6 +20,7 @@ import os
 import threading
 from typing import Any, Optional
 
+from gpudoctor.procs.pids import parent_pid
 from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
@@ -167,20 +168,12 @@ def _descends_from(pid: int, ancestor: int) -> bool:
     itself (a container's entrypoint); a process a runtime put into the container (``docker exec``) has
     no parent there (0), so it descends from no one in it."""
     for _ in range(32):
-        pid = _parent(pid) or 0
+        pid = parent_pid(pid) or 0
         if pid == ancestor:
             return True
         if pid <= 1:
             return False
     return False
-
-
-def _parent(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rpartition(b")")[2].split()[1])  # after the name, which may hold anything
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _describe(pid: int, used: int) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from gpudoctor.procs.ending import end_child
 from gpudoctor.probes.frameworks import children
 from gpudoctor.probes.frameworks.asking import beside
 from gpudoctor.probes.frameworks.worker import import_failure, report
+from gpudoctor.probes.libnames import family_of, mapped_libraries
 from gpudoctor.probes.smoke import worker as smoke_worker
 from gpudoctor.probes.workload import EVERY_GPU, THREADED
 from gpudoctor.probes.workload.locks import gpu_lock
@@ -108,7 +109,7 @@ def cuda_early(module: str, facts_done: threading.Event) -> None:
     while module not in sys.modules:
         if facts_done.wait(0.01):
             return
-    path = loaded_library("libcudart.so")
+    path = mapped_one("libcudart")
     if path is None:
         return
     try:
@@ -120,16 +121,15 @@ def cuda_early(module: str, facts_done: threading.Event) -> None:
         return
 
 
-def loaded_library(prefix: str) -> Optional[str]:
-    """The one file whose name starts with ``prefix`` that this process has mapped; None for none, or
-    for two different ones."""
+def mapped_one(family: str) -> Optional[str]:
+    """The one file of library ``family`` (libnames) that this process has mapped; None for none, or for
+    two different ones."""
     try:
         with open("/proc/self/maps") as fh:
-            paths = {line.split(None, 5)[-1].strip() for line in fh if prefix in line}
+            found = [p for p in mapped_libraries(fh.read()) if family_of(os.path.basename(p)) == family]
     except OSError:
         return None
-    found = {p for p in paths if os.path.basename(p).startswith(prefix)}
-    return found.pop() if len(found) == 1 else None
+    return found[0] if len(found) == 1 else None
 
 
 def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambda: None) -> None:
