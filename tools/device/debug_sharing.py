@@ -12,7 +12,7 @@ s = s.replace('''    return {"pid": pid, "name": name, "used_memory_bytes": used
     chain = []
     q = pid
     for _ in range(5):
-        q = _parent(q)
+        q = parent_pid(q)
         chain.append(q)
         if not q or q <= 1:
             break
