@@ -523,7 +523,9 @@ def test_cuda_early_gives_up_when_the_facts_are_done_without_the_module(monkeypa
 def test_the_runtime_is_found_among_what_this_process_mapped(tmp_path):
     """A library named as the CUDA runtime (a copy of libm: any shared library maps the same way), loaded by a
     process, is the one that process has mapped; none, and two copies, give nothing."""
-    source = next(line.split()[-1] for line in open("/proc/self/maps") if "/libm.so" in line)  # the interpreter's
+    source = next((line.split()[-1] for line in open("/proc/self/maps") if "/libm.so" in line), None)  # the interpreter's
+    if source is None:
+        pytest.skip("this interpreter has no shared libm mapped to copy")
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
         shutil.copy(source, tmp_path / folder / "libcudart.so.13")
