@@ -322,3 +322,41 @@ def test_the_multi_gpu_tests_start_once_the_workloads_have_ended(monkeypatch):
     assert order == ["workload begins", "workload ends", "multigpu begins"]
     alone = {p.name: p for p in runner.select_probes({"multigpu"}, deep=True)}
     assert alone["multigpu"].timeout_s == runner.MULTIGPU_TIMEOUT_S  # no workloads: nothing to wait for
+
+
+@pytest.mark.parametrize("gpus, waits", [([{"index": 0}], True), ([], False)])
+def test_the_libraries_are_read_after_the_imports_only_where_gpu_work_follows(monkeypatch, gpus, waits):
+    """Loading every copy of the CUDA libraries from a cold disk slows the frameworks' imports, so it waits for
+    them where GPU work follows to run beside; without a GPU nothing follows, and waiting would only add."""
+    import threading as _threading
+    import time as _time
+
+    from gpudoctor import runner
+    from gpudoctor.probes import interpreter, nvml
+
+    order: list[str] = []
+    release = _threading.Event()
+
+    def frameworks(target, timeout_s=0.0, facts_from=None):
+        order.append("frameworks begin")
+        release.wait(5)
+        order.append("frameworks end")
+        return {"frameworks": {}}
+
+    monkeypatch.setattr(runner, "probe_frameworks", frameworks)
+    monkeypatch.setattr(runner, "_cuda_stack", lambda target, read_versions=True: order.append("libraries begin") or {})
+    monkeypatch.setattr(nvml, "published_facts", lambda wait_s: {"gpus": gpus})
+    probes = {p.name: p for p in runner.select_probes({"frameworks", "cuda_stack", "workload"})}
+    assert probes["cuda_stack"].timeout_s == 40.0 + probes["frameworks"].timeout_s
+    target = interpreter.own()
+    threads = [_threading.Thread(target=probes[n].run, args=(target,)) for n in ("cuda_stack", "frameworks")]
+    for t in threads:
+        t.start()
+    _time.sleep(0.3)
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert sorted(order) == ["frameworks begin", "frameworks end", "libraries begin"]
+    assert (order.index("libraries begin") > order.index("frameworks end")) is waits
+    quick = {p.name: p for p in runner.select_probes({"frameworks", "cuda_stack", "workload"}, quick=True)}
+    assert quick["cuda_stack"].timeout_s == 40.0  # no GPU work, no import: nothing to wait for
