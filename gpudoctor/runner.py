@@ -108,55 +108,31 @@ def select_probes(names: Collection[str], quick: bool = False, deep: bool = Fals
         chosen = [_shared(p, deep, hosts_smoke=any(p.name == "smoke" for p in chosen)) for p in chosen]
         if any(p.name == "multigpu" for p in chosen):
             chosen = _multigpu_after_workload(chosen)
-        if any(p.name == "frameworks" for p in chosen) and any(p.name == "cuda_stack" for p in chosen):
-            chosen = _libraries_after_imports(chosen)
     return chosen
 
 
 def _multigpu_after_workload(chosen: list[Probe]) -> list[Probe]:
     """The multi-GPU tests start once the workloads have ended: their children hold CUDA contexts (2 GiB each)
     on every GPU while they run, which a workload timing its GPU rightly sees as another process there, so
-    that its figures would go unjudged (RUN019)."""
-    return _after(chosen, "workload", "multigpu")
-
-
-def _libraries_after_imports(chosen: list[Probe]) -> list[Probe]:
-    """Where GPU work follows, the CUDA libraries on disk are read once the frameworks have imported. Reading
-    their versions loads each copy, the toolkit's own cuBLAS among them, and from a cold disk that competes
-    with the frameworks' imports, the check's longest path; read afterwards, it runs beside the GPU work.
-    Without a GPU there is no GPU work to run beside, and it starts at once."""
-    return _after(chosen, "frameworks", "cuda_stack", when=_nvml_lists_gpus)
-
-
-def _nvml_lists_gpus() -> bool:
-    from gpudoctor.probes.nvml import published_facts
-
-    facts = published_facts(NVML_TIMEOUT_S)
-    return bool(facts and facts.get("gpus"))
-
-
-def _after(chosen: list[Probe], first: str, then: str, when: Callable[[], bool] = lambda: True) -> list[Probe]:
-    """``then`` starts once ``first`` has ended, where ``when()`` says it should wait; it waits at most as long
-    as ``first`` may take, and its own limit grows by as much."""
+    that its figures would go unjudged (RUN019). The tests wait at most as long as the workloads may take."""
     ended = threading.Event()
-    lead = next(p for p in chosen if p.name == first)
+    workload = next(p for p in chosen if p.name == "workload")
 
-    def lead_run(target: Target) -> dict[str, Any]:
+    def workload_run(target: Target) -> dict[str, Any]:
         try:
-            return lead.run(target)
+            return workload.run(target)
         finally:
             ended.set()
 
     def after(run: ProbeRun) -> ProbeRun:
         def waiting(target: Target) -> dict[str, Any]:
-            if when():
-                ended.wait(lead.timeout_s)
+            ended.wait(workload.timeout_s)
             return run(target)
 
         return waiting
 
-    return [replace(p, run=lead_run) if p is lead else
-            replace(p, run=after(p.run), timeout_s=p.timeout_s + lead.timeout_s) if p.name == then else p
+    return [replace(p, run=workload_run) if p is workload else
+            replace(p, run=after(p.run), timeout_s=p.timeout_s + workload.timeout_s) if p.name == "multigpu" else p
             for p in chosen]
 
 
