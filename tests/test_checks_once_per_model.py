@@ -222,3 +222,21 @@ def test_with_the_first_gpu_busy_the_second_makes_its_own_checks(monkeypatch):
     assert runs["0"]["skipped"].startswith("the GPU is busy") and "training" not in runs["0"]
     assert "checks_on" not in runs["1"]
     assert all(runs["1"][step]["ok"] for step in ("elementwise", "matmul", "conv", "training", "throughput"))
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "real" / "h200x2-20261127" / "verify-1057" / "full.json"
+
+
+def test_a_check_recorded_with_the_checks_once_per_model_reads_as_it_ran():
+    """A default check recorded on 2 x H200 (nvidia-h100-x2 served by H200, 2026-11-27 11:01 UTC): GPU 0 made
+    PyTorch's checks and training step, GPU 1 its own matmul check and throughput."""
+    report = json.loads(RECORDED.read_text())
+    runs = {r["device"]: r for r in report["facts"]["workload"]["runs"] if r["framework"] == "torch"}
+    assert runs["1"]["checks_on"] == "0" and "checks_on" not in runs["0"]
+    judged = pipeline.judge(report["facts"], created=report.get("created"))
+    assert judged["findings"] == [] and judged["summary"]["verdict"] == "ok"
+    rows = [r for r in proof.rows(report["facts"], BUNDLED) if r["framework"] == "torch"]
+    assert [(r["results"], r["training"].startswith("loss ")) for r in rows] == [
+        ("6 of 6 correct", True), ("2 of 2 correct, the rest on cuda:0, same model", False)]
+    line = facts_text.acceleration_line(report["facts"])
+    assert "results vs CPU correct in 12 of 12, training learned in 2 of 2" in line
