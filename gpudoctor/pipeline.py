@@ -16,7 +16,7 @@ from gpudoctor.probes import interpreter
 from gpudoctor.procs.child import kill_all, reopen
 from gpudoctor.probes.interpreter import BadPython, Target  # noqa: F401 - the command line's one layer
 from gpudoctor.probes.interpreter import own as own_interpreter  # noqa: F401
-from gpudoctor.run_options import RunOptions, Started
+from gpudoctor.run_options import Early, RunOptions
 from gpudoctor.runner import FORKED_QUICK, Progress, run_probes, select_probes
 from gpudoctor.views.visibility import cuda_numbers  # noqa: F401 - the commands ask the pipeline for it
 
@@ -36,7 +36,7 @@ def choose_interpreter(python: Optional[str]) -> Target:
     return interpreter.choose(python)
 
 
-def start_early(target: Target, quick: bool) -> tuple[Started, ...]:
+def start_early(target: Target, quick: bool) -> Early:
     """Start what can run while the command imports the checks, for ``target``: NVML's child, and for
     ``quick`` the probes whose work is all Python, each in a forked copy of this process. The run adopts
     them through RunOptions.early."""
@@ -45,14 +45,15 @@ def start_early(target: Target, quick: bool) -> tuple[Started, ...]:
 
 def run_options(target: Target, timeout_s: Optional[float] = None, only: Sequence[str] = (), skip: Sequence[str] = (),
                 quick: bool = False, deep: bool = False, require_gpus: Optional[int] = None,
-                early: tuple[Started, ...] = (), matrix: Matrix = BUNDLED) -> RunOptions:
+                early: Optional[Early] = None, matrix: Matrix = BUNDLED) -> RunOptions:
     """The run's options, made once from the command's: --timeout becomes a deadline counted from now, and
     ``matrix`` (the bundled one with the command's --matrix files over it) is what the verdicts rest on."""
     import time
 
     deadline = time.monotonic() + timeout_s if timeout_s else None
     return RunOptions(interpreter=target, deadline=deadline, matrix=matrix, only=tuple(only),
-                      skip=tuple(skip), quick=quick, deep=deep, require_gpus=require_gpus, early=early)
+                      skip=tuple(skip), quick=quick, deep=deep, require_gpus=require_gpus,
+                      early=early if early is not None else Early())
 
 
 def device_facts() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from gpudoctor.compat.data import BUNDLED, Matrix
 from gpudoctor.probes.interpreter import Target, own
+from gpudoctor.procs.scope import RunScope
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,22 @@ class Started:
 
 
 @dataclass(frozen=True)
+class Early:
+    """What a run began before its options were made (runner.start_early): its scope, the answers its
+    probes hand each other (procs/scope.py), which the probes started then already use; and those probes."""
+
+    scope: RunScope = field(default_factory=RunScope)
+    probes: tuple[Started, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """The run's options. ``interpreter``: the Python diagnosed (interpreter.choose). ``deadline``: the
     --timeout deadline, a ``time.monotonic()`` value, or None. ``matrix``: the compatibility matrix the
     verdicts rest on, the bundled one with the --matrix files over it. ``only``/``skip``: the checks
     selected, by area or id. ``quick``: no work on the GPUs (it wins over ``deep``); ``deep``: the multi-GPU
-    tests and longer workloads. ``require_gpus``: --require-gpus. ``early``: the probes already started
-    (runner.start_early), for the run to adopt."""
+    tests and longer workloads. ``require_gpus``: --require-gpus. ``early``: the run's scope and the probes
+    already started in it (runner.start_early), for the run to adopt."""
 
     interpreter: Target = field(default_factory=own)
     deadline: Optional[float] = None
@@ -46,7 +56,7 @@ class RunOptions:
     quick: bool = False
     deep: bool = False
     require_gpus: Optional[int] = None
-    early: tuple[Started, ...] = ()
+    early: Early = field(default_factory=Early)
 
     def recorded(self) -> dict[str, Any]:
         """The options a report records (facts.options), so `analyze` judges it as this run did: the

@@ -31,14 +31,16 @@ from gpudoctor.probes.smoke import probe_smoke
 from gpudoctor.probes.workload import framework_facts, hosted_smoke, probe_workload
 from gpudoctor.probes.system import probe_driver_files, probe_host
 from gpudoctor.probes.toolkit import probe_toolkit
-from gpudoctor.run_options import RunOptions, Started
+from gpudoctor.procs.scope import RunScope
+from gpudoctor.run_options import Early, RunOptions, Started
 from gpudoctor.snapshot import DEADLINE_SENTENCE
 from gpudoctor.status import PROBE_ERROR, PROBE_OK, PROBE_TIMEOUT, STOPPED_DEADLINE, STOPPED_TIMEOUT
 from gpudoctor.trace import mark
 
 
-#: What a probe runs: given the interpreter the run diagnoses, its facts.
-ProbeRun = Callable[[Target], dict[str, Any]]
+#: What a probe runs: given the interpreter the run diagnoses and what the run's probes share (procs/scope.py),
+#: its facts.
+ProbeRun = Callable[[Target, RunScope], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -71,22 +73,22 @@ def _cuda_stack(target: Target, read_versions: bool = True) -> dict[str, Any]:
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("host", "the host and its environment", lambda target: {"host": probe_host()}, 5.0),
-    Probe("driver_files", "the kernel driver and device nodes", lambda target: {"driver": probe_driver_files()}, 5.0),
-    Probe("kernel_log", "the kernel log's Xid and driver errors", lambda target: {"kernel_log": probe_driver_events()},
-          5.0, quick_run=lambda target: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
-    Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(NVML_TIMEOUT_S), NVML_TIMEOUT_S + 5.0,
-          keeps_partial=True, quick_run=lambda target: probe_nvml(NVML_TIMEOUT_S, quick=True)),
-    Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target: _cuda_stack(target), 40.0,
-          quick_run=lambda target: _cuda_stack(target, read_versions=False)),
-    Probe("python", "the Python environment", lambda target: {"python": probe_python(target)}, 10.0),
+    Probe("host", "the host and its environment", lambda target, scope: {"host": probe_host()}, 5.0),
+    Probe("driver_files", "the kernel driver and device nodes", lambda target, scope: {"driver": probe_driver_files()}, 5.0),
+    Probe("kernel_log", "the kernel log's Xid and driver errors", lambda target, scope: {"kernel_log": probe_driver_events()},
+          5.0, quick_run=lambda target, scope: {"kernel_log": probe_driver_events(QUICK_BUDGET_S)}),
+    Probe("nvml", "the driver and GPUs through NVML", lambda target, scope: probe_nvml(NVML_TIMEOUT_S, scope=scope), NVML_TIMEOUT_S + 5.0,
+          keeps_partial=True, quick_run=lambda target, scope: probe_nvml(NVML_TIMEOUT_S, quick=True, scope=scope)),
+    Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target, scope: _cuda_stack(target), 40.0,
+          quick_run=lambda target, scope: _cuda_stack(target, read_versions=False)),
+    Probe("python", "the Python environment", lambda target, scope: {"python": probe_python(target)}, 10.0),
     Probe("frameworks", f"the installed frameworks ({', '.join(frameworks_table.NAMES.values())})",
-          lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
-          quick_run=lambda target: probe_frameworks_metadata(path=interpreter.target_path(target))),
-    Probe("smoke", "a smoke kernel on every GPU", lambda target: probe_smoke(SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
-    Probe("workload", "framework workloads on every GPU", lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S),
-          WORKLOAD_TIMEOUT_S + 40.0, deep_run=lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S, deep=True)),
-    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", lambda target: probe_multigpu(target),
+          lambda target, scope: probe_frameworks(target, FRAMEWORK_TIMEOUT_S), FRAMEWORK_TIMEOUT_S + 5.0,
+          quick_run=lambda target, scope: probe_frameworks_metadata(path=interpreter.target_path(target))),
+    Probe("smoke", "a smoke kernel on every GPU", lambda target, scope: probe_smoke(scope, SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
+    Probe("workload", "framework workloads on every GPU", lambda target, scope: probe_workload(scope, target, WORKLOAD_TIMEOUT_S),
+          WORKLOAD_TIMEOUT_S + 40.0, deep_run=lambda target, scope: probe_workload(scope, target, WORKLOAD_TIMEOUT_S, deep=True)),
+    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", lambda target, scope: probe_multigpu(target),
           MULTIGPU_TIMEOUT_S),
 )
 #: Probes that run work on the GPUs; `check --quick` leaves them out.
@@ -118,16 +120,16 @@ def _multigpu_after_workload(chosen: list[Probe]) -> list[Probe]:
     ended = threading.Event()
     workload = next(p for p in chosen if p.name == "workload")
 
-    def workload_run(target: Target) -> dict[str, Any]:
+    def workload_run(target: Target, scope: RunScope) -> dict[str, Any]:
         try:
-            return workload.run(target)
+            return workload.run(target, scope)
         finally:
             ended.set()
 
     def after(run: ProbeRun) -> ProbeRun:
-        def waiting(target: Target) -> dict[str, Any]:
+        def waiting(target: Target, scope: RunScope) -> dict[str, Any]:
             ended.wait(workload.timeout_s)
-            return run(target)
+            return run(target, scope)
 
         return waiting
 
@@ -141,13 +143,14 @@ def _shared(probe: Probe, deep: bool, hosts_smoke: bool) -> Probe:
     framework probe's facts, and (``hosts_smoke``) PyTorch's runs the smoke kernel, so that no other
     process starts CUDA on a GPU that PyTorch starts it on anyway."""
     if probe.name == "frameworks":
-        facts = framework_facts(deep, WORKLOAD_TIMEOUT_S, hosts_smoke)
-        return replace(probe, run=lambda target: probe_frameworks(target, FRAMEWORK_TIMEOUT_S, facts_from=facts),
+        return replace(probe, run=lambda target, scope: probe_frameworks(
+            target, FRAMEWORK_TIMEOUT_S, facts_from=framework_facts(scope, deep, WORKLOAD_TIMEOUT_S, hosts_smoke)),
                        variant="shared")
     if probe.name == "workload" and hosts_smoke:
-        return replace(probe, run=lambda target: probe_workload(target, WORKLOAD_TIMEOUT_S, deep, smoke=True))
+        return replace(probe, run=lambda target, scope: probe_workload(scope, target, WORKLOAD_TIMEOUT_S, deep, smoke=True))
     if probe.name == "smoke" and hosts_smoke:
-        return replace(probe, run=lambda target: probe_smoke(SMOKE_TIMEOUT_S, host=hosted_smoke(deep, WORKLOAD_TIMEOUT_S, target)),
+        return replace(probe, run=lambda target, scope: probe_smoke(
+            scope, SMOKE_TIMEOUT_S, host=hosted_smoke(scope, deep, WORKLOAD_TIMEOUT_S, target)),
                        variant="shared")
     return probe
 
@@ -171,11 +174,12 @@ PROGRESS_EVERY_S = 0.1
 FORKED_QUICK = ("cuda_stack", "python", "frameworks")
 
 
-def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = (), quick: bool = False) -> tuple[Started, ...]:
-    """Start these probes now, in the background, for ``target`` (the interpreter the run diagnoses): the
-    NVML child (a Python start, NVML's own start) then runs while the command imports the checks, instead
-    of after. The run adopts each one it would have started itself (the same name, variant and
-    interpreter: RunOptions.early holds what this returns); one it does not need is left to the run's end,
+def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = (), quick: bool = False) -> Early:
+    """Start these probes now, in the background, for ``target`` (the interpreter the run diagnoses), in a
+    new run scope that the run's other probes then share (procs/scope.py): the NVML child (a Python
+    start, NVML's own start) then runs while the command imports the checks, instead of after. The run
+    adopts each one it would have started itself (the same name, variant and interpreter: RunOptions.early
+    holds what this returns); one it does not need is left to the run's end,
     where kill_all stops its child. Only a probe that waits on a child gains as a thread: the others' work
     is Python's, and would only contend with the import for the one interpreter lock (started here as
     threads, the --quick probes make `check --quick` slower, not faster).
@@ -184,9 +188,10 @@ def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = (), 
     forking is safe (forking.safe: before any thread); otherwise they are left to run_probes, as threads.
     ``quick``: the others start as `check --quick` runs them, so that its run adopts them."""
     started: dict[str, Started] = {}
+    scope = RunScope()
     if fork and forking.safe():
         probes = select_probes(fork, quick=True)
-        copies = forking.fork_all([_work_of(p, target) for p in probes])  # every copy before the first thread
+        copies = forking.fork_all([_work_of(p, target, scope) for p in probes])  # every copy before the first thread
         for probe, copy in zip(probes, copies):
             if copy is None:
                 continue  # not forked: run_probes runs it as a thread
@@ -198,19 +203,19 @@ def start_early(names: Sequence[str], target: Target, fork: Sequence[str] = (), 
     for probe in select_probes(names, quick=True) if quick else PROBES:
         if probe.name in names and probe.name not in started:
             slot = {}
-            thread = threading.Thread(target=_run_one, args=(probe, slot, target), name=f"probe-{probe.name}",
+            thread = threading.Thread(target=_run_one, args=(probe, slot, target, scope), name=f"probe-{probe.name}",
                                       daemon=True)
             thread.start()
             started[probe.name] = Started(probe.name, probe.variant, target, thread, slot, time.monotonic())
-    return tuple(started.values())
+    return Early(scope, tuple(started.values()))
 
 
-def _work_of(probe: Probe, target: Target) -> Callable[[], dict[str, Any]]:
+def _work_of(probe: Probe, target: Target, scope: RunScope) -> Callable[[], dict[str, Any]]:
     """What a forked copy runs for ``probe``: the probe, as a thread would, returning its slot."""
 
     def work() -> dict[str, Any]:
         slot: dict[str, Any] = {}
-        _run_one(probe, slot, target)
+        _run_one(probe, slot, target, scope)
         return slot
 
     return work
@@ -236,10 +241,11 @@ def run_probes(probes: Sequence[Probe], options: RunOptions,
     ``on_progress`` is called every PROGRESS_EVERY_S while probes run, and once when all have ended."""
     deadline = options.deadline
     target = options.interpreter
+    scope = options.early.scope
     results: dict[str, dict[str, Any]] = {}
     threads = []
     begun = time.monotonic()
-    early = {s.name: s for s in options.early}
+    early = {s.name: s for s in options.early.probes}
     for probe in probes:
         early_run = early.get(probe.name)
         if early_run is not None and (early_run.variant, early_run.target) == (probe.variant, target):
@@ -248,7 +254,8 @@ def run_probes(probes: Sequence[Probe], options: RunOptions,
             continue
         slot: dict[str, Any] = {}
         results[probe.name] = slot
-        thread = threading.Thread(target=_run_one, args=(probe, slot, target), name=f"probe-{probe.name}", daemon=True)
+        thread = threading.Thread(target=_run_one, args=(probe, slot, target, scope), name=f"probe-{probe.name}",
+                                  daemon=True)
         thread.start()
         threads.append((probe, thread, time.monotonic()))
     processes.load()  # the run's end kills its children with psutil: imported now, while this thread would only wait
@@ -307,12 +314,12 @@ def _limit(probe: Probe, started: float, deadline: Optional[float]) -> float:
     return end if deadline is None else min(end, deadline)
 
 
-def _run_one(probe: Probe, slot: dict[str, Any], target: Target) -> None:
+def _run_one(probe: Probe, slot: dict[str, Any], target: Target, scope: RunScope) -> None:
     start = time.monotonic()
     record: dict[str, Any] = {"status": PROBE_OK, "title": probe.title}
     mark(f"probe {probe.name} begins")
     try:
-        slot["facts"] = probe.run(target)
+        slot["facts"] = probe.run(target, scope)
     except Exception as exc:  # noqa: BLE001 - any probe failure must become a finding
         record.update(status=PROBE_ERROR, error=f"{type(exc).__name__}: {exc}",
                       traceback_tail=traceback.format_exc()[-1500:])

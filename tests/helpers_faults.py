@@ -519,9 +519,9 @@ def full_facts(nvml_timeout_s: float = 10.0, quick: bool = False) -> dict[str, A
     from gpudoctor.runner import Probe, run_probes
 
     return run_probes((
-        Probe("host", "the host and its environment", lambda target: {"host": probe_host()}, 5.0),
-        Probe("driver_files", "the kernel driver and device nodes", lambda target: {"driver": probe_driver_files()}, 5.0),
-        Probe("nvml", "the driver and GPUs through NVML", lambda target: probe_nvml(nvml_timeout_s, quick=quick),
+        Probe("host", "the host and its environment", lambda target, scope: {"host": probe_host()}, 5.0),
+        Probe("driver_files", "the kernel driver and device nodes", lambda target, scope: {"driver": probe_driver_files()}, 5.0),
+        Probe("nvml", "the driver and GPUs through NVML", lambda target, scope: probe_nvml(nvml_timeout_s, quick=quick),
               nvml_timeout_s + 5.0),
     ), RunOptions())
 

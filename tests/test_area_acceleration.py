@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from gpudoctor.procs.scope import RunScope
 from gpudoctor import pipeline
 from gpudoctor.probes.interpreter import own
 from gpudoctor.probes.workload import sharing
@@ -195,11 +196,12 @@ def test_mig_instances_are_not_pinned(monkeypatch):
     monkeypatch.setattr(workload, "run_module", fake_run_module)
     monkeypatch.setattr(smoke, "run_module", fake_run_module)  # the count, shared with the smoke probe
     monkeypatch.setattr(workload, "installed", lambda name, target: name in ("torch", "tensorflow"))
-    workload.probe_workload(own(), 5.0)
+    scope = RunScope()
+    workload.probe_workload(scope, own(), 5.0)
     assert sorted(seen, key=str) == sorted([(("count",), None, None), (("torch", "-", "--facts"), "0\n", None),
                                             (("tensorflow", "0"), None, None)], key=str)  # TensorFlow's one-GPU child too
     seen.clear()
-    smoke.probe_smoke(5.0)
+    smoke.probe_smoke(scope, 5.0)
     assert seen == [(("run", "0"), None, None)]  # the run's count is shared; the smoke child is not pinned either
 
 
@@ -222,10 +224,12 @@ def test_smoke_children_start_cuda_on_their_gpu_alone_and_share_the_count(monkey
         return ChildResult(lines=[{"section": "run", "data": {"ordinal": int(args[1]), "ok": True}}], returncode=0)
 
     monkeypatch.setattr(smoke, "run_module", fake_run_module)
-    assert smoke.count_gpus() is smoke.count_gpus()  # one count per run
-    result = smoke.probe_smoke(5.0)["smoke"]
+    scope = RunScope()
+    assert smoke.count_gpus(scope) is smoke.count_gpus(scope)  # one count per run
+    result = smoke.probe_smoke(scope, 5.0)["smoke"]
     assert sorted(seen) == [(("count",), None, None), (("run", "0"), uuids[0], "1"), (("run", "1"), uuids[1], "1")]
     assert [(r["ordinal"], r["uuid"], r["ok"]) for r in result["runs"]] == [(0, uuids[0], True), (1, uuids[1], True)]
+    assert smoke.count_gpus(RunScope()) is not smoke.count_gpus(scope)  # another run counts again
 
 
 def test_real_4_gpu_check_with_one_child_per_framework_is_all_clear():

@@ -245,38 +245,6 @@ def test_real_nvml_worker_on_this_machine(monkeypatch):
     assert result.lines[0]["data"]["import_error"] is None
 
 
-def test_shared_computes_once_per_run_for_every_probe_that_asks():
-    import threading
-
-    from gpudoctor.procs.child import reopen, shared
-
-    calls = []
-
-    def compute():
-        calls.append(1)
-        time.sleep(0.05)
-        return len(calls)
-
-    got = []
-    threads = [threading.Thread(target=lambda: got.append(shared("k", compute))) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert got == [1, 1, 1]
-    reopen()  # a new run counts again
-    assert shared("k", compute) == 2
-
-
-def test_a_shared_failure_reaches_every_caller():
-    from gpudoctor.procs.child import shared
-
-    with pytest.raises(ZeroDivisionError):
-        shared("fails", lambda: 1 / 0)
-    with pytest.raises(ZeroDivisionError):
-        shared("fails", lambda: 42)  # the same run: the same answer
-
-
 def test_the_end_of_a_run_does_not_wait_for_an_exit_under_way(monkeypatch):
     """pipeline.run calls kill_all() when its probes are done: a child that said its status is signalled,
     not waited for. Here the signal is held back, so a wait would last kill_all's whole 2 s."""

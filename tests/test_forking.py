@@ -110,7 +110,7 @@ def test_a_forked_probe_past_the_deadline_is_a_timeout_and_leaves_nothing():
         runner._cuda_stack = hang
         target = interpreter.own()
         early = runner.start_early((), target, fork=("cuda_stack",))
-        (started,) = early
+        (started,) = early.probes
         options = RunOptions(interpreter=target, deadline=time.monotonic() + 1.0, early=early)
         facts = runner.run_probes(runner.select_probes(["cuda_stack"], quick=True), options)
         child.kill_all()
@@ -150,7 +150,7 @@ def test_start_early_without_fork_leaves_the_probes_to_threads(threads):
         if {threads}:
             threading.Thread(target=threading.Event().wait, daemon=True).start()
         early = runner.start_early((), interpreter.own(), fork=runner.FORKED_QUICK)
-        print(sorted(s.name for s in early))
+        print(sorted(s.name for s in early.probes))
     """, env={} if threads else {forking.ENV: "0"})
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -170,7 +170,7 @@ def test_a_refused_fork_leaves_that_probe_and_the_rest_to_threads():
         os.fork = fork
         target = interpreter.own()
         started = runner.start_early((), target, fork=runner.FORKED_QUICK)
-        early = sorted(s.name for s in started)
+        early = sorted(s.name for s in started.probes)
         os.fork = real
         facts = runner.run_probes(runner.select_probes(list(runner.FORKED_QUICK), quick=True),
                                   RunOptions(interpreter=target, early=started))
@@ -250,9 +250,10 @@ def test_the_forked_probes_facts_survive_json_exactly():
     what the three probes find on this machine."""
     from gpudoctor import runner
     from gpudoctor.probes import interpreter
+    from gpudoctor.procs.scope import RunScope
 
     target = interpreter.choose(None)
     for probe in runner.select_probes(list(runner.FORKED_QUICK), quick=True):
-        slot = runner._work_of(probe, target)()
+        slot = runner._work_of(probe, target, RunScope())()
         assert slot["record"]["status"] == "ok", slot["record"]
         assert json.loads(json.dumps(slot)) == slot, probe.name

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+from gpudoctor.procs.scope import RunScope
 from gpudoctor import pipeline
 from gpudoctor.probes import nvml, smoke
 from gpudoctor.procs import child as child_module
@@ -168,12 +169,12 @@ def _said(section: str, data: Any) -> ChildResult:
 
 
 def _smoke_facts(monkeypatch, cuda: FakeCuda, nvml_facts: Optional[dict[str, Any]]) -> dict[str, Any]:
-    reopen()  # a run of its own: nothing shared from another test's run
+    reopen()
     monkeypatch.setattr(smoke, "run_module", cuda.run_module)
-    monkeypatch.setattr(nvml, "published_facts", lambda wait_s: nvml_facts)
+    monkeypatch.setattr(nvml, "published_facts", lambda scope, wait_s: nvml_facts)
     for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(name, raising=False)
-    return smoke.probe_smoke(5.0)["smoke"]
+    return smoke.probe_smoke(RunScope(), 5.0)["smoke"]  # a run of its own: nothing shared from another test's
 
 
 def _as_recorded(facts: dict[str, Any], smoke_facts: dict[str, Any]) -> dict[str, Any]:
@@ -258,26 +259,25 @@ def test_a_hanging_smoke_child_is_still_stopped_at_its_limit(monkeypatch):
 
     reopen()
     monkeypatch.setattr(smoke, "run_module", hanging)
-    monkeypatch.setattr(nvml, "published_facts", lambda wait_s: facts)
+    monkeypatch.setattr(nvml, "published_facts", lambda scope, wait_s: facts)
     begun = time.monotonic()
-    result = smoke.probe_smoke(1.0)["smoke"]
+    result = smoke.probe_smoke(RunScope(), 1.0)["smoke"]
     assert time.monotonic() - begun < 8.0
     assert [r["error"]["name"] for r in result["runs"]] == ["timeout"] * 4
     assert not child_module._live  # every child gone
 
 
 def test_nvml_facts_of_a_previous_run_are_not_this_runs(monkeypatch):
-    """The list takes the NVML facts of the run under way only: facts published before a run ended
-    (child.kill_all) are not read by the next one."""
+    """The list takes the NVML facts of the run under way only: facts offered in one run's scope are not
+    read by the next run's."""
     future_facts = {"nvml": {"init": {"ok": True}}, "gpus": []}
     monkeypatch.setattr(child_module, "run_module", lambda *a, **k: ChildResult(returncode=0))
     monkeypatch.setattr(nvml, "assemble", lambda *a, **k: future_facts)
     reopen()
-    assert nvml.probe_nvml(1.0) is future_facts
-    assert nvml.published_facts(0.1) is future_facts
-    child_module.kill_all()
-    reopen()
-    assert nvml.published_facts(0.1) is None
+    scope = RunScope()
+    assert nvml.probe_nvml(1.0, scope=scope) is future_facts
+    assert nvml.published_facts(scope, 0.1) is future_facts
+    assert nvml.published_facts(RunScope(), 0.1) is None
 
 
 def test_a_count_from_the_list_is_judged_as_cudas():

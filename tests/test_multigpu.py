@@ -20,6 +20,7 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
+from gpudoctor.procs.scope import RunScope
 from gpudoctor import pipeline
 from gpudoctor.cli import cli
 from gpudoctor.probes import multigpu
@@ -192,10 +193,10 @@ def test_deep_adds_the_multigpu_probe_and_the_deep_workload(monkeypatch):
     deep_probes = {p.name: p for p in select_probes(names, deep=True)}
     assert "multigpu" in deep_probes
     asked: list[dict] = []
-    monkeypatch.setattr(runner, "probe_workload", lambda target, timeout_s, deep=False, smoke=False:
+    monkeypatch.setattr(runner, "probe_workload", lambda scope, target, timeout_s, deep=False, smoke=False:
                         asked.append({"deep": deep, "smoke": smoke}) or {"workload": {}})
     assert deep_probes["workload"].variant == "deep"
-    deep_probes["workload"].run(own())
+    deep_probes["workload"].run(own(), RunScope())
     assert asked == [{"deep": True, "smoke": True}]  # the deep workload, hosting the smoke kernel
     assert {p.name for p in select_probes(names, quick=True, deep=True)} == names - set(GPU_WORK)
 

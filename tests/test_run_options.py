@@ -54,9 +54,9 @@ def test_an_early_probe_is_adopted_only_for_the_interpreter_it_was_started_for(m
     ran: list[tuple[str, str]] = []
     real = runner._run_one
 
-    def run_one(probe, slot, target):
+    def run_one(probe, slot, target, scope):
         ran.append((probe.name, target.executable))
-        real(probe, slot, target)
+        real(probe, slot, target, scope)
 
     monkeypatch.setattr(runner, "_run_one", run_one)
     mine, other = own(), Target(sys.executable + "-other", False, "a test")

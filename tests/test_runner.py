@@ -10,6 +10,7 @@ import pytest
 from gpudoctor.checks import registry
 from gpudoctor.checks.base import Check, NotApplicable, finding
 from gpudoctor.findings import FAIL, PASS, SKIP, TIMEOUT, WARN, WARNING
+from gpudoctor.procs.scope import RunScope
 from gpudoctor.run_options import RunOptions
 from gpudoctor.runner import Probe, run_probes
 from helpers_faults import findings, result_of
@@ -23,16 +24,16 @@ def release():
     event.set()
 
 
-def _raise(target: object) -> dict:
+def _raise(target: object, scope: object) -> dict:
     raise RuntimeError("boom in probe")
 
 
 def test_ok_error_timeout_records(release):
     hang_s = 0.5
     probes = (
-        Probe("good", "a probe that works", lambda target: {"good": {"value": 1}}, 5.0),
+        Probe("good", "a probe that works", lambda target, scope: {"good": {"value": 1}}, 5.0),
         Probe("broken", "a probe that raises", _raise, 5.0),
-        Probe("stuck", "a probe that hangs", lambda target: (release.wait(), {"stuck": {"late": True}})[1], hang_s),
+        Probe("stuck", "a probe that hangs", lambda target, scope: (release.wait(), {"stuck": {"late": True}})[1], hang_s),
     )
     start = time.monotonic()
     facts = run_probes(probes, RunOptions())
@@ -69,8 +70,8 @@ def test_ok_error_timeout_records(release):
 
 def test_nvml_timeout_is_drv009_not_int002(release):
     probes = (
-        Probe("host", "the host", lambda target: {"host": {"env": {}}}, 5.0),
-        Probe("nvml", "the driver and GPUs through NVML", lambda target: (release.wait(), {})[1], 0.3),
+        Probe("host", "the host", lambda target, scope: {"host": {"env": {}}}, 5.0),
+        Probe("nvml", "the driver and GPUs through NVML", lambda target, scope: (release.wait(), {})[1], 0.3),
     )
     facts = run_probes(probes, RunOptions())
     assert facts["probes"]["nvml"]["status"] == "timeout"
@@ -95,13 +96,13 @@ def test_error_in_needed_probe_skips_checks():
 @pytest.mark.parametrize("order", [("first", "second"), ("second", "first")])
 def test_merge_follows_probe_order_not_timing(order):
     """The slow probe finishes last, but facts merge in the declared order: the later probe wins."""
-    def slow(target):
+    def slow(target, scope):
         time.sleep(0.3)
         return {"shared": "first", "only_first": 1}
 
     made = {
         "first": Probe("first", "slow", slow, 5.0),
-        "second": Probe("second", "fast", lambda target: {"shared": "second", "only_second": 2}, 5.0),
+        "second": Probe("second", "fast", lambda target, scope: {"shared": "second", "only_second": 2}, 5.0),
     }
     facts = run_probes([made[name] for name in order], RunOptions())
     assert list(facts["probes"]) == list(order)
@@ -114,14 +115,14 @@ def test_progress_says_what_is_still_running_until_all_have_ended():
 
     release = threading.Event()
     seen: list = []
-    slow = Probe("slow", "thing slow", lambda target: release.wait(5.0) and {}, 5.0)
+    slow = Probe("slow", "thing slow", lambda target, scope: release.wait(5.0) and {}, 5.0)
 
     def watch(progress):
         seen.append(progress)
         if len(seen) == 3:
             release.set()
 
-    run_probes((Probe("fast", "thing fast", lambda target: {}, 5.0), slow), RunOptions(), on_progress=watch)
+    run_probes((Probe("fast", "thing fast", lambda target, scope: {}, 5.0), slow), RunOptions(), on_progress=watch)
     assert seen[0].total == 2 and seen[0].running == ("thing slow",) and seen[0].done == 1
     assert [p.running for p in seen[:3]] == [("thing slow",)] * 3  # reported while it waits, every 0.1 s
     assert (seen[-1].done, seen[-1].running) == (2, ())
@@ -181,8 +182,8 @@ def test_a_probe_stopped_at_the_deadline_says_so_as_data(release):
     from gpudoctor.checks.gates import _timed_out
     from gpudoctor.snapshot import DEADLINE_SENTENCE, stopped_by
 
-    probes = (Probe("host", "the host", lambda target: {"host": {}}, 5.0),
-              Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target: (release.wait(), {})[1], 30.0))
+    probes = (Probe("host", "the host", lambda target, scope: {"host": {}}, 5.0),
+              Probe("cuda_stack", "the CUDA toolkit and libraries", lambda target, scope: (release.wait(), {})[1], 30.0))
     start = time.monotonic()
     facts = run_probes(probes, RunOptions(deadline=start + 0.3))
     assert time.monotonic() - start < 0.3 + 2.0 + 1.0  # the deadline, the stopped probes' grace, some slack
@@ -300,7 +301,7 @@ def test_the_multi_gpu_tests_start_once_the_workloads_have_ended(monkeypatch):
     order: list[str] = []
     release = _threading.Event()
 
-    def workload(target, timeout_s=0.0, deep=False, smoke=False):
+    def workload(scope, target, timeout_s=0.0, deep=False, smoke=False):
         order.append("workload begins")
         release.wait(5)
         order.append("workload ends")
@@ -311,7 +312,7 @@ def test_the_multi_gpu_tests_start_once_the_workloads_have_ended(monkeypatch):
     probes = {p.name: p for p in runner.select_probes({"smoke", "workload", "multigpu"}, deep=True)}
     assert probes["multigpu"].timeout_s == runner.MULTIGPU_TIMEOUT_S + probes["workload"].timeout_s
     target = interpreter.own()
-    threads = [_threading.Thread(target=probes[n].run, args=(target,)) for n in ("multigpu", "workload")]
+    threads = [_threading.Thread(target=probes[n].run, args=(target, RunScope())) for n in ("multigpu", "workload")]
     for t in threads:
         t.start()
     _time.sleep(0.2)

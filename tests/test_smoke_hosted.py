@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import pytest
 
+from gpudoctor.procs.scope import RunScope
 from gpudoctor import pipeline, runner
 from gpudoctor.probes import interpreter, nvml, smoke, workload
 from gpudoctor.probes.smoke import worker as smoke_worker
@@ -40,10 +41,10 @@ class FakeHost:
 def _smoke(monkeypatch, cuda: FakeCuda, host: Any) -> dict[str, Any]:
     reopen()
     monkeypatch.setattr(smoke, "run_module", cuda.run_module)
-    monkeypatch.setattr(nvml, "published_facts", lambda wait_s: _h200x4())
+    monkeypatch.setattr(nvml, "published_facts", lambda scope, wait_s: _h200x4())
     for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(name, raising=False)
-    return smoke.probe_smoke(5.0, host=host)["smoke"]
+    return smoke.probe_smoke(RunScope(), 5.0, host=host)["smoke"]
 
 
 def _plain(run: dict[str, Any]) -> tuple[Any, ...]:
@@ -120,7 +121,7 @@ def test_every_probe_asks_for_the_same_child(monkeypatch):
     made: list[tuple[str, bool]] = []
 
     class Child:
-        def __init__(self, framework, deep, timeout_s, target, smoke=False):
+        def __init__(self, scope, framework, deep, timeout_s, target, smoke=False):
             made.append((framework, smoke))
 
         def smoke_runs(self, ordinals, wait_s):
@@ -129,10 +130,13 @@ def test_every_probe_asks_for_the_same_child(monkeypatch):
     monkeypatch.setattr(workload, "FrameworkChild", Child)
     monkeypatch.setattr(workload, "installed", lambda name, target: True)
     target = interpreter.own()
-    workload.hosted_smoke(False, 1.0, target)(["0"], 0.1)
-    workload.framework_child("torch", False, 1.0, target, smoke=True)
-    workload.framework_child("jax", False, 1.0, target, smoke=True)
+    scope = RunScope()
+    workload.hosted_smoke(scope, False, 1.0, target)(["0"], 0.1)
+    workload.framework_child(scope, "torch", False, 1.0, target, smoke=True)
+    workload.framework_child(scope, "jax", False, 1.0, target, smoke=True)
     assert made == [("torch", True), ("jax", False)]  # one torch child; only PyTorch's hosts the kernel
+    workload.framework_child(RunScope(), "torch", False, 1.0, target, smoke=True)
+    assert made[-1] == ("torch", True)  # another run has a child of its own
 
 
 # --- the child's side ------------------------------------------------------------------------------------
@@ -153,7 +157,7 @@ def test_smoke_runs_waits_for_each_gpu_or_the_end(monkeypatch):
 
     monkeypatch.setattr(workload, "run_module", run_module)
     monkeypatch.setattr(workload, "workload_env", lambda target: {})
-    child = workload.FrameworkChild("torch", False, 10.0, interpreter.own(), smoke=True)
+    child = workload.FrameworkChild(RunScope(), "torch", False, 10.0, interpreter.own(), smoke=True)
     assert sorted(child.smoke_runs(["0", "1"], 5.0)) == ["0", "1"]
     assert sorted(child.smoke_runs(["0", "1", "2"], 0.05)) == ["0", "1"]  # GPU 2 never came: the wait ends
     release.set()

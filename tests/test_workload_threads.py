@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from gpudoctor.procs.scope import RunScope
 from gpudoctor.probes import workload
 from gpudoctor.procs.child import child_env, run_json_lines
 from gpudoctor.probes.interpreter import own
@@ -268,12 +269,12 @@ def _scripted(monkeypatch, tmp_path, script):
     monkeypatch.setattr(workload, "run_module", lambda module, args, python=None, **kw: run_json_lines([sys.executable, str(path)], **kw))
     counted = child_module.ChildResult(lines=[{"section": "count", "data": {"devices": [
         {"ordinal": 0, "name": "NVIDIA H200", "uuid": UUIDS["0"]}, {"ordinal": 1, "name": "NVIDIA H200", "uuid": UUIDS["1"]}]}}])
-    monkeypatch.setattr(workload, "count_gpus", lambda: counted)
+    monkeypatch.setattr(workload, "count_gpus", lambda scope: counted)
 
 
 def test_the_framework_probe_reads_the_facts_as_soon_as_the_shared_child_prints_them(monkeypatch, tmp_path):
     _scripted(monkeypatch, tmp_path, FACTS_THEN_WORK)
-    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=30.0, target=own())
+    shared_child = workload.FrameworkChild(RunScope(), "torch", deep=False, timeout_s=30.0, target=own())
     facts = shared_child.facts(20.0)
     assert not shared_child._done.done()  # the workloads are still running
     assert facts.section("framework") == {"version": "9.9"} and not facts.timed_out and facts.returncode == 0
@@ -284,7 +285,7 @@ def test_the_framework_probe_reads_the_facts_as_soon_as_the_shared_child_prints_
 
 def test_a_shared_child_that_hangs_before_its_facts_is_a_framework_timeout(monkeypatch, tmp_path):
     _scripted(monkeypatch, tmp_path, HANGS_BEFORE_FACTS)
-    shared_child = workload.FrameworkChild("torch", deep=False, timeout_s=3.0, target=own())
+    shared_child = workload.FrameworkChild(RunScope(), "torch", deep=False, timeout_s=3.0, target=own())
     facts = shared_child.facts(0.5)
     assert facts.timed_out and facts.section("framework") is None
     from gpudoctor.probes.frameworks import summarise
@@ -298,7 +299,7 @@ def test_a_shared_child_that_crashes_is_a_crashed_import(monkeypatch, tmp_path):
     from gpudoctor.probes.frameworks import summarise
 
     _scripted(monkeypatch, tmp_path, CRASHES)
-    facts = workload.FrameworkChild("torch", deep=False, timeout_s=10.0, target=own()).facts(10.0)
+    facts = workload.FrameworkChild(RunScope(), "torch", deep=False, timeout_s=10.0, target=own()).facts(10.0)
     out = summarise(facts, 10.0)
     assert out["status"] == "crashed" and "SIGABRT" in out["error"] and "Segmentation fault" in out["stderr_tail"]
 
@@ -365,7 +366,7 @@ def test_a_shared_child_that_cannot_be_set_up_leaves_the_framework_probe_its_own
         raise RuntimeError("no threads left")
 
     monkeypatch.setattr(workload, "FrameworkChild", broken)
-    facts = workload.framework_facts(deep=False, timeout_s=5.0)
+    facts = workload.framework_facts(RunScope(), deep=False, timeout_s=5.0)
     assert facts("torch", 1.0, own()) is None  # the probe then starts its own child
     assert facts("tensorflow", 1.0, own()) is None  # never shared
 

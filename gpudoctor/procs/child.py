@@ -54,9 +54,7 @@ _exiting: set[subprocess.Popen] = set()  # said their exit status, not gone yet 
 _families: dict[subprocess.Popen, processes.Family] = {}  # each running child with what it started
 _live_lock = threading.Lock()
 _closed = False  # set by kill_all(): a probe thread still running past the deadline may start no new child
-_ended = 0  # how many times kill_all() has ended a run: what one probe hands another belongs to one run (run_epoch)
 _lock_dir: Optional[str] = None
-_shared: dict[str, Future] = {}
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -238,40 +236,11 @@ def run_json_lines(cmd: Sequence[str], timeout_s: float, env: Optional[dict[str,
 
 
 def reopen() -> None:
-    """Allow children again (a new run in the same process, as tests do), and forget what the last run
-    shared between its probes (``shared``)."""
+    """Allow children again (a new run in the same process, as tests do)."""
     global _closed
     with _live_lock:
         _closed = False
-        _shared.clear()
     processes.reopen()
-
-
-def shared(key: str, compute: Callable[[], Any]) -> Any:
-    """``compute()``, once per run for every probe that asks for ``key``: the first caller computes, the
-    others wait for its answer (or its exception). For a child every GPU probe needs, like the count of
-    the GPUs: the driver starts CUDA in one process at a time, so each extra process that starts it on
-    every GPU delays all the others."""
-    with _live_lock:
-        future = _shared.get(key)
-        owner = future is None
-        if owner:
-            future = _shared[key] = Future()
-    assert future is not None
-    if owner:
-        try:
-            future.set_result(compute())
-        except BaseException as exc:
-            future.set_exception(exc)
-    return future.result()
-
-
-def run_epoch() -> int:
-    """Which run this is, as far as one probe handing facts to another needs to know: it changes whenever
-    kill_all() ends a run. Unlike ``shared``, which reopen() clears, it also covers a probe started before
-    the run's reopen() (runner.start_early), and it tells facts of a previous run in this process apart."""
-    with _live_lock:
-        return _ended
 
 
 def pinned(env: dict[str, str], uuid: Any) -> dict[str, str]:
@@ -288,10 +257,9 @@ def kill_all() -> int:
     start no new one until reopen(); returns how many were killed. Waits (2 s at most) for them to be
     gone, except for those that said their exit status (ending.end_child): their exit is already under
     way, and waiting for it (the driver freeing GPU contexts) is what saying it saves."""
-    global _closed, _ended
+    global _closed
     with _live_lock:
         _closed = True
-        _ended += 1
         procs = [p for p in _live if p not in _stopped]  # a second call does not wait on the same ones again
         _stopped.update(procs)
         exiting = _exiting & set(procs)

@@ -2,57 +2,43 @@
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, Optional
 
 from gpudoctor.snapshot import is_unavailable, unavailable
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from gpudoctor.procs.scope import RunScope
 
 WORKER = "gpudoctor.probes.nvml.worker"
-#: The facts of the NVML probe running or done in this run, with the run they belong to (child.run_epoch):
-#: the smoke probe takes the list of GPUs CUDA will enumerate from them instead of starting CUDA in a
-#: process that sees every GPU (probes/smoke/listing.py).
-_published: Optional[tuple[int, Future]] = None
-_published_lock = threading.Lock()
+#: What the NVML probe offers its facts as in the run's scope: the smoke probe takes the list of GPUs CUDA
+#: will enumerate from them instead of starting CUDA in a process that sees every GPU (probes/smoke/listing.py).
+FACTS_OFFER = "nvml facts"
 
 
-def probe_nvml(timeout_s: float = 15.0, quick: bool = False) -> dict[str, Any]:
-    """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot; ``quick`` (``check --quick``)
-    leaves unread what only slow per-link calls can read (the worker's ``--quick``)."""
-    from concurrent.futures import Future  # here, as below: the worker's own start (this package) needs none of them
+def probe_nvml(timeout_s: float = 15.0, quick: bool = False, scope: Optional[RunScope] = None) -> dict[str, Any]:
+    """Facts for the ``nvml``, ``gpus`` and ``topology`` sections of the snapshot, offered to the other probes
+    of the run ``scope``; ``quick`` (``check --quick``) leaves unread what only slow per-link calls can read
+    (the worker's ``--quick``)."""
+    from gpudoctor.procs.child import run_module  # here: the worker's own start (this package) needs none of it
 
-    from gpudoctor.procs.child import run_epoch, run_module
-
-    global _published
-    future: Future = Future()
-    with _published_lock:
-        _published = (run_epoch(), future)
+    future = scope.offer(FACTS_OFFER) if scope is not None else None
     try:
         child = run_module(WORKER, ("--quick",) if quick else (), timeout_s=timeout_s)
         facts = assemble(child.lines, child.timed_out, child.returncode, child.stderr_tail, child.start_error)
     except BaseException as exc:
-        future.set_exception(exc)
+        if future is not None:
+            future.set_exception(exc)
         raise
-    future.set_result(facts)
+    if future is not None:
+        future.set_result(facts)
     return facts
 
 
-def published_facts(wait_s: float) -> Optional[dict[str, Any]]:
-    """This run's NVML facts, once its NVML probe has them (waiting ``wait_s`` at most); None when no NVML
-    probe runs in this run, or it failed or did not finish in time. Read only: the same dictionary
+def published_facts(scope: RunScope, wait_s: float) -> Optional[dict[str, Any]]:
+    """The NVML facts of the run ``scope``, once its NVML probe has them (waiting ``wait_s`` at most); None
+    when no NVML probe runs in it, or it failed or did not finish in time. Read only: the same dictionary
     becomes the snapshot's."""
-    from gpudoctor.procs.child import run_epoch
-
-    with _published_lock:
-        published = _published
-    if published is None or published[0] != run_epoch():
-        return None
-    try:
-        return published[1].result(timeout=wait_s)
-    except Exception:  # noqa: BLE001 - a timeout, or a failure the NVML probe reports itself
-        return None
+    return scope.offered(FACTS_OFFER, wait_s)
 
 
 def assemble(lines: list[dict[str, Any]], timed_out: bool, returncode: Any, stderr_tail: str,

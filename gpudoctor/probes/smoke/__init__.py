@@ -8,7 +8,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
-from gpudoctor.procs.child import ChildResult, child_env, pinned, run_module, shared
+from gpudoctor.procs.child import ChildResult, child_env, pinned, run_module
+from gpudoctor.procs.scope import RunScope
 from gpudoctor.trace import mark
 
 WORKER = "gpudoctor.probes.smoke.worker"
@@ -24,32 +25,32 @@ COUNT_TIMEOUT_S = 30.0
 NVML_WAIT_S = 3.0
 
 
-def count_gpus() -> ChildResult:
-    """The GPUs CUDA enumerates (ordinal, name, UUID), as a ``count`` section, once per run for this probe
-    and the workloads (child.shared): told from NVML's facts without starting CUDA where that is sure
+def count_gpus(scope: RunScope) -> ChildResult:
+    """The GPUs CUDA enumerates (ordinal, name, UUID), as a ``count`` section, once in the run ``scope`` for
+    this probe and the workloads: told from the run's NVML facts without starting CUDA where that is sure
     (listing.py), else counted by CUDA in a child of its own."""
-    return shared("gpu count", _count)
+    return scope.once("gpu count", lambda: _count(scope))
 
 
-def _count() -> ChildResult:
+def _count(scope: RunScope) -> ChildResult:
     # here, not above: every smoke and workload child imports this package, and needs neither
     from gpudoctor.probes.nvml import published_facts
     from gpudoctor.probes.smoke.listing import cuda_list
 
     begun = time.monotonic()
-    facts = published_facts(NVML_WAIT_S)
+    facts = published_facts(scope, NVML_WAIT_S)
     listed, why = cuda_list(facts, os.environ) if facts is not None else (None, "no NVML facts in this run")
     if listed is not None:
         mark(f"gpu count: {len(listed['devices'])} from NVML")
         return ChildResult(lines=[{"section": "count", "data": listed}], returncode=0,
                            duration_s=time.monotonic() - begun)
     mark(f"gpu count: CUDA counts ({why})")
-    return cuda_count()
+    return cuda_count(scope)
 
 
-def cuda_count() -> ChildResult:
-    """CUDA's own count, from a child that starts CUDA with every GPU visible, once per run."""
-    return shared("cuda count", _cuda_count)
+def cuda_count(scope: RunScope) -> ChildResult:
+    """CUDA's own count, from a child that starts CUDA with every GPU visible, once in the run ``scope``."""
+    return scope.once("cuda count", _cuda_count)
 
 
 def _cuda_count() -> ChildResult:
@@ -76,12 +77,12 @@ def pin_uuids(devices: list[dict[str, Any]]) -> dict[str, Any]:
 Host = Callable[[list[str], float], dict[str, dict[str, Any]]]
 
 
-def probe_smoke(timeout_s: float = 30.0, host: Optional[Host] = None) -> dict[str, Any]:
-    """The kernel on every GPU: from ``host``'s process where it runs on them all the same, else (and for
-    any GPU whose hosted run did not pass) from a child of its own per GPU, so a failure is always told
-    by a process that runs nothing else."""
+def probe_smoke(scope: RunScope, timeout_s: float = 30.0, host: Optional[Host] = None) -> dict[str, Any]:
+    """The kernel on every GPU the run ``scope`` counted: from ``host``'s process where it runs on them all
+    the same, else (and for any GPU whose hosted run did not pass) from a child of its own per GPU, so a
+    failure is always told by a process that runs nothing else."""
     begun = time.monotonic()
-    counted = count_gpus()
+    counted = count_gpus(scope)
     count = counted.section("count")
     if count is None:
         return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}
@@ -93,7 +94,7 @@ def probe_smoke(timeout_s: float = 30.0, host: Optional[Host] = None) -> dict[st
     runs = [_merged(d, hosted[str(d["ordinal"])]) if str(d["ordinal"]) in hosted
             else _record(d, children[str(d["ordinal"])], timeout_s) for d in devices]
     if count.get("source") == NVML_SOURCE and any("error" in run for run in runs):
-        return _as_cuda_counts({str(d["uuid"]): children[str(d["ordinal"])] for d in own}, timeout_s)
+        return _as_cuda_counts(scope, {str(d["uuid"]): children[str(d["ordinal"])] for d in own}, timeout_s)
     return {"smoke": {"count": count, "runs": runs}}
 
 
@@ -103,11 +104,11 @@ def _passed(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {o: r for o, r in runs.items() if r.get("ok") is True and "error" not in r}
 
 
-def _as_cuda_counts(children: dict[str, ChildResult], timeout_s: float) -> dict[str, Any]:
+def _as_cuda_counts(scope: RunScope, children: dict[str, ChildResult], timeout_s: float) -> dict[str, Any]:
     """A smoke child failed where the list came from NVML: the report says what CUDA saw with every GPU
     visible, as it would had CUDA counted them (its cuInit may fail, or leave a GPU out). The children
     already run, each pinned to its GPU's UUID as CUDA's count would pin it, stand for that GPU."""
-    counted = cuda_count()
+    counted = cuda_count(scope)
     count = counted.section("count")
     if count is None:
         return {"smoke": {"count": _failure(counted, COUNT_TIMEOUT_S), "runs": []}}

@@ -25,7 +25,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional
 
 from gpudoctor import frameworks_table
-from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module, shared
+from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, pinned, run_module
+from gpudoctor.procs.scope import RunScope
 from gpudoctor.probes.frameworks import CHILD_ENV, FRAMEWORKS, installed
 from gpudoctor.probes.interpreter import Target
 from gpudoctor.probes.smoke import count_gpus, pin_uuids
@@ -123,8 +124,9 @@ class FrameworkChild:
     the workload probe waits for the end (wait()). One child instead of two: on 4 x H200 every process
     that starts CUDA on all four GPUs delays the others (the driver starts CUDA in one process at a time)."""
 
-    def __init__(self, framework: str, deep: bool, timeout_s: float, target: Target, smoke: bool = False):
-        self.framework, self.timeout_s, self.target = framework, timeout_s, target
+    def __init__(self, scope: RunScope, framework: str, deep: bool, timeout_s: float, target: Target,
+                 smoke: bool = False):
+        self.scope, self.framework, self.timeout_s, self.target = scope, framework, timeout_s, target
         self.result = ChildResult()  # filled while the child runs
         self.began = time.monotonic()
         self.facts_at: Optional[float] = None
@@ -138,7 +140,7 @@ class FrameworkChild:
         try:
             run_module(WORKER, args, timeout_s=self.timeout_s, env=workload_env(self.target), on_line=self._line,
                        result=self.result, python=self.target.executable,
-                       feed=lambda: devices_line(self.framework, count_gpus(), self.target))
+                       feed=lambda: devices_line(self.framework, count_gpus(self.scope), self.target))
         except Exception as exc:  # noqa: BLE001 - both probes report a child that could not run
             self.result.start_error = self.result.start_error or f"{type(exc).__name__}: {exc}"
         finally:
@@ -189,22 +191,24 @@ class FrameworkChild:
 SMOKE_HOST = next((f for f in THREADED if f in EVERY_GPU), None)
 
 
-def framework_child(framework: str, deep: bool, timeout_s: float, target: Target, smoke: bool = False) -> FrameworkChild:
-    """The run's one child for a threaded framework, started by whichever probe asks first. ``smoke``: the
-    run's smoke probe takes its kernel runs from this child where it can host them (hosted_smoke); every
-    probe of a run passes the same value."""
-    return shared(f"framework child {framework}",
-                  lambda: FrameworkChild(framework, deep, timeout_s, target, smoke and framework == SMOKE_HOST))
+def framework_child(scope: RunScope, framework: str, deep: bool, timeout_s: float, target: Target,
+                    smoke: bool = False) -> FrameworkChild:
+    """The one child of the run ``scope`` for a threaded framework, started by whichever probe asks first.
+    ``smoke``: the run's smoke probe takes its kernel runs from this child where it can host them
+    (hosted_smoke); every probe of a run passes the same value."""
+    return scope.once(f"framework child {framework}",
+                      lambda: FrameworkChild(scope, framework, deep, timeout_s, target, smoke and framework == SMOKE_HOST))
 
 
-def framework_facts(deep: bool, timeout_s: float, smoke: bool = False) -> Callable[[str, float, Target], Optional[ChildResult]]:
+def framework_facts(scope: RunScope, deep: bool, timeout_s: float,
+                    smoke: bool = False) -> Callable[[str, float, Target], Optional[ChildResult]]:
     """For the framework probe when the workloads run too: a threaded framework's facts come from its
     workload child (None for the others: TensorFlow keeps its own framework-probe child)."""
     def facts(name: str, wait_s: float, target: Target) -> Optional[ChildResult]:
         if name not in THREADED:
             return None
         try:
-            child = framework_child(name, deep, timeout_s, target, smoke)
+            child = framework_child(scope, name, deep, timeout_s, target, smoke)
         except Exception:  # noqa: BLE001 - it could not even be set up: the probe starts its own child
             return None
         return child.facts(wait_s)
@@ -212,25 +216,27 @@ def framework_facts(deep: bool, timeout_s: float, smoke: bool = False) -> Callab
     return facts
 
 
-def hosted_smoke(deep: bool, timeout_s: float, target: Target) -> Callable[[list[str], float], dict[str, dict[str, Any]]]:
+def hosted_smoke(scope: RunScope, deep: bool, timeout_s: float,
+                 target: Target) -> Callable[[list[str], float], dict[str, dict[str, Any]]]:
     """For the smoke probe when the workloads run too: the kernel's runs from PyTorch's workload child,
     which has started CUDA on every GPU anyway, so the kernel costs no process and no context of its own
     (each one the driver starts delays every other child's). Empty where PyTorch is not installed."""
     def runs(ordinals: list[str], wait_s: float) -> dict[str, dict[str, Any]]:
         if SMOKE_HOST is None or not installed(SMOKE_HOST, target):
             return {}
-        return framework_child(SMOKE_HOST, deep, timeout_s, target, smoke=True).smoke_runs(ordinals, wait_s)
+        return framework_child(scope, SMOKE_HOST, deep, timeout_s, target, smoke=True).smoke_runs(ordinals, wait_s)
 
     return runs
 
 
-def probe_workload(target: Target, timeout_s: float = 90.0, deep: bool = False, smoke: bool = False) -> dict[str, Any]:
+def probe_workload(scope: RunScope, target: Target, timeout_s: float = 90.0, deep: bool = False,
+                   smoke: bool = False) -> dict[str, Any]:
     """Count the GPUs while the threaded frameworks' children import (they read their GPUs on stdin:
     1.4 s on 4 x H200); TensorFlow's one-GPU children start once the count has named the GPUs to pin
     them to. ``smoke``: PyTorch's child hosts the smoke kernel too (hosted_smoke)."""
     frameworks = [f for f in FRAMEWORKS if installed(f, target)]
-    threaded = {f: framework_child(f, deep, timeout_s, target, smoke) for f in frameworks if f in THREADED}
-    counted = count_gpus()  # the smoke probe's count: one child for both
+    threaded = {f: framework_child(scope, f, deep, timeout_s, target, smoke) for f in frameworks if f in THREADED}
+    counted = count_gpus(scope)  # the smoke probe's count: one child for both
     ordinals, uuids = gpus(counted)
     where = placement(frameworks, ordinals, models(counted))
     jobs = plan(frameworks, ordinals, uuids, where)
