@@ -85,7 +85,7 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
         raise BadInput(str(bad_python)) from None
     prepare(fmt, quiet, matrix=matrix)  # while the probes started above run
     mark("cli: output prepared")
-    options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
+    run_options = pipeline.run_options(target, timeout_s=timeout_s, only=only, skip=skip, quick=quick, deep=deep,
                                    require_gpus=require_gpus, early=early, matrix=matrix)
 
     launch = _launch()
@@ -96,13 +96,13 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
                    "(add --deep to test the GPUs of every node together)", err=True)
         sys.exit(rep.EXIT_OK)
     if launch is None or not deep or quick:
-        report = _node_check(options, quiet)
+        report = _node_check(run_options, quiet)
     else:
-        report = _cluster_check(launch, options, quiet, redact=not no_redact)
+        report = _cluster_check(launch, run_options, quiet, redact=not no_redact)
     mark("cli: judged")
     # a FIFO named by --output waits no longer than the rest of the run
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
-         duration_s=time.monotonic() - started, deadline=options.deadline, matrix=options.matrix)
+         duration_s=time.monotonic() - started, deadline=run_options.deadline, matrix=run_options.matrix)
     mark("cli: report written")
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
