@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27's GPU figures on one GPU machine, every one printed (and written to $OUT/gpu_scale.txt):
+# The full check's GPU figures on one GPU machine, every one printed (and written to $OUT/gpu_scale.txt):
 #  1. the bound: a default full `check` on every GPU against the same check on GPU 0 alone
 #     (CUDA_VISIBLE_DEVICES=0), ROUNDS alternating rounds, medians and their ratio; with BASE trees
 #     (source trees of earlier commits) their checks alternate with this tree's, on the same machine;

@@ -1,4 +1,4 @@
-"""Where the time of `gpudoctor check --quick` goes (issue 17's target: 0.5 s or less on 1 x H100).
+"""Where the time of `gpudoctor check --quick` goes (its target: 0.5 s or less on 1 x H100).
 
 Runs `python3 -m gpudoctor check --quick` (text to /dev/null) N times with GPUDOCTOR_TRACE set and prints,
 per run and as medians, the phases the trace marks: Python's start and the CLI import (start); what the

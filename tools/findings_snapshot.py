@@ -1,5 +1,5 @@
 """Every recorded report re-judged, as JSON findings: the before/after proof of a change that must not
-change behaviour (issue 17). Usage: python tools/findings_snapshot.py OUT.json; compare two with cmp."""
+change behaviour. Usage: python tools/findings_snapshot.py OUT.json; compare two with cmp."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What the device image's framework builds really carry (issue 15: "where a real build is at hand, the data
-# must equal it"): PyTorch's arch list and cuDNN, the SASS/PTX inside its CUDA libraries, JAX's and CuPy's.
+# What the device image's framework builds really carry, for the matrix to equal where a real build is at
+# hand: PyTorch's arch list and cuDNN, the SASS/PTX inside its CUDA libraries, JAX's and CuPy's.
 # Usage on a device machine: bash tools/device/build_facts.sh > $OUT/build_facts.txt
 set -u
 PY=${PY:-python3}

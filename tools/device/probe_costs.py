@@ -15,16 +15,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpudoctor import runner  # noqa: E402
 from gpudoctor.probes import interpreter  # noqa: E402
+from gpudoctor.procs.scope import RunScope  # noqa: E402
 
 
 def main() -> None:
     target = interpreter.choose(None)
+    scope = RunScope()
     probes = runner.select_probes([p.name for p in runner.PROBES], quick=True)
     for probe in probes:
         profile = cProfile.Profile()
         wall, cpu = time.perf_counter(), time.process_time()
         profile.enable()
-        probe.run(target)
+        probe.run(target, scope)
         profile.disable()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"== {probe.name}: wall {wall * 1000:.1f} ms, cpu {cpu * 1000:.1f} ms")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 14 on a real GPU: the new child handling (own channel, lifeline, process families, bounded programs)
-# must leave a healthy machine all clear with the same figures; hostile programs and signals must leave no
-# process behind. Also times check --quick (issue 17's 0.5 s target) and records Markdown sizes (issue 16).
+# On a real GPU: the child handling (own channel, lifeline, process families, bounded programs) must leave
+# a healthy machine all clear with the same figures; hostile programs and signals must leave no process
+# behind. Also times check --quick (its target: 0.5 s) and records the Markdown report's sizes.
 # Usage (device tool, repo root): bash tools/device/record_hostile.sh KIND   -> $OUT/hostile-KIND.tar.gz
 # Reads only; never changes a GPU setting.
 set -u

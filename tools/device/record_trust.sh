@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 on a real GPU: the stock stack in every mode, and each fault the issue names, as reports.
+# On a real GPU: the stock stack in every mode, and each fault a trust check must tell, as reports.
 # Usage (through the device tool, from the repo root): bash tools/device/record_trust.sh KIND
 # Writes $OUT/trust-KIND.tar.gz; reads only; never changes a GPU setting.
 set -u

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What tests/test_real_reports.py needs of a multi-GPU recording beside record_hostile.sh's reports, and
-# the cases issue 18 names that fit 2 GPUs: nvidia-smi -q -x and topo -p2p r; CUDA_VISIBLE_DEVICES masks
+# the multi-GPU cases that fit 2 GPUs: nvidia-smi -q -x and topo -p2p r; CUDA_VISIBLE_DEVICES masks
 # against libcuda (cuda_visible.py); a full check with only GPU 1 visible, and with GPU 1 named by its
 # UUID; a full check while another process runs bf16 matmuls on GPU 1 alone (only GPU 1 may be called
 # shared). Reads only; never changes a GPU setting. Usage: bash tools/device/record_x2_extra.sh -> $OUT/x2/

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The workload worker of two source trees on one GPU machine (issue 17 split probes/workload/worker.py per
-# framework): the same commands in each, JSON lines kept, then their keys, verdicts and mixed precision
+# The workload worker of two source trees on one GPU machine (for a change to probes/workload/ that must
+# not change its answers): the same commands in each, JSON lines kept, then their keys, verdicts and mixed precision
 # compared (timings and throughput differ run to run). Reads only; never changes a GPU setting.
 # Usage (device tool, repo root): bash tools/device/worker_compare.sh OLD_TREE NEW_TREE  -> $OUT/workers/
 set -u
