@@ -4,8 +4,8 @@ checks/internal.py's INT001-INT003, a probe or check that failed, are tested in 
 beside the runner that records them).
 
 Run through the real CLI on this machine, which has no GPU and no NVIDIA driver: exactly the case in
-which ``--only gpus --require-gpus 1``, ``--only acceleration`` and ``--timeout 0.1`` used to exit 0.
-Each must now fail in every format (text, json, markdown, junit) and with exit code 1, from the
+which ``--only gpus --require-gpus 1``, ``--only acceleration`` and ``--timeout 0.1`` could exit 0.
+Each must fail in every format (text, json, markdown, junit) and with exit code 1, from the
 findings alone; and the recordings of healthy real GPU machines, re-judged, must get no new finding.
 """
 
@@ -32,7 +32,7 @@ NO_DRIVER = not _driver["nvml_library_files"] and not any(n["exists"] for n in _
 no_driver = pytest.mark.skipif(not NO_DRIVER, reason="these tests reproduce a machine without an NVIDIA driver")
 
 FORMATS = ("text", "json", "markdown", "junit")
-#: The three reproductions of issue 13 item 5, each with the codes that must now fail it.
+#: Three reproductions of a doctor gate that passed a broken machine, each with the codes that must fail it.
 CASES = {
     "require-gpus-only-gpus": (["--only", "gpus", "--require-gpus", "1"], {"INT005", "VIS005"}),
     "only-acceleration": (["--only", "acceleration"], {"INT005"}),

@@ -1,7 +1,7 @@
-"""Bad input is exit 2 with one line naming what is wrong (issue 14 section 5), and output is always valid.
+"""Bad input is exit 2 with one line naming what is wrong, and output is always valid.
 
-The reports are real recordings (tests/fixtures/real/README.md) with one field changed as the issue's
-fuzzer changed them: `tool: "x"`, `facts.host: 7`, `gpus[0].index: "x"`, a 500-deep array, NaN.
+The reports are real recordings (tests/fixtures/real/README.md) with one field changed as a fuzzer
+changes them: `tool: "x"`, `facts.host: 7`, `gpus[0].index: "x"`, a 500-deep array, NaN.
 """
 
 from __future__ import annotations

@@ -269,7 +269,7 @@ def test_the_end_of_a_run_does_not_wait_for_an_exit_under_way(monkeypatch):
     assert children_left() == []
 
 
-# --- the channel is the child's own: what a framework prints cannot be taken for it (issue 14) ----------
+# --- the channel is the child's own: what a framework prints cannot be taken for it -----------------------
 
 HOSTILE_OUTPUT = {
     "no newline": 'import sys; sys.stdout.write("loading extensions... "); sys.stdout.flush()',

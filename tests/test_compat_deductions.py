@@ -1,5 +1,5 @@
 """What a build's CUDA version proves without an entry for the build, and every variant judged by every
-rule (issue 25, parts 3 and 4).
+rule.
 
 Sources of the expectations:
   TARGETS  compat_matrix/cuda_targets.json: the first and last toolkit that compiles for each compute

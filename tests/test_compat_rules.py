@@ -71,7 +71,7 @@ CASES = [
     (["--gpu", "NVIDIA Fictional X9000", "--torch", "2.11.0"], 0, "unknown", {"CMP008"}, "unknown GPU"),
     # ...but a CUDA major newer than the driver's is known not to run, matrix or not (MVC stays within a major): an error
     (["--driver", "580.65.06", "--cuda", "19.0"], 1, "error", {"CMP006", "CMP008"}, "unknown CUDA, newer major"),
-    # the issue's headline: PyTorch 2.5 cu121 carries sm_50..sm_90 and no PTX, so an RTX 5090 (12.0) cannot run it
+    # PyTorch 2.5 cu121 carries sm_50..sm_90 and no PTX, so an RTX 5090 (12.0) cannot run it
     # (https://github.com/pytorch/pytorch/issues/150733: 'sm_120 is not compatible with the current PyTorch installation')
     (["--gpu", "NVIDIA GeForce RTX 5090", "--torch", "2.5.0+cu121"], 1, "error", {"CMP003"}, "RELEASE; pytorch#150733"),
     # toolkits whose CUDA major the driver lacks are errors, not warnings (MVC: 12.x >= 525.60.13, 13.x >= 580)

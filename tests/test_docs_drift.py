@@ -1,4 +1,4 @@
-"""The docs say what the output really holds (issue 16): this fails when they drift apart.
+"""The docs say what the output really holds: this fails when they drift apart.
 
 - docs/report-format.md has a section (`### \\`key\\``) for every top-level facts key of every real
   recording (tests/fixtures/real, see its README.md), of what the probes write when run here, and of

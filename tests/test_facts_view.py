@@ -1,4 +1,4 @@
-"""`-v` shows the facts as a person reads them (issue 16), on the real recordings.
+"""`-v` shows the facts as a person reads them, on the real recordings.
 
 The reports are those of tests/fixtures/real (see its README.md): a full `check` on 1 x H100
 (h100x1-20261123/full.json) and `check --deep` on 4 x H200 (h200x4-20261121/deep-report-1709.json),

@@ -1,11 +1,11 @@
-"""Where a framework failed, in its own words, and advice that follows the evidence (issue 13 item 3).
+"""Where a framework failed, in its own words, and advice that follows the evidence.
 
 Reproduced for real on 1 x H100 (2026-11-23, tests/fixtures/real/h100x1-20261123/before/): with
 PYTORCH_CUDA_ALLOC_CONF=bogus_option:1, PyTorch 2.11 imports, torch.cuda.is_available() is True,
 torch.cuda.init() raises ``ValueError: Unrecognized key 'bogus_option' in CUDA allocator config.``
 (bogus-direct.txt), and asking for a GPU's properties after that killed the process with SIGSEGV
-(bogus-worker.txt): gpudoctor then said "fails to import: the import crashed (SIGSEGV)" and advised a
-reinstall. The fakes below reproduce that sequence in a real child process, step by step.
+(bogus-worker.txt). The import did not fail, so "fails to import: the import crashed (SIGSEGV)" would be
+wrong, and a reinstall would not fix it. The fakes below reproduce that sequence in a real child process, step by step.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`check --quick` must not invent facts (issue 13, item 1): what a framework's installed package says
+"""`check --quick` must not invent facts: what a framework's installed package says
 about its build (gpudoctor/probes/frameworks/metadata.py), and the verdicts that rest on it.
 
 The fake environments below are folders of ``<name>-<version>.dist-info`` (METADATA, RECORD, WHEEL)
@@ -410,7 +410,7 @@ def _recorded_site(site: Path, h200x2: dict[str, Any]) -> None:
 
 
 def test_quick_on_the_h200_machine_gives_no_fwk001(tmp_path, h200x2):
-    """Issue 13: stock PyTorch 2.11.0 from PyPI (no +cu tag) on a CUDA 13.0 driver was called CPU-only."""
+    """Stock PyTorch 2.11.0 from PyPI (no +cu tag) on a CUDA 13.0 driver is a CUDA build, not CPU-only."""
     _recorded_site(tmp_path, h200x2)
     frameworks = probe_frameworks_metadata(path=[str(tmp_path)])["frameworks"]
     assert {n: fw["info"]["cuda_build"] for n, fw in frameworks.items() if fw["installed"]} == \

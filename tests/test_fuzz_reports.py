@@ -1,12 +1,12 @@
 """Bad input is exit 2, every time: real recorded reports, mutated one field at a time.
 
-Issue 14 section 5: of 10,440 fuzzed reports, 369 made `analyze`, `merge` or `devices --report` exit 3
-("internal error: TypeError/AttributeError/RecursionError"). Here a fixed seed mutates the reports
-recorded on real GPU machines (tests/fixtures/real/README.md) field by field (a wrong type, the field
-deleted, a huge or deeply nested value, NaN and Infinity, strings with control characters) and runs
-each through the real command line in-process. Every run must end 0, 1 or 2, never 3 and never with a
-traceback; a refused report says why in one line naming the file; JSON output must parse strictly
-(no NaN, no Infinity).
+A malformed report must never make `analyze`, `merge` or `devices --report` exit 3 ("internal error:
+TypeError/AttributeError/RecursionError"), as one does where a field's type goes unchecked. Here a fixed
+seed mutates the reports recorded on real GPU machines (tests/fixtures/real/README.md) field by field (a
+wrong type, the field deleted, a huge or deeply nested value, NaN and Infinity, strings with control
+characters) and runs each through the real command line in-process. Every run must end 0, 1 or 2, never
+3 and never with a traceback; a refused report says why in one line naming the file; JSON output must
+parse strictly (no NaN, no Infinity).
 """
 
 from __future__ import annotations

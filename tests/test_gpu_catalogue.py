@@ -192,7 +192,7 @@ def test_gpudoctors_lookup_finds_every_gpu_on_nvidias_pages(page: str, cc: str, 
         assert clean(name) in row.get("listed_as", []) or row["source"] == page or row.get("cc_source") == page
 
 
-# The models named in issue 15 as missing in real tickets, as the driver names them (OGKM README 595.45.04:
+# Models reported missing in real tickets, as the driver names them (OGKM README 595.45.04:
 # https://github.com/NVIDIA/open-gpu-kernel-modules/blob/595.45.04/README.md; pre-Turing names from
 # https://github.com/NVIDIA/open-gpu-kernel-modules/blob/580.142/src/nvidia/generated/g_nv_name_released.h).
 ISSUE_MODELS = [
@@ -215,7 +215,7 @@ ISSUE_MODELS = [
     ("NVIDIA GeForce MX550", "GeForce MX550", "7.5"),
     ("NVIDIA GeForce GTX 980", "GeForce GTX 980", "5.2"),
     ("GeForce GTX 980", "GeForce GTX 980", "5.2"),  # drivers before the "NVIDIA " prefix
-    ("NVIDIA GeForce RTX 5090", "GeForce RTX 5090", "12.0"),  # issue 15's headline ticket
+    ("NVIDIA GeForce RTX 5090", "GeForce RTX 5090", "12.0"),  # the card of the "sm_120 is not compatible" tickets
 ]
 
 

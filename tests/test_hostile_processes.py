@@ -1,6 +1,6 @@
-"""Processes gpudoctor starts are bounded, and die with it (issue 14, section 1).
+"""Processes gpudoctor starts are bounded, and die with it.
 
-Each reproduction of the issue is a fake program written into tmp_path: an ``nvcc`` that hangs, one
+Each case is a fake program written into tmp_path: an ``nvcc`` that hangs, one
 that floods stdout, one that leaves a background grandchild holding its stdout; framework children
 that double-fork or call setsid; gpudoctor itself ended by SIGHUP, SIGTERM or SIGKILL while a child
 runs. Every test checks by pid that nothing it started is left.
@@ -78,7 +78,7 @@ VERSION = "Cuda compilation tools, release 12.4, V12.4.131"
 # --- external programs: nvcc (toolkit.py), through processes.run_bounded ---------------------------------
 
 def test_a_hanging_nvcc_is_bounded_and_killed(tmp_path, monkeypatch):
-    """Issue 14: an nvcc that hangs outlived gpudoctor. Now it costs NVCC_TIMEOUT_S and is gone after."""
+    """An nvcc that hangs must not outlive gpudoctor: it costs NVCC_TIMEOUT_S and is gone after."""
     pidfile = tmp_path / "pids"
     folder = fake_nvcc(tmp_path, f"echo $$ > {pidfile}\nexec sleep 60\n")
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
@@ -93,8 +93,8 @@ def test_a_hanging_nvcc_is_bounded_and_killed(tmp_path, monkeypatch):
 
 
 def test_a_hanging_nvcc_ends_at_the_runs_deadline(tmp_path, monkeypatch):
-    """Issue 14: ``check --timeout 3`` with a hanging nvcc took 5.2 s and left it running. The deadline now
-    kills it (kill_all -> processes.stop_all): the run ends at its deadline, the nvcc with it."""
+    """A hanging nvcc must neither hold ``check --timeout`` past its deadline nor outlive the run: the deadline
+    kills it (kill_all -> processes.stop_all), so the run ends at its deadline, the nvcc with it."""
     from gpudoctor import pipeline
 
     pidfile = tmp_path / "pids"
@@ -111,8 +111,8 @@ def test_a_hanging_nvcc_ends_at_the_runs_deadline(tmp_path, monkeypatch):
 
 
 def test_a_flooding_nvcc_is_read_only_up_to_its_cap(tmp_path, monkeypatch):
-    """Issue 14: an nvcc that floods stdout took 33.6 s and 7.6 GB. Now NVCC_MAX_BYTES is read, then it is
-    killed: well under a second, and no more memory than the cap."""
+    """An nvcc that floods stdout would cost seconds and gigabytes if read to the end: NVCC_MAX_BYTES is read,
+    then it is killed: well under a second, and no more memory than the cap."""
     folder = fake_nvcc(tmp_path, f"exec yes '{VERSION} {'x' * 200}'\n")
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
@@ -128,14 +128,14 @@ def test_a_flooding_nvcc_is_read_only_up_to_its_cap(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("launch", ["sleep 60 &", "setsid sleep 60 &"], ids=["background", "setsid"])
 def test_an_nvcc_that_leaves_a_grandchild_holding_stdout(tmp_path, monkeypatch, launch):
-    """Issue 14: ``sleep 30 &`` left by nvcc, holding its stdout, held the run 15 s and leaked. Now the run
+    """A grandchild left by nvcc (``sleep 30 &``) holding its stdout must neither hold the run nor leak: the run
     does not wait on that pipe, and the grandchild (even one in a session of its own) is killed."""
     pidfile = tmp_path / "pids"
     folder = fake_nvcc(tmp_path, f"{launch}\necho $! >> {pidfile}\necho '{VERSION}'\n")
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     start = time.monotonic()
     nvcc = toolkit._nvcc()
-    assert time.monotonic() - start < 3.0  # before: 15 s, nvcc's own time limit
+    assert time.monotonic() - start < 3.0  # waiting on the pipe would take 15 s, nvcc's own time limit
     assert nvcc["version"] == "12.4.131"
     [grandchild] = pids_in(pidfile, 1)
     assert gone(grandchild, 1.0)
@@ -205,8 +205,8 @@ DOUBLE_FORK = """
 
 
 def test_a_child_that_double_forks_leaves_no_grandchild(tmp_path):
-    """Issue 14: a framework child that double-forks (and calls setsid) leaked its grandchild: reparented
-    to init, it is in no tree. The mark of its environment finds it when the child ends."""
+    """A framework child that double-forks (and calls setsid) must leave no grandchild, though one reparented
+    to init is in no tree: the mark of its environment finds it when the child ends."""
     pidfile = tmp_path / "pids"
     env = write_module(tmp_path, "doublefork", DOUBLE_FORK.format(pidfile=str(pidfile), grandchild="", then=""))
     start = time.monotonic()
@@ -289,7 +289,7 @@ FAKE_GPUDOCTOR = """
     from gpudoctor import runner
     from gpudoctor.procs.child import child_env, run_module
 
-    def hang(target):
+    def hang(target, scope):
         run_module("sleeper", timeout_s=60, env=child_env({{"PYTHONPATH": {tmp!r}}}))
         return {{}}
 
@@ -311,7 +311,7 @@ def start_fake_gpudoctor(tmp_path: Path, **popen: object) -> tuple[subprocess.Po
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_children_die_with_gpudoctor(tmp_path, sig):
-    """Issue 14: SIGHUP and SIGKILL of gpudoctor left the framework child running. SIGHUP and SIGTERM now
+    """No framework child outlives gpudoctor, whatever signal ends it. SIGHUP and SIGTERM
     end it as Ctrl-C does (children killed, exit 3); after SIGKILL, which runs nothing of gpudoctor's, the
     child's lifeline ends it and what it started."""
     proc, (child, grandchild) = start_fake_gpudoctor(tmp_path)
@@ -343,8 +343,8 @@ def test_a_hangup_ignored_by_nohup_stays_ignored(tmp_path):
 # --- gpudoctor's own pipes and files are closed, not left to the collector ----------------------------------
 
 def test_no_resource_warning_under_dev_mode(tmp_path):
-    """Issue 14: with PYTHONWARNINGS=error and PYTHONDEVMODE=1, gpudoctor printed "Exception ignored ...
-    ResourceWarning: unclosed file" for the pipes of its children. The nvcc on PATH here leaves a
+    """With PYTHONWARNINGS=error and PYTHONDEVMODE=1, gpudoctor prints no "Exception ignored ...
+    ResourceWarning: unclosed file": the pipes of its children are closed. The nvcc on PATH here leaves a
     grandchild holding its stdout, so run_bounded's pipes are exercised too."""
     pidfile = tmp_path / "pids"
     folder = fake_nvcc(tmp_path, f"sleep 60 &\necho $! >> {pidfile}\necho '{VERSION}'\n")

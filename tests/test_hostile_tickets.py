@@ -1,4 +1,4 @@
-"""Hostile tickets stay bounded and truthful (issue 26, adversarial pass 2026-11-26). Each case starts from a
+"""Hostile tickets stay bounded and truthful. Each case starts from a
 real recording of 1 x H100 (tests/fixtures/real/h100x1-20261123/final: the Markdown report, collect_env and
 nvidia-smi of one healthy machine) changed one fact at a time, and is judged through `gpudoctor analyze`."""
 

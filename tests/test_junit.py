@@ -1,7 +1,7 @@
-"""`--format junit` agrees with the exit code (issue 16): a finding at or above `--fail-on` is a <failure>.
+"""`--format junit` agrees with the exit code: a finding at or above `--fail-on` is a <failure>.
 
-Before, a warning that failed the gate (`--fail-on warning`, exit 1) could show as 0 failures: a red CI
-job with only green tests. Now a test case fails exactly when its check has a finding at or above
+A warning that fails the gate (`--fail-on warning`, exit 1) must not show as 0 failures: a red CI
+job with only green tests. A test case fails exactly when its check has a finding at or above
 `--fail-on`, whatever the check's own status, so `--fail-on never` (exit 0) shows no failure either.
 
 The reports are real recordings (tests/fixtures/real, see its README.md):

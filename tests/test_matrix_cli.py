@@ -1,4 +1,4 @@
-"""`gpudoctor matrix check / suggest / show` on issue 15's cases, and the one-judge property: the
+"""`gpudoctor matrix check / suggest / show` on cases from real tickets, and the one-judge property: the
 check on real facts and `matrix check` call the same function and agree.
 
 Sources (each case's expectation):
@@ -80,7 +80,7 @@ def test_case(args, verdict, want, source):
 
 
 def test_the_headline_case_says_why_and_what_to_install():
-    """issue 15: RTX 5090 with PyTorch 2.5.0+cu121 must not be ok."""
+    """RTX 5090 with PyTorch 2.5.0+cu121 must not be ok: that build has no sm_120 kernel and no PTX."""
     exit_code, data = check("--gpu", RTX5090, "--torch", "2.5.0+cu121")
     assert (exit_code, data["verdict"]) == (1, "error")
     (f,) = data["findings"]

@@ -91,7 +91,7 @@ def test_versions_and_compute_capabilities_parse(path: Path):
 
 
 def citation_problems(raw: dict[str, Any], stem: str) -> list[str]:
-    """What in a matrix file lacks its source or its "as of" date (issue 15): an entry (and every item of
+    """What in a matrix file lacks its source or its "as of" date: an entry (and every item of
     a section) names one of the file's sources; its date is its own "as_of" or, failing that, the file's.
     Per-field data the rules read carries its own citation: a PyTorch variant's or a TensorFlow release's
     arch_list/ptx an arch_source (or the entry's source covers it, as for TensorFlow's tested-build table),
@@ -265,7 +265,7 @@ def match_gpu(name: str) -> Optional[dict[str, Any]]:
     ("NVIDIA RTX 4000 SFF Ada Generation", "RTX 4000 SFF Ada", "8.9"),
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Blackwell Server Edition", "12.0"),
     ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000 Blackwell Workstation Edition", "12.0"),
-    # once missing (issue 15), now catalogued (CUDA-GPUS / legacy page: Turing 7.5, GA107 8.6, A800 8.0)
+    # reported missing in real tickets (CUDA-GPUS / legacy page: Turing 7.5, GA107 8.6, A800 8.0)
     ("NVIDIA T400", "T400", "7.5"),
     ("NVIDIA GeForce RTX 2050", "GeForce RTX 2050", "8.6"),
     ("NVIDIA A800-SXM4-80GB", "A800", "8.0"),

@@ -1,4 +1,4 @@
-"""`--output FILE` writes like the shell's `>`, only safer (issue 14 section 4, issue 16).
+"""`--output FILE` writes like the shell's `>`, only safer.
 
 The file is opened in place (O_WRONLY|O_CREAT|O_TRUNC, mode 0666 less the umask), so that an existing
 file keeps its inode, mode and hard links, a bind-mounted file (`docker -v`, a Kubernetes `subPath`,

@@ -1,5 +1,5 @@
 """`check --quick`: no GPU work, and frameworks read from package metadata without importing them
-(issue "Hardening and speed": --quick at most 0.5x collect_env's wall time). What a framework sees or
+(so that --quick takes at most 0.5x collect_env's wall time). What a framework sees or
 loads is then unknown, so only the verdicts metadata can support are given."""
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def test_metadata_builds_still_get_the_driver_verdict():
 
 
 def test_plain_pypi_torch_metadata_reads_the_cuda_runtime_it_requires():
-    """The CUDA a requirement implies: (major, exact major.minor where the pin says it). The old reader
-    knew only nvidia-cuda-runtime pins, so torch 2.11.0 from PyPI (cuda-toolkit==13.0.2, nvidia-*-cu13)
-    was taken for CPU-only (issue 13); tests/test_framework_metadata.py covers whole packages."""
+    """The CUDA a requirement implies: (major, exact major.minor where the pin says it). Pins other than
+    nvidia-cuda-runtime count: torch 2.11.0 from PyPI (cuda-toolkit==13.0.2, nvidia-*-cu13) names none and
+    is still no CPU-only build; tests/test_framework_metadata.py covers whole packages."""
     from gpudoctor.probes.frameworks.metadata import _cuda_requirement
 
     assert _cuda_requirement('nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"') == ("12", "12.4")

@@ -1,4 +1,4 @@
-"""Issue 14, section 3: secrets never leave in any format, whatever the options; host names that are
+"""Secrets never leave in any format, whatever the options; host names that are
 common words and a $HOME behind a symlink are redacted without rewriting (or leaking) anything else.
 
 The end-to-end tests run the real CLI (`gpudoctor analyze`) on a report recorded on a real H100

@@ -1,4 +1,4 @@
-"""Issue 13's proof, on reports recorded on real GPUs with tools/device/record_trust.sh:
+"""Verdicts that can be trusted, shown on reports recorded on real GPUs with tools/device/record_trust.sh:
 1 x H100 (2026-11-23 15:19 UTC) and 1 x H200 (15:21 UTC), driver 580.159.04, the image's stock
 PyTorch 2.11.0 from the package index, JAX 0.11.2, CuPy 14.2 (no TensorFlow there).
 

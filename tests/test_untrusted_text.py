@@ -1,4 +1,4 @@
-"""Untrusted text never reaches a terminal, XML or Markdown raw (issue 14, section 2).
+"""Untrusted text never reaches a terminal, XML or Markdown raw.
 
 Every string in a report's facts is data from somewhere else: NVML's GPU name and driver version, a
 framework's error, the host name, and (for ``merge``) the file names. The reports here are the real
