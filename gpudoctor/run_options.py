@@ -46,7 +46,9 @@ class RunOptions:
     verdicts rest on, the bundled one with the --matrix files over it. ``only``/``skip``: the checks
     selected, by area or id. ``quick``: no work on the GPUs (it wins over ``deep``); ``deep``: the multi-GPU
     tests and longer workloads. ``require_gpus``: --require-gpus. ``early``: the run's scope and the probes
-    already started in it (runner.start_early), for the run to adopt."""
+    already started in it (runner.start_early), for the run to adopt. One value serves one run: a second run
+    needs options of its own (``dataclasses.replace(options, early=Early())``), or it would adopt the first
+    run's probes and children."""
 
     interpreter: Target = field(default_factory=own)
     deadline: Optional[float] = None
