@@ -11,6 +11,8 @@ Standard library only: the framework and library children, which import nothing 
 - NCCL (``NCCL_VERSION_CODE`` in nccl.h; ncclGetVersion): ``NCCL_VERSION(X,Y,Z)`` is X * 1000 + Y * 100 + Z
   while X <= 2 and Y <= 8, else X * 10000 + Y * 100 + Z: 2804 is 2.8.4, 21803 is 2.18.3. The newest old-scheme
   code (2.8.99, 2899) lies below the first new-scheme one (2.9.0, 20900).
+- cuBLASLt (``CUBLASLT_VERSION`` in cublasLt.h; cublasLtGetVersion): 10000 * major + 100 * minor + patch,
+  so 130100 is 13.1.0.
 """
 
 from __future__ import annotations
@@ -48,3 +50,9 @@ def nccl(value: Any) -> Optional[str]:
     """NCCL's NCCL_VERSION_CODE as "major.minor.patch": 2804 -> "2.8.4", 21803 -> "2.18.3"; None for anything else."""
     code = _code(value)
     return None if code is None else _three(code, 10000 if code >= NCCL_WIDE_FROM else 1000)
+
+
+def cublaslt(value: Any) -> Optional[str]:
+    """cuBLASLt's CUBLASLT_VERSION as "major.minor.patch": 130100 -> "13.1.0"; None for anything else."""
+    code = _code(value)
+    return None if code is None else _three(code, 10000)

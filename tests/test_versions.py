@@ -68,6 +68,13 @@ def test_cudnn_round_trips_the_header_macro(v):
 def test_what_is_no_code_is_no_version(value):
     """0 is what cuDriverGetVersion gives without a driver; a string or an absence is no code."""
     assert versions.cuda(value) is None and versions.cudnn(value) is None and versions.nccl(value) is None
+    assert versions.cublaslt(value) is None
+
+
+@pytest.mark.parametrize("code, text", [(130100, "13.1.0"), (120803, "12.8.3"), (110201, "11.2.1")])
+def test_cublaslt_codes(code, text):
+    """CUBLASLT_VERSION is CUBLASLT_VER_MAJOR * 10000 + CUBLASLT_VER_MINOR * 100 + CUBLASLT_VER_PATCH."""
+    assert versions.cublaslt(code) == text
 
 
 def test_no_other_module_decodes_cuda_by_hand():
@@ -85,7 +92,6 @@ def test_no_other_module_decodes_cuda_by_hand():
 
 #: Divisions by 1000 or 10000 that decode no CUDA, cuDNN or NCCL code, each with why.
 NOT_A_VERSION_CODE = {
-    "gpudoctor/probes/libnames.py:_cublaslt": "cuBLASLt's own code, read only where the library is loaded",
     "gpudoctor/probes/smoke/worker.py:_inputs": "the smoke kernel's input pattern, not a version",
 }
 

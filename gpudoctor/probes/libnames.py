@@ -100,8 +100,7 @@ def _nvjitlink(lib: Any) -> Optional[str]:
 
 def _cublaslt(lib: Any) -> Optional[str]:
     lib.cublasLtGetVersion.restype = ctypes.c_size_t
-    v = int(lib.cublasLtGetVersion())
-    return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}" if v else None
+    return versions.cublaslt(int(lib.cublasLtGetVersion()))
 
 
 def _cublas(lib: Any) -> Optional[str]:
