@@ -69,3 +69,30 @@ def test_an_early_probe_is_adopted_only_for_the_interpreter_it_was_started_for(m
     early = runner.start_early(("host",), mine)
     runner.run_probes(runner.select_probes(["host"]), RunOptions(interpreter=other, early=early))
     assert sorted(ran) == sorted([("host", mine.executable), ("host", other.executable)])
+
+
+def test_every_probe_of_a_run_shares_the_scope_its_early_probes_began(monkeypatch):
+    """The smoke probe reads the NVML facts the early NVML probe offered, and the probes share one GPU count and
+    one child per framework: all through the scope start_early made, which the run hands every probe."""
+    from gpudoctor import pipeline
+
+    seen: dict[str, list[object]] = {}
+
+    def record(name: str, facts: dict) -> object:
+        def probe(*args: object, **kwargs: object) -> dict:
+            scope = kwargs.get("scope") or next(a for a in args if type(a).__name__ == "RunScope")
+            seen.setdefault(name, []).append(scope)
+            return facts
+        return probe
+
+    monkeypatch.setattr(runner, "probe_nvml", record("nvml", {"nvml": {}, "gpus": [], "topology": {"pairs": []}}))
+    monkeypatch.setattr(runner, "probe_smoke", record("smoke", {"smoke": {}}))
+    monkeypatch.setattr(runner, "probe_workload", record("workload", {"workload": {}}))
+    monkeypatch.setattr(runner, "framework_facts", record("frameworks", {}))
+    monkeypatch.setattr(runner, "hosted_smoke", record("hosted smoke", {}))
+    target = own()
+    early = pipeline.start_early(target, quick=False)
+    pipeline.check(pipeline.run_options(target, early=early))
+    assert sorted(seen) == ["frameworks", "hosted smoke", "nvml", "smoke", "workload"]
+    assert all(scope is early.scope for scopes in seen.values() for scope in scopes)
+    assert len(seen["nvml"]) == 1  # the early NVML probe was adopted, not run again
