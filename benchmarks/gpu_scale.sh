@@ -24,14 +24,9 @@ on() { case " $sections " in *" $1 "*) return 0;; esac; return 1; }
 out=${OUT:-$(mktemp -d)}
 d=$(mktemp -d)
 log="$out/${GPU_SCALE_LOG:-gpu_scale.txt}"
-trees=()
-for b in "$@"; do trees+=("$(cd "$b" && pwd)"); done
-trees+=("$here")
-say() { echo "$*" | tee -a "$log"; }
+. "$(dirname "$0")/trees.sh"  # take_trees say drop name median
+take_trees "$@"
 secs() { awk "BEGIN{printf \"%.3f\", $2 - $1}"; }
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.3f}")' "$@"; }
-name() { [ "$1" = "$here" ] && echo this || basename "$1"; }
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 check() {  # check TREE FILE MASK [options]: one check, prints its wall time
   local tree=$1 file=$2 mask=$3; shift 3
   local t0=$EPOCHREALTIME

@@ -11,13 +11,8 @@ here=$(pwd)
 out=${OUT:-$(mktemp -d)}
 d=$(mktemp -d)
 log="$out/cold_ab.txt"
-trees=()
-for b in "$@"; do trees+=("$(cd "$b" && pwd)"); done
-trees+=("$here")
-say() { echo "$*" | tee -a "$log"; }
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-name() { [ "$1" = "$here" ] && echo this || basename "$1"; }
-median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(f"{statistics.median(v):.3f}")' "$@"; }
+. "$here/benchmarks/trees.sh"  # take_trees say drop name median
+take_trees "$@"
 timed() { local t0=$EPOCHREALTIME; "$@" > /dev/null 2>&1; awk "BEGIN{printf \"%.3f\", $EPOCHREALTIME - $t0}"; }
 masked() { local mask=$1; shift; if [ "$mask" = all ]; then "$@"; else CUDA_VISIBLE_DEVICES=$mask "$@"; fi; }
 
