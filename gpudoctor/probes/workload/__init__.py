@@ -54,9 +54,7 @@ def placement(frameworks: list[str], ordinals: list[str], names: dict[str, str])
     each model. Within a model the others take its GPUs from the last one down, one each while they
     last, so that they do not wait on one GPU's lock, and away from GPU 0, where PyTorch also times
     the CPU comparison."""
-    models: dict[str, list[str]] = {}
-    for o in ordinals:
-        models.setdefault(names.get(o) or "", []).append(o)
+    models = gpus_by_model(ordinals, names)
     out: dict[str, list[str]] = {}
     others = [f for f in frameworks if f not in EVERY_GPU]
     for f in frameworks:
@@ -66,6 +64,14 @@ def placement(frameworks: list[str], ordinals: list[str], names: dict[str, str])
         rank = others.index(f)
         out[f] = sorted((gpus[-1 - rank % len(gpus)] for gpus in models.values()), key=ordinals.index)
     return out
+
+
+def gpus_by_model(ordinals: list[str], names: dict[str, str]) -> dict[str, list[str]]:
+    """Model name -> its GPUs among ``ordinals``, in their order ("" for a GPU whose model is unknown)."""
+    models: dict[str, list[str]] = {}
+    for o in ordinals:
+        models.setdefault(names.get(o) or "", []).append(o)
+    return models
 
 
 def placement_fact(where: dict[str, list[str]], ordinals: list[str]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from gpudoctor.probes.frameworks.asking import beside
 from gpudoctor.probes.frameworks.worker import import_failure, report
 from gpudoctor.probes.libnames import family_of, mapped_libraries
 from gpudoctor.probes.smoke import worker as smoke_worker
-from gpudoctor.probes.workload import EVERY_GPU, THREADED
+from gpudoctor.probes.workload import EVERY_GPU, THREADED, gpus_by_model
 from gpudoctor.probes.workload.locks import gpu_lock
 from gpudoctor.trace import mark
 
@@ -102,9 +102,8 @@ def cuda_early(module: str, facts_done: threading.Event) -> None:
     """Start CUDA as the framework's own first question does (cudaGetDeviceCount, through the CUDA runtime
     its extension ``module`` loaded), as soon as that module is in and while the rest of the framework still
     imports: cuInit takes longer the more GPUs are visible, and ctypes leaves the interpreter lock free
-    meanwhile. The runtime then loads libcuda by its own search, as
-    it would have for the framework, and the framework's own call later finds CUDA started or its error
-    kept. Nothing where that module never loads (a failed or CPU-only import), or where not exactly one
+    meanwhile. The runtime then loads libcuda by its own search, as it would have for the framework, and the
+    framework's own call later finds CUDA started or its error kept. Nothing where that module never loads (a failed or CPU-only import), or where not exactly one
     libcudart is in the process: a runtime linked in statically, or two, are left to the framework."""
     while module not in sys.modules:
         if facts_done.wait(0.01):
@@ -178,15 +177,7 @@ def checks_elsewhere(devices: list[str], seen: list[Any]) -> dict[str, str]:
     names = {str(d.get("index")): d.get("name") for d in seen if isinstance(d, dict)}
     if not all(isinstance(names.get(d), str) and names[d] for d in devices):
         return {}
-    first: dict[str, str] = {}
-    out = {}
-    for device in devices:
-        model = str(names[device])
-        if model in first:
-            out[device] = first[model]
-        else:
-            first[model] = device
-    return out
+    return {d: gpus[0] for gpus in gpus_by_model(devices, {d: str(names[d]) for d in devices}).values() for d in gpus[1:]}
 
 
 def read_devices(arg: str) -> list[str]:
