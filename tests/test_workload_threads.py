@@ -408,6 +408,7 @@ class FakeLibcuda:
         self.loaded = self.started = False
         self.retained: list[int] = []
         self.modes: list[int] = []
+        self.gpus = 2
 
     def open(self, name, mode=0):
         self.modes.append(mode)
@@ -418,7 +419,7 @@ class FakeLibcuda:
     def cuDeviceGetCount(self, ref):
         if not self.started:
             return 3  # CUDA_ERROR_NOT_INITIALIZED
-        ref._obj.value = 2
+        ref._obj.value = self.gpus
         return 0
 
     def cuDeviceGet(self, ref, ordinal):
@@ -448,13 +449,29 @@ def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(mon
     time.sleep(0.05)
     assert fake.retained == [] and hosted == []  # loaded, but CUDA not started: nothing before the framework's own cuInit
     fake.started = True
+    deadline = time.monotonic() + 5
+    while not fake.retained and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert fake.retained == [0] and hosted == []  # GPU 0's at once; the others wait for the facts
+    done.set()
     early.join(5)
-    assert hosted == [True]  # the smoke kernel's host starts once CUDA has, and once
+    assert hosted == [True]  # the smoke kernel's host starts once the contexts are under way, and once
     deadline = time.monotonic() + 5
     while len(fake.retained) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sorted(fake.retained) == [0, 1]
     assert all(mode & os.RTLD_NOLOAD for mode in fake.modes)  # never loads a libcuda of its own
+
+
+def test_with_one_gpu_the_smoke_host_starts_without_waiting_for_the_facts(monkeypatch):
+    hosted = []
+    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(True))
+    fake.gpus = 1
+    fake.loaded = fake.started = True
+    early.join(5)
+    assert not early.is_alive() and not done.is_set()
+    assert fake.retained == [0] and hosted == [True]
 
 
 def test_without_cuda_the_early_contexts_give_up_when_the_facts_are_done(monkeypatch):

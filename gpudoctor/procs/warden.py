@@ -32,6 +32,7 @@ import time
 from typing import Any, Optional
 
 from gpudoctor.procs.pids import marked_pids, single_threaded, start_ticks
+from gpudoctor.trace import mark
 
 #: In the environment of every process gpudoctor starts (processes.marked_env, child.child_env): this run's
 #: mark. It also tells this run's GPU processes from others' (workload/sharing.py).
@@ -122,6 +123,7 @@ def finish(budget_s: float = FINISH_S) -> int:
         _writer = None
     _wait(_warden, time.monotonic() + 1.0)
     _warden = None
+    mark(f"warden: {reaped} children reaped at the end")
     return reaped
 
 

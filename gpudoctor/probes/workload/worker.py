@@ -132,14 +132,18 @@ def mapped_one(family: str) -> Optional[str]:
 
 
 def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambda: None) -> None:
-    """Make every GPU's CUDA context while the framework still reports its facts, not after: PyTorch makes
+    """Make the GPUs' CUDA contexts through ctypes, ahead of the framework's first use of each: PyTorch makes
     a GPU's context at that GPU's first use, holding the interpreter lock while the driver works (0.1-0.6 s
     a GPU on 4 x H200), so each GPU's thread waited for the others' contexts before it could do anything.
     Through ctypes the lock is free while the driver works, and PyTorch later finds the contexts made.
-    Only once the framework has loaded libcuda and started CUDA itself (RTLD_NOLOAD: this never loads a
-    libcuda, nor picks one the framework would not have); never, where it does not by the end of its facts
-    (no GPU, a CPU-only build). GPU 0's in this thread, then one thread for each other GPU: they end with the
-    process. ``then``: called once the contexts are under way (the smoke kernel's host starts)."""
+    GPU 0's as soon as the framework has started CUDA, while it still reports its facts; the other GPUs'
+    once the facts are out, a thread each (they end with the process). The driver makes one context at a
+    time, across processes, so made together they held back the facts' first kernel on GPU 0 and the other
+    frameworks' CUDA starts (0.9 s on 4 x H200), though those GPUs have less to do than GPU 0, which makes
+    the checks once per model. Only once the framework has loaded libcuda and started CUDA itself
+    (RTLD_NOLOAD: this never loads a libcuda, nor picks one the framework would not have); never, where it
+    does not by the end of its facts (no GPU, a CPU-only build). ``then``: called once the contexts are under
+    way (the smoke kernel's host starts, whose runs would make the other GPUs' contexts themselves)."""
     cuda, count = None, ctypes.c_int()
     while True:
         if cuda is None:
@@ -154,6 +158,9 @@ def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambd
     mark(f"contexts early: CUDA started, {count.value} GPUs")
     if count.value:  # GPU 0's first: the framework's own first kernel runs there, and the driver makes one at a time
         _retain_context(cuda, 0)
+    if count.value > 1:
+        facts_done.wait()
+        mark("contexts early: the other GPUs' after the facts")
     for ordinal in range(1, count.value):
         threading.Thread(target=_retain_context, args=(cuda, ordinal), name=f"context{ordinal}", daemon=True).start()
     then()
