@@ -51,7 +51,7 @@ def test_the_child_passes_where_the_checks_ran_to_each_gpus_run_and_deep_makes_t
     monkeypatch.setattr(children, "run", lambda key: run)
     monkeypatch.setattr(worker, "report", lambda name, placed: {"devices": seen(H200, H200, H200)})
     monkeypatch.setattr(worker, "cuda_early", lambda module, done: None)
-    monkeypatch.setattr(worker, "contexts_early", lambda done, then: None)
+    monkeypatch.setattr(worker, "contexts_early", lambda imported, done, then: None)
     assert worker.main(["torch", "0,1,2", "--facts", *(["--deep"] if deep else [])]) == 0
     capsys.readouterr()
     assert asked == ({"0": None, "1": None, "2": None} if deep else {"0": None, "1": "0", "2": "0"})

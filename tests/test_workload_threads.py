@@ -431,13 +431,19 @@ class FakeLibcuda:
         return 0
 
 
-def start_contexts_early(monkeypatch, then=lambda: None) -> tuple[FakeLibcuda, threading.Event, threading.Thread]:
+def start_contexts_early(monkeypatch, then=lambda: None, imported=None) -> tuple[FakeLibcuda, threading.Event, threading.Thread]:
     fake, done = FakeLibcuda(), threading.Event()
     monkeypatch.setattr(worker.ctypes, "CDLL", fake.open)
-    early = threading.Thread(target=worker.contexts_early, args=(done, then))
+    early = threading.Thread(target=worker.contexts_early, args=(imported or threading.Event(), done, then))
     early.start()
     time.sleep(0.05)
     return fake, done, early
+
+
+def wait_for(test, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not test() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(monkeypatch):
@@ -449,25 +455,32 @@ def test_contexts_are_made_once_the_framework_has_started_cuda_and_only_then(mon
     time.sleep(0.05)
     assert fake.retained == [] and hosted == []  # loaded, but CUDA not started: nothing before the framework's own cuInit
     fake.started = True
-    deadline = time.monotonic() + 5
-    while not fake.retained and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    assert fake.retained == [0] and hosted == []  # GPU 0's at once; the others wait for the facts
-    done.set()
     early.join(5)
-    assert hosted == [True]  # the smoke kernel's host starts once the contexts are under way, and once
-    deadline = time.monotonic() + 5
-    while len(fake.retained) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert sorted(fake.retained) == [0, 1]
+    assert fake.retained == [0, 1]  # GPU 0's first, then the others while the framework still imports
+    assert hosted == [True]  # the smoke kernel's host starts once the contexts are made, and once
     assert all(mode & os.RTLD_NOLOAD for mode in fake.modes)  # never loads a libcuda of its own
 
 
+def test_the_contexts_left_when_the_import_is_done_wait_for_the_facts(monkeypatch):
+    hosted, imported = [], threading.Event()
+    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(True), imported=imported)
+    fake.gpus = 3
+    imported.set()  # the framework's facts now ask CUDA: its first kernel must not wait behind other GPUs' contexts
+    fake.loaded = fake.started = True
+    wait_for(lambda: fake.retained)
+    time.sleep(0.05)
+    assert fake.retained == [0] and hosted == []
+    done.set()
+    early.join(5)
+    wait_for(lambda: len(fake.retained) == 3)
+    assert sorted(fake.retained) == [0, 1, 2] and hosted == [True]
+
+
 def test_with_one_gpu_the_smoke_host_starts_without_waiting_for_the_facts(monkeypatch):
-    hosted = []
-    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(True))
+    hosted, imported = [], threading.Event()
+    fake, done, early = start_contexts_early(monkeypatch, then=lambda: hosted.append(True), imported=imported)
     fake.gpus = 1
+    imported.set()
     fake.loaded = fake.started = True
     early.join(5)
     assert not early.is_alive() and not done.is_set()

@@ -131,19 +131,22 @@ def mapped_one(family: str) -> Optional[str]:
     return found[0] if len(found) == 1 else None
 
 
-def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambda: None) -> None:
+def contexts_early(imported: threading.Event, facts_done: threading.Event,
+                   then: Callable[[], None] = lambda: None) -> None:
     """Make the GPUs' CUDA contexts through ctypes, ahead of the framework's first use of each: PyTorch makes
     a GPU's context at that GPU's first use, holding the interpreter lock while the driver works (0.1-0.6 s
     a GPU on 4 x H200), so each GPU's thread waited for the others' contexts before it could do anything.
     Through ctypes the lock is free while the driver works, and PyTorch later finds the contexts made.
-    GPU 0's as soon as the framework has started CUDA, while it still reports its facts; the other GPUs'
-    once the facts are out, a thread each (they end with the process). The driver makes one context at a
-    time, across processes, so made together they held back the facts' first kernel on GPU 0 and the other
-    frameworks' CUDA starts (0.9 s on 4 x H200), though those GPUs have less to do than GPU 0, which makes
-    the checks once per model. Only once the framework has loaded libcuda and started CUDA itself
-    (RTLD_NOLOAD: this never loads a libcuda, nor picks one the framework would not have); never, where it
-    does not by the end of its facts (no GPU, a CPU-only build). ``then``: called once the contexts are under
-    way (the smoke kernel's host starts, whose runs would make the other GPUs' contexts themselves)."""
+    GPU 0's first, as soon as the framework has started CUDA; then the other GPUs' one by one while the
+    framework still imports (``imported`` not yet set), when the driver has nothing else of this child's to
+    do. Those left once the import is done wait until the facts are out, then get a thread each (they end
+    with the process): the driver makes one context at a time, across processes, so they would hold back
+    the facts' first kernel on GPU 0 and the other frameworks' CUDA starts (0.9 s on 4 x H200), though those
+    GPUs have less to do than GPU 0, which makes the checks once per model. Only once the framework has
+    loaded libcuda and started CUDA itself (RTLD_NOLOAD: this never loads a libcuda, nor picks one the
+    framework would not have); never, where it does not by the end of its facts (no GPU, a CPU-only build).
+    ``then``: called once every context is made or under way (the smoke kernel's host starts, whose runs
+    would make the GPUs' contexts themselves)."""
     cuda, count = None, ctypes.c_int()
     while True:
         if cuda is None:
@@ -156,12 +159,15 @@ def contexts_early(facts_done: threading.Event, then: Callable[[], None] = lambd
         if facts_done.wait(0.01):
             return
     mark(f"contexts early: CUDA started, {count.value} GPUs")
-    if count.value:  # GPU 0's first: the framework's own first kernel runs there, and the driver makes one at a time
+    if count.value:  # GPU 0's first: the framework's own first kernel runs there
         _retain_context(cuda, 0)
-    if count.value > 1:
+    left = list(range(1, count.value))
+    while left and not imported.is_set():
+        _retain_context(cuda, left.pop(0))
+    if left:
         facts_done.wait()
-        mark("contexts early: the other GPUs' after the facts")
-    for ordinal in range(1, count.value):
+        mark(f"contexts early: GPUs {left} after the facts")
+    for ordinal in left:
         threading.Thread(target=_retain_context, args=(cuda, ordinal), name=f"context{ordinal}", daemon=True).start()
     then()
 
@@ -233,14 +239,16 @@ def main(argv: list[str]) -> int:
     told: Future = Future()  # the GPUs, read from the parent as soon as it writes them, by a smoke host
     if smoke.wanted:
         threading.Thread(target=_read_told, args=(argv[1], told), name="devices", daemon=True).start()
+    imported = threading.Event()  # the framework's import is done (or failed): its facts ask it next
     runtime = getattr(frameworks_table.get(framework), "cuda_runtime_module", "")
     if runtime and framework in EVERY_GPU:  # never pinned to a GPU, which must happen before CUDA starts
         threading.Thread(target=cuda_early, args=(runtime, facts_done), name="cuda-early", daemon=True).start()
         then = (lambda: smoke.start(told.result())) if smoke.wanted else (lambda: None)
-        threading.Thread(target=contexts_early, args=(facts_done, then), name="contexts", daemon=True).start()
+        threading.Thread(target=contexts_early, args=(imported, facts_done, then), name="contexts", daemon=True).start()
     early: list[list[str]] = []  # a framework placed once per GPU model learns its GPU before CUDA starts
 
     def placed() -> None:
+        imported.set()
         if framework not in EVERY_GPU and argv[1] == "-" and not smoke.wanted:
             try:
                 early.append(read_devices("-"))
@@ -256,6 +264,7 @@ def main(argv: list[str]) -> int:
                 seen = info.get("devices") or []
         else:
             importlib.import_module(frameworks_table.module(framework))
+            imported.set()
             import_s = time.monotonic() - started
     except BaseException as exc:  # noqa: BLE001 - each GPU's run meets the same error and reports it
         if "--facts" in argv:  # report() itself failed: the framework probe must not wait for a line that never comes
