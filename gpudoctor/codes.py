@@ -514,7 +514,8 @@ _CODES = (
          "Results computed there are silently wrong.",
          "Check ECC errors and the kernel log; try another GPU; reinstall the framework."),
     Code("RUN012", "framework-gpu-step-failed", ERROR,
-         "A framework raised an error running a step (element-wise, matmul, cuDNN convolution, training) on the GPU.",
+         "A framework raised an error running a step (element-wise, matmul, cuDNN convolution, training, "
+         "throughput) on the GPU.",
          "Work of that kind fails on this GPU; the error names the library at fault.",
          "Read the quoted error: a cuDNN or cuBLAS failure, a missing kernel image, out of memory."),
     Code("RUN013", "training-did-not-learn", ERROR,

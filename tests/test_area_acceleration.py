@@ -111,6 +111,41 @@ def test_a_failing_kernel_and_a_wrong_result():
     assert codes(f2) == ["RUN011"]
 
 
+def test_a_throughput_measurement_that_failed_on_a_real_gpu_is_an_error():
+    """Recorded on 4 x H200 with an experimental build that destroyed each GPU's CUDA context once its run
+    was printed: two GPUs' throughput timings then met "context is destroyed". The proof table said
+    "failed" and the verdict said nothing; a node gate must not pass that."""
+    report = json.loads((REAL / "h200x4-20261127" / "contexts-1302" / "throughput-failed.json").read_text())
+    judged = pipeline.judge(report["facts"])
+    failed = [x for x in judged["findings"] if x["code"] == "RUN012"]
+    assert sorted(x["subject"]["gpu_index"] for x in failed) == [0, 1]
+    assert all("the throughput step failed" in x["title"] and "context is destroyed" in x["title"] for x in failed)
+    assert judged["summary"]["verdict"] != "ok"
+
+
+def test_a_throughput_step_that_raised_is_reported_one_fact_from_a_healthy_run(healthy):
+    i = _torch_run(healthy, "0")
+    f = with_fact(healthy, f"workload.runs.{i}.throughput", {"ok": False, "error": "OutOfMemoryError: CUDA out of memory."})
+    assert codes(f) == ["RUN012"]
+    assert "throughput" in findings(f)[0]["title"]
+
+
+def test_a_gpu_without_bf16_is_measured_in_float32_and_shown_so():
+    """An older GPU's run as the PyTorch child records it: no bf16 matmul check or figure (the GPU has no
+    bf16 units), its tf32 timing float32's; not in the throughput table, so shown, not judged."""
+    from gpudoctor.render import proof
+
+    f = facts("h100x1-20261121")
+    i = _torch_run(f, "0")
+    f = with_fact(f, f"workload.runs.{i}.name", "Tesla P100-PCIE-16GB")
+    throughput = {k: v for k, v in f["workload"]["runs"][i]["throughput"].items() if k != "matmul_bf16_tflops"}
+    f = with_fact(f, f"workload.runs.{i}.throughput", {**throughput, "matmul_tf32_tflops": 9.3})
+    assert codes(f) == ["RUN018"]
+    assert "9 TFLOP/s float32" in findings(f)[0]["title"]
+    row = next(r for r in proof.rows(f, BUNDLED) if r["framework"] == "torch")
+    assert row["matmul"] == "float32 9 TFLOP/s"
+
+
 def test_training_that_does_not_learn():
     f = facts("h100x1-20261121")
     i = _torch_run(f, "0")

@@ -687,3 +687,21 @@ def test_steps_beside_each_other_say_the_import_again_only_when_the_last_ends(sa
     assert asking.reached() == "cuda_init"
     second.__exit__(None, None, None)
     assert said == ["cuda_init", "import"]
+
+
+def test_bf16_is_asked_only_of_gpus_that_compute_in_it():
+    """PyTorch's bf16 matmul check, training and timing run where the GPU has bf16 units (compute capability
+    8.0 on), as JAX's and TensorFlow's do: cuBLAS refuses bf16 matmuls on some older GPUs, which is no fault."""
+    from types import SimpleNamespace
+
+    def torch_with(capability):
+        def get_device_capability(dev):
+            if capability is None:
+                raise RuntimeError("CUDA error: invalid device ordinal")
+            return capability
+        return SimpleNamespace(cuda=SimpleNamespace(get_device_capability=get_device_capability))
+
+    gpu, cpu = SimpleNamespace(type="cuda"), SimpleNamespace(type="cpu")
+    assert torch_child._bf16(torch_with((8, 0)), gpu) and torch_child._bf16(torch_with((12, 0)), gpu)
+    assert not any(torch_child._bf16(torch_with(c), gpu) for c in ((7, 5), (7, 0), (6, 0), (5, 2), None))
+    assert not torch_child._bf16(torch_with((9, 0)), cpu)

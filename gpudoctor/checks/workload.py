@@ -60,10 +60,10 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
         if run.get("skipped") and run.get("device") != "cpu":
             yield finding("RUN015", f"{label}: GPU work skipped: {run['skipped']}", subject=subject,
                           text="gpudoctor does not load a GPU that someone else is using. Run it again when the GPU is free.")
-        for step in STEPS + ("training",):
+        for step in STEPS + ("training", "throughput"):
             result = run.get(step)
-            if not isinstance(result, dict):
-                continue
+            if not isinstance(result, dict) or (step == "throughput" and "error" not in result):
+                continue  # a measured throughput is judged by check_throughput
             if "error" in result:
                 yield finding("RUN012", f"{label}: the {step} step failed: {result['error']}", subject=subject,
                               detail=result.get("traceback_tail", "")[-600:],
@@ -114,12 +114,14 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
         entry = compat.performance_entry(matrix, run["name"])
         if entry is None:
             yield finding("RUN018", f"{label}: no expected throughput known for this GPU model; measured "
-                                    f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16, {figures['device_copy_gbs']:.0f} GB/s copy",
+                                    f"{_matmul(figures)}, {figures['device_copy_gbs']:.0f} GB/s copy",
                           subject=subject, text="Update gpudoctor, or add the model to the matrix with --matrix FILE.")
         else:
             reference = entry.get("measured") or {}
-            for key, got, ref_key, peak_key in (("bf16 matmul", figures["matmul_bf16_tflops"], "bf16_matmul_tflops", "bf16_dense_tflops"),
+            for key, got, ref_key, peak_key in (("bf16 matmul", figures.get("matmul_bf16_tflops"), "bf16_matmul_tflops", "bf16_dense_tflops"),
                                                 ("device copy", figures["device_copy_gbs"], "device_copy_gbs", "memory_gbs")):
+                if got is None:
+                    continue  # a GPU without bf16 is not measured in it
                 ref, share, kind = (reference[ref_key], limits.get("measured_reference_share", 0.8), "measured on this model") \
                     if ref_key in reference else (entry[peak_key], limits.get("datasheet_share", 0.5), "datasheet peak")
                 if got < share * ref:
@@ -133,6 +135,13 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
             yield finding("RUN014", f"{label} is slower than this GPU should be: " + "; ".join(slow), subject=subject,
                           detail=_likely_causes(gpu) + unsure, text="Look at the likely causes above; run gpudoctor again on an idle GPU.",
                           commands=[f"nvidia-smi -q -d PERFORMANCE,POWER,PCIE -i {gpu.get('index', 0)}"])
+
+
+def _matmul(figures: dict[str, Any]) -> str:
+    """The matmul figure measured: bf16, or float32 on a GPU without bf16 (where tf32 is float32)."""
+    if figures.get("matmul_bf16_tflops") is not None:
+        return f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16"
+    return f"{figures.get('matmul_tf32_tflops') or 0:.0f} TFLOP/s float32"
 
 
 def _processes(others: Any) -> str:

@@ -230,8 +230,11 @@ def _throughput(facts: dict[str, Any], matrix: Matrix, run: dict[str, Any], name
     entry = reference(matrix, name or run.get("name"))
     shared = isinstance(t.get("sharing"), dict) and t["sharing"].get("shared") is True
     out = {}
-    bf16, copy = _num(t.get("matmul_bf16_tflops")), _num(t.get("device_copy_gbs"))
-    out["matmul"] = ("bf16 " + _against(bf16, "TFLOP/s", entry, "bf16_matmul_tflops", "bf16_dense_tflops")) if bf16 else NONE
+    bf16, fp32, copy = _num(t.get("matmul_bf16_tflops")), _num(t.get("matmul_tf32_tflops")), _num(t.get("device_copy_gbs"))
+    if bf16:
+        out["matmul"] = "bf16 " + _against(bf16, "TFLOP/s", entry, "bf16_matmul_tflops", "bf16_dense_tflops")
+    else:  # a GPU without bf16, where the tf32 timing is float32's
+        out["matmul"] = f"float32 {fp32:.0f} TFLOP/s" if fp32 else NONE
     out["memory"] = _against(copy, "GB/s", entry, "device_copy_gbs", "memory_gbs") if copy else NONE
     h2d, d2h = _num(t.get("h2d_gbs")), _num(t.get("d2h_gbs"))
     if h2d is None:

@@ -248,9 +248,23 @@ def _torch_matmul(torch: Any, dev: Any) -> dict[str, Any]:
             fp32 = (a.to(dev) @ b.to(dev)).cpu()
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
-    bf16 = rel_err((a.to(dev, torch.bfloat16) @ b.to(dev, torch.bfloat16)).float().cpu(), ref)
-    checks = [_check("matmul float32", rel_err(fp32, ref), 1e-5), _check("matmul bfloat16", bf16, 1e-2)]
+    checks = [_check("matmul float32", rel_err(fp32, ref), 1e-5)]
+    if _bf16(torch, dev):
+        bf16 = rel_err((a.to(dev, torch.bfloat16) @ b.to(dev, torch.bfloat16)).float().cpu(), ref)
+        checks.append(_check("matmul bfloat16", bf16, 1e-2))
     return {"ok": all(c["ok"] for c in checks), "checks": checks}
+
+
+def _bf16(torch: Any, dev: Any) -> bool:
+    """Whether ``dev`` computes in bf16 natively (compute capability 8.0 and newer), as JAX's and TensorFlow's
+    children ask. Older GPUs have no bf16 matrix units: cuBLAS refuses bf16 matmuls on some of them
+    (CUBLAS_STATUS_NOT_SUPPORTED: pytorch/pytorch#57773 on a P100, opendatalab/MinerU#1508 on an M40),
+    which is the GPU's age, not a fault, and
+    PyTorch's own is_bf16_supported() says yes to them for the element-wise ops it emulates."""
+    try:
+        return dev.type == "cuda" and torch.cuda.get_device_capability(dev)[0] >= 8
+    except Exception:  # noqa: BLE001 - a GPU that cannot say: no bf16 work asked of it
+        return False
 
 
 def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
@@ -276,7 +290,7 @@ def _torch_conv(torch: Any, dev: Any) -> dict[str, Any]:
 def _torch_training(torch: Any, dev: Any, device: str) -> dict[str, Any]:
     """A small CNN learns a synthetic task: the loss must fall, weights must move, nothing may be NaN."""
     cuda = device != "cpu"
-    amp = cuda and torch.cuda.is_bf16_supported()
+    amp = cuda and _bf16(torch, dev)
     losses, times, moved = _train(torch, dev, device, 30, amp)
     return training_verdict(losses, times, moved, str(dev), mixed_precision="bf16" if amp else None)
 
@@ -385,7 +399,8 @@ def _busy_for(torch: Any, fn: Callable[[], Any], seconds: float) -> None:
 
 
 def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, Any]:
-    """Dense matmul TFLOP/s, device-copy bandwidth (bytes read + written), pinned host<->device bandwidth."""
+    """Dense matmul TFLOP/s (bf16 where the GPU has it, and tf32, which is float32 on GPUs older than
+    compute capability 8.0), device-copy bandwidth (bytes read + written), pinned host<->device bandwidth."""
     budget = int(free * MEMORY_SHARE)
     repeats = 30 if deep else 10
     out: dict[str, Any] = {"memory_budget_bytes": budget, "repeats": repeats}
@@ -393,7 +408,7 @@ def _torch_throughput(torch: Any, dev: Any, free: int, deep: bool) -> dict[str, 
     while 3 * n * n * 4 > budget and n > 1024:
         n //= 2
     g = torch.Generator(device=dev).manual_seed(6)
-    for label, dtype in (("bf16", torch.bfloat16), ("tf32", torch.float32)):
+    for label, dtype in ((("bf16", torch.bfloat16),) if _bf16(torch, dev) else ()) + (("tf32", torch.float32),):
         a = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         b = torch.randn(n, n, device=dev, dtype=dtype, generator=g)
         if dtype == torch.bfloat16:
