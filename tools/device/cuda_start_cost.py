@@ -13,21 +13,25 @@ import subprocess
 import sys
 import time
 
-CHILD = r"""
-import ctypes, time, json
+#: A child's CUDA start through the driver alone: cuInit, then every visible GPU's primary context; t0, t1
+#: and t2 mark its start, cuInit's end and the contexts' end (pinned_cost.py starts its children with it too).
+START = r"""
+import ctypes, json, os, sys, time
 t0 = time.monotonic()
 cuda = ctypes.CDLL("libcuda.so.1")
 assert cuda.cuInit(0) == 0
 t1 = time.monotonic()
 n = ctypes.c_int(); cuda.cuDeviceGetCount(ctypes.byref(n))
-ctxs = []
+devs = []
 for i in range(n.value):
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
     cuda.cuDeviceGet(ctypes.byref(dev), i)
     assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
-    ctxs.append(dev)
+    devs.append(dev)
 t2 = time.monotonic()
-for dev in ctxs:
+"""
+CHILD = START + r"""
+for dev in devs:
     cuda.cuDevicePrimaryCtxRelease_v2(dev)
 print(json.dumps({"init": t1 - t0, "contexts": t2 - t1}))
 """

@@ -15,18 +15,9 @@ import subprocess
 import sys
 import time
 
-DRIVER = r"""
-import ctypes, time, json, sys, os
-t0 = time.monotonic()
-cuda = ctypes.CDLL("libcuda.so.1")
-assert cuda.cuInit(0) == 0
-t1 = time.monotonic()
-n = ctypes.c_int(); cuda.cuDeviceGetCount(ctypes.byref(n))
-for i in range(n.value):
-    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
-    cuda.cuDeviceGet(ctypes.byref(dev), i)
-    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
-t2 = time.monotonic()
+from cuda_start_cost import START
+
+DRIVER = START + r"""
 print(json.dumps({"n": n.value, "init": t1 - t0, "ctx": t2 - t1}), flush=True)
 sys.stdin.readline()
 os._exit(0)
