@@ -130,6 +130,17 @@ def test_a_throughput_step_that_raised_is_reported_one_fact_from_a_healthy_run(h
     assert "throughput" in findings(f)[0]["title"]
 
 
+def test_a_throughput_that_failed_beside_another_process_is_not_judged(healthy):
+    """Out of memory because another process took it after the run began: the GPU was not the run's own, so
+    the failure says nothing about this GPU (RUN019, as for a slow figure on a shared GPU), not RUN012."""
+    i = _torch_run(healthy, "0")
+    others = {"shared": True, "others": [{"pid": 4242, "name": "python3", "used_memory": 60 * 2**30}]}
+    f = with_fact(healthy, f"workload.runs.{i}.throughput",
+                  {"ok": False, "error": "OutOfMemoryError: CUDA out of memory.", "sharing": others})
+    assert codes(f) == ["RUN019"]
+    assert "out of memory" in findings(f)[0]["detail"]
+
+
 def test_a_gpu_without_bf16_is_measured_in_float32_and_shown_so():
     """An older GPU's run as the PyTorch child records it: no bf16 matmul check or figure (the GPU has no
     bf16 units), its tf32 timing float32's; not in the throughput table, so shown, not judged."""

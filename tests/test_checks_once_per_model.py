@@ -57,6 +57,44 @@ def test_the_child_passes_where_the_checks_ran_to_each_gpus_run_and_deep_makes_t
     assert asked == ({"0": None, "1": None, "2": None} if deep else {"0": None, "1": "0", "2": "0"})
 
 
+@pytest.mark.parametrize("with_facts", [True, False])
+def test_the_contexts_learn_when_the_import_is_done_and_only_then(monkeypatch, capsys, with_facts):
+    """The other GPUs' contexts are made while the import runs and wait for the facts after it: the child
+    must tell them the moment the import ends, before its first question to the framework."""
+    given: dict[str, threading.Event] = {}
+    handed = threading.Event()
+    seen_then: list[tuple[bool, bool]] = []
+
+    def contexts(imported, done, then):
+        given.update(imported=imported, done=done)
+        handed.set()
+
+    def state() -> tuple[bool, bool]:
+        return given["imported"].is_set(), given["done"].is_set()
+
+    def imported_module(name):
+        assert handed.wait(5)
+        seen_then.append(state())  # the import itself
+
+    def report(name, placed):
+        imported_module(name)
+        placed()
+        seen_then.append(state())  # the first question
+        return {"devices": seen(H200)}
+
+    monkeypatch.setattr(worker, "cuda_early", lambda module, done: None)
+    monkeypatch.setattr(worker, "contexts_early", contexts)
+    monkeypatch.setattr(worker, "report", report)
+    monkeypatch.setattr(worker.importlib, "import_module", imported_module)
+    monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: seen_then.append(state()) or {})
+    assert worker.main(["torch", "0", *(["--facts"] if with_facts else [])]) == 0
+    capsys.readouterr()
+    assert seen_then[0] == (False, False)  # while the framework imports
+    assert seen_then[-1] == (True, True)  # its GPU's run: the facts are out
+    if with_facts:
+        assert seen_then[1] == (True, False)  # imported, the facts still being asked
+
+
 def test_only_pytorch_takes_its_checks_elsewhere(monkeypatch, capsys):
     asked: dict[str, Any] = {}
     monkeypatch.setattr(children, "run", lambda key: lambda device, deep, checks_on=None: asked.update({device: checks_on}) or {})

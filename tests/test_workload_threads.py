@@ -705,3 +705,14 @@ def test_bf16_is_asked_only_of_gpus_that_compute_in_it():
     assert torch_child._bf16(torch_with((8, 0)), gpu) and torch_child._bf16(torch_with((12, 0)), gpu)
     assert not any(torch_child._bf16(torch_with(c), gpu) for c in ((7, 5), (7, 0), (6, 0), (5, 2), None))
     assert not torch_child._bf16(torch_with((9, 0)), cpu)
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_the_matmul_check_asks_bf16_only_where_the_gpu_has_it(monkeypatch, bf16):
+    """The matmul check on PyTorch here, on its CPU device, with _bf16 saying what a GPU would: the bfloat16
+    check is made where it says yes, and only there."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch_child, "_bf16", lambda torch, dev: bf16)
+    result = torch_child._torch_matmul(torch, torch.device("cpu"))
+    assert result["ok"]
+    assert [c["what"] for c in result["checks"]] == ["matmul float32"] + (["matmul bfloat16"] if bf16 else [])

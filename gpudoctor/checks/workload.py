@@ -62,8 +62,8 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
                           text="gpudoctor does not load a GPU that someone else is using. Run it again when the GPU is free.")
         for step in STEPS + ("training", "throughput"):
             result = run.get(step)
-            if not isinstance(result, dict) or (step == "throughput" and "error" not in result):
-                continue  # a measured throughput is judged by check_throughput
+            if not isinstance(result, dict) or (step == "throughput" and ("error" not in result or _shared(result))):
+                continue  # a measured throughput, or one that failed beside another process, is check_throughput's
             if "error" in result:
                 yield finding("RUN012", f"{label}: the {step} step failed: {result['error']}", subject=subject,
                               detail=result.get("traceback_tail", "")[-600:],
@@ -93,18 +93,19 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     workload = _workload(facts)
     from gpudoctor.compat import rules as compat
 
-    measured = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r["throughput"].get("ok") and r.get("name")]
-    if not measured:  # a pass here would say throughput is fine when none was measured (a gate reads that)
+    timed = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r.get("name")
+             and (r["throughput"].get("ok") or ("error" in r["throughput"] and _shared(r["throughput"])))]
+    if not timed:  # a pass here would say throughput is fine when none was measured (a gate reads that)
         raise NotApplicable("no throughput was measured on a GPU")
     limits = matrix.topic("performance").get("thresholds", {})
-    for run in measured:
+    for run in timed:
         figures = run["throughput"]
         subject, label = _run_subject(facts, run), _label(run)
         shared = (figures.get("sharing") or {}) if isinstance(figures.get("sharing"), dict) else {}
-        if shared.get("shared"):
+        if shared.get("shared"):  # slow, or failed (out of memory another process took): the GPU was not its own
             yield finding("RUN019", f"{label}: throughput not judged, another process used this GPU while it was measured "
                                     f"({_processes(shared.get('others'))})", subject=subject,
-                          detail=_figures(figures),
+                          detail=_figures(figures) or f"The measurement failed: {figures.get('error', '')}",
                           text="A shared GPU measures slower than an idle one. Run gpudoctor again when the GPU is idle "
                                "to judge its speed.",
                           commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"])
@@ -137,11 +138,19 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
                           commands=[f"nvidia-smi -q -d PERFORMANCE,POWER,PCIE -i {gpu.get('index', 0)}"])
 
 
+def _shared(throughput: dict[str, Any]) -> bool:
+    """Whether NVML saw another process on the GPU while its throughput was timed."""
+    sharing = throughput.get("sharing")
+    return isinstance(sharing, dict) and sharing.get("shared") is True
+
+
 def _matmul(figures: dict[str, Any]) -> str:
     """The matmul figure measured: bf16, or float32 on a GPU without bf16 (where tf32 is float32)."""
-    if figures.get("matmul_bf16_tflops") is not None:
+    if isinstance(figures.get("matmul_bf16_tflops"), (int, float)):
         return f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16"
-    return f"{figures.get('matmul_tf32_tflops') or 0:.0f} TFLOP/s float32"
+    if isinstance(figures.get("matmul_tf32_tflops"), (int, float)):
+        return f"{figures['matmul_tf32_tflops']:.0f} TFLOP/s float32"
+    return "no matmul figure"
 
 
 def _processes(others: Any) -> str:
