@@ -103,6 +103,17 @@ def test_measured_and_expected_figures_are_in_base_units() -> None:
     assert values(families, "gpudoctor_info") == [({"version": __version__}, 1.0)]
 
 
+def test_a_gpu_without_bf16_exports_its_matmul_as_float32() -> None:
+    """The H100's report with its bf16 figure taken away, as a GPU older than compute capability 8.0 records
+    its run: the tf32 timing there is float32's, and the label says so."""
+    report = json.loads(HEALTHY.read_text(encoding="utf-8"))
+    del report["facts"]["workload"]["runs"][0]["throughput"]["matmul_bf16_tflops"]
+    families = parse(prometheus(report))
+    matmul = {labels["precision"]: v for labels, v in values(families, "gpudoctor_gpu_matmul_flops_per_second")}
+    tf32 = report["facts"]["workload"]["runs"][0]["throughput"]["matmul_tf32_tflops"]
+    assert matmul == {"float32": pytest.approx(tf32 * 1e12)}
+
+
 def test_run_duration_only_where_the_run_was_timed() -> None:
     report = json.loads(HEALTHY.read_text(encoding="utf-8"))
     assert "gpudoctor_run_duration_seconds" not in parse(prometheus(report))

@@ -201,6 +201,8 @@ def _figures(facts: dict[str, Any], matrix: Matrix) -> Iterator[tuple[str, Any, 
             continue
         labels = _gpu_labels(gpus, run.get("device"), run.get("name"))
         for key, metric, factor, extra in THROUGHPUT:
+            if extra.get("precision") == "tf32" and _number(t.get("matmul_bf16_tflops")) is None:
+                extra = {**extra, "precision": "float32"}  # a GPU without bf16, where the tf32 timing is float32's
             yield metric, _scaled(t.get(key), factor), {**labels, "framework": run.get("framework", ""), **extra}
         measured.setdefault(tuple(labels.values()), (labels, run))
     for labels, run in measured.values():  # once per GPU, however many frameworks measured it
