@@ -72,9 +72,10 @@ HOSTED_WAIT_S = 30.0
 
 
 class SmokeHost:
-    """The smoke kernel's runs from this child (``--smoke``): started on the GPUs placement gives the child as
-    soon as the framework has started CUDA (contexts_early), while it still reports its facts, or after
-    them where it never starts CUDA (a CPU-only build, a failed import); started once, joined before exit."""
+    """The smoke kernel's runs from this child (``--smoke``): started on the GPUs placement gives the child
+    once the framework has started CUDA and every GPU's context is made or under way (contexts_early: during
+    the import, or once the facts are out), or after the facts where it never starts CUDA (a CPU-only build,
+    a failed import); started once, joined before exit."""
 
     def __init__(self, wanted: bool):
         self.wanted = wanted
