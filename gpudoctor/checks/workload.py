@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator, cast
 from gpudoctor.checks.base import XID_COMMAND, Check, Facts, NotApplicable, finding, nvml_index
 from gpudoctor.findings import Finding, Subject
 from gpudoctor.frameworks_table import NAMES
+from gpudoctor.views.throughput import matmul, shared
 from gpudoctor.views.topology import PCIE_GB_PER_LANE
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def check_workload(facts: Facts) -> Iterator[Finding]:
                           text="gpudoctor does not load a GPU that someone else is using. Run it again when the GPU is free.")
         for step in STEPS + ("training", "throughput"):
             result = run.get(step)
-            if not isinstance(result, dict) or (step == "throughput" and ("error" not in result or _shared(result))):
+            if not isinstance(result, dict) or (step == "throughput" and ("error" not in result or shared(result))):
                 continue  # a measured throughput, or one that failed beside another process, is check_throughput's
             if "error" in result:
                 yield finding("RUN012", f"{label}: the {step} step failed: {result['error']}", subject=subject,
@@ -94,17 +95,17 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     from gpudoctor.compat import rules as compat
 
     timed = [r for r in workload["runs"] if isinstance(r.get("throughput"), dict) and r.get("name")
-             and (r["throughput"].get("ok") or ("error" in r["throughput"] and _shared(r["throughput"])))]
+             and (r["throughput"].get("ok") or ("error" in r["throughput"] and shared(r["throughput"])))]
     if not timed:  # a pass here would say throughput is fine when none was measured (a gate reads that)
         raise NotApplicable("no throughput was measured on a GPU")
     limits = matrix.topic("performance").get("thresholds", {})
     for run in timed:
         figures = run["throughput"]
         subject, label = _run_subject(facts, run), _label(run)
-        shared = (figures.get("sharing") or {}) if isinstance(figures.get("sharing"), dict) else {}
-        if shared.get("shared"):  # slow, or failed (out of memory another process took): the GPU was not its own
+        sharing = (figures.get("sharing") or {}) if isinstance(figures.get("sharing"), dict) else {}
+        if sharing.get("shared"):  # slow, or failed (out of memory another process took): the GPU was not its own
             yield finding("RUN019", f"{label}: throughput not judged, another process used this GPU while it was measured "
-                                    f"({_processes(shared.get('others'))})", subject=subject,
+                                    f"({_processes(sharing.get('others'))})", subject=subject,
                           detail=_figures(figures) or f"The measurement failed: {figures.get('error', '')}",
                           text="A shared GPU measures slower than an idle one. Run gpudoctor again when the GPU is idle "
                                "to judge its speed.",
@@ -131,26 +132,16 @@ def check_throughput(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
         if link and figures.get("h2d_gbs") and figures["h2d_gbs"] < limits.get("pcie_theoretical_share", 0.6) * link:
             slow.append(f"host-to-device {figures['h2d_gbs']:.1f} GB/s vs {link:.1f} GB/s for the PCIe link")
         if slow:
-            unsure = f" Whether another process used the GPU meanwhile is unknown: {shared['why']}." \
-                if shared.get("shared") is None and shared.get("why") else ""
+            unsure = f" Whether another process used the GPU meanwhile is unknown: {sharing['why']}." \
+                if sharing.get("shared") is None and sharing.get("why") else ""
             yield finding("RUN014", f"{label} is slower than this GPU should be: " + "; ".join(slow), subject=subject,
                           detail=_likely_causes(gpu) + unsure, text="Look at the likely causes above; run gpudoctor again on an idle GPU.",
                           commands=[f"nvidia-smi -q -d PERFORMANCE,POWER,PCIE -i {gpu.get('index', 0)}"])
 
 
-def _shared(throughput: dict[str, Any]) -> bool:
-    """Whether NVML saw another process on the GPU while its throughput was timed."""
-    sharing = throughput.get("sharing")
-    return isinstance(sharing, dict) and sharing.get("shared") is True
-
-
 def _matmul(figures: dict[str, Any]) -> str:
-    """The matmul figure measured: bf16, or float32 on a GPU without bf16 (where tf32 is float32)."""
-    if isinstance(figures.get("matmul_bf16_tflops"), (int, float)):
-        return f"{figures['matmul_bf16_tflops']:.0f} TFLOP/s bf16"
-    if isinstance(figures.get("matmul_tf32_tflops"), (int, float)):
-        return f"{figures['matmul_tf32_tflops']:.0f} TFLOP/s float32"
-    return "no matmul figure"
+    figure = matmul(figures)
+    return f"{figure[1]:.0f} TFLOP/s {figure[0]}" if figure else "no matmul figure"
 
 
 def _processes(others: Any) -> str:

@@ -26,6 +26,7 @@ from gpudoctor.nvrm import bus_key
 from gpudoctor.render import proof
 from gpudoctor.render.safe import printable
 from gpudoctor.snapshot import as_object, known
+from gpudoctor.views import throughput
 from gpudoctor.status import SEVERITIES, STATUSES, VERDICT_ERROR, VERDICT_OK, VERDICT_WARNING
 
 if TYPE_CHECKING:
@@ -201,8 +202,8 @@ def _figures(facts: dict[str, Any], matrix: Matrix) -> Iterator[tuple[str, Any, 
             continue
         labels = _gpu_labels(gpus, run.get("device"), run.get("name"))
         for key, metric, factor, extra in THROUGHPUT:
-            if extra.get("precision") == "tf32" and _number(t.get("matmul_bf16_tflops")) is None:
-                extra = {**extra, "precision": "float32"}  # a GPU without bf16, where the tf32 timing is float32's
+            if extra.get("precision") == "tf32" and throughput.without_bf16(t):
+                extra = {**extra, "precision": "float32"}
             yield metric, _scaled(t.get(key), factor), {**labels, "framework": run.get("framework", ""), **extra}
         measured.setdefault(tuple(labels.values()), (labels, run))
     for labels, run in measured.values():  # once per GPU, however many frameworks measured it

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from gpudoctor.snapshot import as_list, as_object, known
 from gpudoctor.compat.data import Matrix
 from gpudoctor.compat.rules import allreduce_row
+from gpudoctor.views import throughput
 from gpudoctor.views.topology import PCIE_GB_PER_LANE, allreduce_setting, slowest_pair
 
 #: (key, header) of each column, in order.
@@ -228,13 +229,14 @@ def _throughput(facts: dict[str, Any], matrix: Matrix, run: dict[str, Any], name
         why = "failed" if isinstance(t, dict) else NONE
         return {"matmul": why, "memory": why, "host": why}
     entry = reference(matrix, name or run.get("name"))
-    shared = isinstance(t.get("sharing"), dict) and t["sharing"].get("shared") is True
     out = {}
-    bf16, fp32, copy = _num(t.get("matmul_bf16_tflops")), _num(t.get("matmul_tf32_tflops")), _num(t.get("device_copy_gbs"))
-    if bf16:
-        out["matmul"] = "bf16 " + _against(bf16, "TFLOP/s", entry, "bf16_matmul_tflops", "bf16_dense_tflops")
-    else:  # a GPU without bf16, where the tf32 timing is float32's
-        out["matmul"] = f"float32 {fp32:.0f} TFLOP/s" if fp32 else NONE
+    figure, copy = throughput.matmul(t), _num(t.get("device_copy_gbs"))
+    if not figure or not figure[1]:
+        out["matmul"] = NONE
+    elif figure[0] == "bf16":
+        out["matmul"] = "bf16 " + _against(figure[1], "TFLOP/s", entry, "bf16_matmul_tflops", "bf16_dense_tflops")
+    else:  # a GPU without bf16: its float32 figure, which no table holds
+        out["matmul"] = f"{figure[0]} {figure[1]:.0f} TFLOP/s"
     out["memory"] = _against(copy, "GB/s", entry, "device_copy_gbs", "memory_gbs") if copy else NONE
     h2d, d2h = _num(t.get("h2d_gbs")), _num(t.get("d2h_gbs"))
     if h2d is None:
@@ -243,7 +245,7 @@ def _throughput(facts: dict[str, Any], matrix: Matrix, run: dict[str, Any], name
         text = f"{h2d:.0f} / {d2h:.0f} GB/s" if d2h is not None else f"{h2d:.0f} GB/s in"
         link = host_link(facts, run)
         out["host"] = text + (f" ({h2d / link[0]:.0%} of {link[0]:.0f}, {link[1]})" if link else "")
-    if shared:
+    if throughput.shared(t):
         out = {k: v + " [GPU shared: not judged]" if v != NONE else v for k, v in out.items()}
     return out
 
