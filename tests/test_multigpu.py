@@ -64,10 +64,37 @@ def test_the_probe_skips_cleanly_here():
     assert data["skipped"] and "p2p" not in data and "allreduce" not in data
 
 
-def test_the_probe_skips_below_two_gpus(monkeypatch):
+def test_the_probe_says_cuda_could_not_count_where_there_is_no_driver(monkeypatch):
+    """No libcuda here: CUDA counted nothing, which is not "fewer than two GPUs"."""
     monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
-    data = multigpu.probe_multigpu(own())["multigpu"]  # no libcuda here: CUDA enumerates nothing
-    assert data == {"devices": [], "skipped": "CUDA enumerates 0 GPU(s); the multi-GPU tests need two or more"}
+    data = multigpu.probe_multigpu(own())["multigpu"]
+    assert data == {"devices": [], "skipped": "CUDA could not count the GPUs here: load libcuda.so.1 returned library_not_found"}
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch, result: ChildResult) -> dict[str, Any]:
+    monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
+    monkeypatch.setattr(multigpu, "run_module", lambda module, args=(), **kw: result)
+    return multigpu.probe_multigpu(own())["multigpu"]
+
+
+def test_the_probe_skips_below_two_gpus(monkeypatch):
+    one = {"driver_cuda": 13000, "devices": [{"ordinal": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}]}
+    data = _counted(monkeypatch, ChildResult(lines=[{"section": "count", "data": one}], returncode=0))
+    assert data["skipped"] == "CUDA enumerates 1 GPU(s); the multi-GPU tests need two or more"
+    assert [d["ordinal"] for d in data["devices"]] == [0]
+
+
+@pytest.mark.parametrize("result, reason", [
+    (ChildResult(lines=[{"section": "error", "data": {"step": "cuInit", "code": 999, "name": "CUDA_ERROR_UNKNOWN"}}],
+                 returncode=0), "cuInit returned CUDA_ERROR_UNKNOWN (999)"),
+    (ChildResult(timed_out=True), f"the count gave no answer within {multigpu.COUNT_TIMEOUT_S:g} s"),
+    (ChildResult(returncode=-11), "the count crashed (SIGSEGV)"),
+])
+def test_a_count_that_failed_is_not_taken_for_fewer_than_two_gpus(monkeypatch, result, reason):
+    data = _counted(monkeypatch, result)
+    assert data == {"devices": [], "skipped": f"CUDA could not count the GPUs here: {reason}"}
+    facts = {"multigpu": data}
+    assert statuses(facts) == {"acceleration.p2p": "skip", "acceleration.allreduce": "skip"}
 
 
 def _fake_env(tmp_path: Path, **extra: str) -> dict[str, str]:

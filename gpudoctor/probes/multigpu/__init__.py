@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudoctor.procs.child import child_env, gpu_lock_dir, run_module
+from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, run_module
 from gpudoctor.probes.frameworks import installed
 from gpudoctor.probes.interpreter import Target
 
@@ -35,7 +35,12 @@ def probe_multigpu(target: Target) -> dict[str, Any]:
         out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
         return {"multigpu": out}
     env = child_env({**SAFE_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir()})
-    count = run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env).section("count") or {}
+    counted = run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env)
+    count = counted.section("count")
+    if not isinstance(count, dict):
+        out["devices"] = []
+        out["skipped"] = f"CUDA could not count the GPUs here: {count_failure(counted)}"
+        return {"multigpu": out}
     out["devices"] = [{k: d.get(k) for k in ("ordinal", "name", "uuid")} for d in count.get("devices") or []]
     if len(out["devices"]) < 2:
         out["skipped"] = f"CUDA enumerates {len(out['devices'])} GPU(s); the multi-GPU tests need two or more"
@@ -51,3 +56,12 @@ def probe_multigpu(target: Target) -> dict[str, Any]:
     out["allreduce"] = child.section("allreduce") or child.failure("the all-reduce", ALLREDUCE_TIMEOUT_S)
     return {"multigpu": out}
 
+
+def count_failure(counted: ChildResult) -> str:
+    """Why the count gave no GPUs at all: CUDA's own error where the driver answered with one (no driver,
+    a stub libcuda, a driver that fails cuInit), else the child's end. Not "fewer than two GPUs": the
+    machine may have eight, and the multi-GPU tests were not run for another reason."""
+    error = counted.section("error")
+    if isinstance(error, dict):
+        return f"{error.get('step')} returned {error.get('name')}" + (f" ({error['code']})" if error.get("code") is not None else "")
+    return str(counted.failure("the count", COUNT_TIMEOUT_S)["error"])
