@@ -104,8 +104,9 @@ def cuda_early(module: str, facts_done: threading.Event) -> None:
     its extension ``module`` loaded), as soon as that module is in and while the rest of the framework still
     imports: cuInit takes longer the more GPUs are visible, and ctypes leaves the interpreter lock free
     meanwhile. The runtime then loads libcuda by its own search, as it would have for the framework, and the
-    framework's own call later finds CUDA started or its error kept. Nothing where that module never loads (a failed or CPU-only import), or where not exactly one
-    libcudart is in the process: a runtime linked in statically, or two, are left to the framework."""
+    framework's own call later finds CUDA started or its error kept. Nothing where that module never loads (a
+    failed or CPU-only import), or where not exactly one libcudart is in the process: a runtime linked in
+    statically, or two, are left to the framework."""
     while module not in sys.modules:
         if facts_done.wait(0.01):
             return
