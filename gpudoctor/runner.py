@@ -88,7 +88,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("smoke", "a smoke kernel on every GPU", lambda target, scope: probe_smoke(scope, SMOKE_TIMEOUT_S), 2 * SMOKE_TIMEOUT_S + 5.0),
     Probe("workload", "framework workloads on every GPU", lambda target, scope: probe_workload(scope, target, WORKLOAD_TIMEOUT_S),
           WORKLOAD_TIMEOUT_S + 40.0, deep_run=lambda target, scope: probe_workload(scope, target, WORKLOAD_TIMEOUT_S, deep=True)),
-    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", lambda target, scope: probe_multigpu(target),
+    Probe("multigpu", "P2P copies and an NCCL all-reduce between the GPUs", lambda target, scope: probe_multigpu(target, scope),
           MULTIGPU_TIMEOUT_S),
 )
 #: Probes that run work on the GPUs; `check --quick` leaves them out.

@@ -60,21 +60,40 @@ def test_the_headline_reports_the_slowest_pair_against_the_median():
 
 def test_the_probe_skips_cleanly_here():
     """This machine has neither PyTorch nor a GPU."""
-    data = multigpu.probe_multigpu(own())["multigpu"]
+    data = multigpu.probe_multigpu(own(), RunScope())["multigpu"]
     assert data["skipped"] and "p2p" not in data and "allreduce" not in data
 
 
 def test_the_probe_says_cuda_could_not_count_where_there_is_no_driver(monkeypatch):
     """No libcuda here: CUDA counted nothing, which is not "fewer than two GPUs"."""
     monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
-    data = multigpu.probe_multigpu(own())["multigpu"]
+    data = multigpu.probe_multigpu(own(), RunScope())["multigpu"]
     assert data == {"devices": [], "skipped": "CUDA could not count the GPUs here: load libcuda.so.1 returned library_not_found"}
+
+
+def test_the_probe_takes_the_runs_count_and_starts_no_cuda_of_its_own(monkeypatch):
+    """The count the smoke kernel and the workloads use, made once in the run: the same GPUs for every
+    probe, and no second process starting CUDA on every GPU beside theirs."""
+    from gpudoctor.probes import smoke
+
+    one = {"devices": [{"ordinal": 0, "name": "NVIDIA H200", "uuid": "GPU-1"}]}
+    counts: list[RunScope] = []
+    monkeypatch.setattr(smoke, "_count", lambda scope: counts.append(scope) or
+                        ChildResult(lines=[{"section": "count", "data": one}], returncode=0))
+    started: list[Any] = []
+    monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
+    monkeypatch.setattr(multigpu, "run_module", lambda module, args=(), **kw: started.append(module))
+    scope = RunScope()
+    assert smoke.count_gpus(scope).section("count") == one  # as the workload probe asks for it
+    data = multigpu.probe_multigpu(own(), scope)["multigpu"]
+    assert data == {"devices": one["devices"], "skipped": "CUDA enumerates 1 GPU(s); the multi-GPU tests need two or more"}
+    assert counts == [scope] and started == []
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch, result: ChildResult) -> dict[str, Any]:
     monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
-    monkeypatch.setattr(multigpu, "run_module", lambda module, args=(), **kw: result)
-    return multigpu.probe_multigpu(own())["multigpu"]
+    monkeypatch.setattr(multigpu, "count_gpus", lambda scope: result)
+    return multigpu.probe_multigpu(own(), RunScope())["multigpu"]
 
 
 def test_the_probe_skips_below_two_gpus(monkeypatch):
@@ -177,16 +196,16 @@ def _probe_with_fake_torch(monkeypatch, tmp_path: Path, mode: str = "ok") -> dic
 
     def run(module: str, args: Any = (), timeout_s: float = 10.0, env: Optional[dict[str, str]] = None,
             python: Optional[str] = None) -> ChildResult:
-        if module == multigpu.SMOKE:
-            return ChildResult(lines=[{"section": "count", "data": copy.deepcopy(count)}], returncode=0)
-        assert all(env[k] == v for k, v in multigpu.SAFE_ENV.items())
+        assert module == multigpu.WORKER and all(env[k] == v for k, v in multigpu.SAFE_ENV.items())
         return real_run(module, args, timeout_s=timeout_s, env=env, python=python)
 
     monkeypatch.setattr(multigpu, "installed", lambda name, target: True)
+    monkeypatch.setattr(multigpu, "count_gpus",
+                        lambda scope: ChildResult(lines=[{"section": "count", "data": copy.deepcopy(count)}], returncode=0))
     monkeypatch.setattr(multigpu, "run_module", run)
     monkeypatch.setenv("PYTHONPATH", FAKES)
     monkeypatch.setenv("FAKE_TORCH_MODE", mode)
-    facts.update(multigpu.probe_multigpu(own()))
+    facts.update(multigpu.probe_multigpu(own(), RunScope()))
     return facts
 
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from gpudoctor.procs.child import ChildResult, child_env, gpu_lock_dir, run_module
+from gpudoctor.procs.scope import RunScope
 from gpudoctor.probes.frameworks import installed
 from gpudoctor.probes.interpreter import Target
+from gpudoctor.probes.smoke import COUNT_TIMEOUT_S, count_gpus
 
 #: NVLink multicast (NVLS) off: forced into the environment of every process the multi-GPU tests start,
 #: never unset. A program that uses multicast can put a shared host's GPUs out of service.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 WORKER = "gpudoctor.probes.multigpu.worker"
-SMOKE = "gpudoctor.probes.smoke.worker"
-COUNT_TIMEOUT_S = 30.0
 P2P_TIMEOUT_S = 120.0
 ALLREDUCE_TIMEOUT_S = 150.0
 #: The launcher's own deadline for its ranks, inside the limit its parent kills it at.
@@ -28,14 +28,16 @@ ALLREDUCE_BUDGET_S = ALLREDUCE_TIMEOUT_S - 15.0
 TIMEOUT_S = COUNT_TIMEOUT_S + P2P_TIMEOUT_S + ALLREDUCE_TIMEOUT_S + 10.0
 
 
-def probe_multigpu(target: Target) -> dict[str, Any]:
-    """The tests between GPUs, run by the PyTorch of ``target``, the diagnosed interpreter."""
+def probe_multigpu(target: Target, scope: RunScope) -> dict[str, Any]:
+    """The tests between GPUs, run by the PyTorch of ``target``, the diagnosed interpreter, on the GPUs the run
+    ``scope`` counted for the smoke kernel and the workloads: the same GPUs, and no CUDA start of its own,
+    which would delay theirs (the driver starts CUDA in one process at a time)."""
     out: dict[str, Any] = {}
     if not installed("torch", target):
         out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
         return {"multigpu": out}
     env = child_env({**SAFE_ENV, "GPUDOCTOR_LOCK_DIR": gpu_lock_dir()})
-    counted = run_module(SMOKE, ["count"], timeout_s=COUNT_TIMEOUT_S, env=env)
+    counted = count_gpus(scope)
     count = counted.section("count")
     if not isinstance(count, dict):
         out["devices"] = []
