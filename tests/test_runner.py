@@ -308,7 +308,7 @@ def test_the_multi_gpu_tests_start_once_the_workloads_have_ended(monkeypatch):
         return {"workload": {}}
 
     monkeypatch.setattr(runner, "probe_workload", workload)
-    monkeypatch.setattr(runner, "probe_multigpu", lambda target: order.append("multigpu begins") or {"multigpu": {}})
+    monkeypatch.setattr(runner, "probe_multigpu", lambda target, scope: order.append("multigpu begins") or {"multigpu": {}})
     probes = {p.name: p for p in runner.select_probes({"smoke", "workload", "multigpu"}, deep=True)}
     assert probes["multigpu"].timeout_s == runner.MULTIGPU_TIMEOUT_S + probes["workload"].timeout_s
     target = interpreter.own()
