@@ -30,8 +30,8 @@ TIMEOUT_S = COUNT_TIMEOUT_S + P2P_TIMEOUT_S + ALLREDUCE_TIMEOUT_S + 10.0
 
 def probe_multigpu(target: Target, scope: RunScope) -> dict[str, Any]:
     """The tests between GPUs, run by the PyTorch of ``target``, the diagnosed interpreter, on the GPUs the run
-    ``scope`` counted for the smoke kernel and the workloads: the same GPUs, and no CUDA start of its own,
-    which would delay theirs (the driver starts CUDA in one process at a time)."""
+    ``scope`` counted for the smoke kernel and the workloads: one count per run, so every probe names the
+    same GPUs, and no process of its own starting CUDA on every GPU only to count them again."""
     out: dict[str, Any] = {}
     if not installed("torch", target):
         out["skipped"] = "PyTorch is not installed; the multi-GPU tests run through it"
