@@ -144,9 +144,23 @@ def _init_failure(facts: Facts, init: NvmlInit) -> Iterator[Finding]:
                            "and seating, and report the Xid to the system vendor.",
                       commands=[XID_COMMAND])
     else:
+        code = init.get("code")
         yield finding("DRV006", f"NVML could not start: {message or reason}",
-                      detail=f"NVML error code {init.get('code')} ({reason}).",
-                      commands=["nvidia-smi", DRIVER_LOAD_COMMAND])
+                      detail=f"NVML error code {code} ({reason})." if code is not None else f"NVML: {message or reason}.",
+                      text=_UNKNOWN_ERROR_TEXT if reason == "unknown" else "",
+                      commands=["nvidia-smi", DRIVER_LOAD_COMMAND],
+                      links=[CONTAINER_DETACHED_NOTICE] if reason == "unknown" else [])
+
+
+#: NVIDIA's notice on containers that lose their GPUs: NVML then says "Unknown Error" in the container while the
+#: host's nvidia-smi works.
+CONTAINER_DETACHED_NOTICE = "https://github.com/NVIDIA/nvidia-container-toolkit/issues/48"
+_UNKNOWN_ERROR_TEXT = ("In a container that had its GPUs before, this is most often the container cut off from them "
+                       "when systemd reloaded the host's cgroups (systemctl daemon-reload, or a kubelet with a static "
+                       "CPU manager). If nvidia-smi works on the host: recreate the container, and have the host run "
+                       "sudo nvidia-ctk system create-dev-char-symlinks --create-all at every boot (NVIDIA Container "
+                       "Toolkit 1.12 or newer) so that it does not recur (NVIDIA's notice, linked). Outside a "
+                       "container, look for NVRM errors in the kernel log.")
 
 
 def _library_not_found(facts: Facts) -> Finding:

@@ -193,10 +193,12 @@ def check_gpu_builds(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
                           text=f"The environment variable {variable} is the cause: {label} itself is fine.",
                           commands=[fix])
         elif seen == 0:
+            message = _message(info)
+            causes = "a driver older than its CUDA build, a library it cannot load, or a GPU its build has no code for"
             yield finding("FWK002", f"{label} sees no GPU, but CUDA programs here should see {expected}",
-                          detail=_message(info) or "It gave no reason.",
-                          text="The framework's own message above names the cause: a driver older than its CUDA build, "
-                               "a library it cannot load, or a GPU its build has no code for.",
+                          detail=message or "It gave no reason.",
+                          text=f"The framework's own message above names the cause: {causes}." if message else
+                               f"Run the command below: the framework's own error then names the cause, most often {causes}.",
                           commands=[_own_step(facts, name, "devices")])
         elif seen < given:
             yield finding("FWK003", f"{label} sees {seen} of the {given} GPU(s) CUDA programs should see",

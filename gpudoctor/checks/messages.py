@@ -256,7 +256,9 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
     elif item["kind"] == "gpu_too_old":
         minimum = f" (this build's minimum is {item['minimum']})" if item.get("minimum") else ""
         title = f"PyTorch says {gpu} (compute capability {item['compute_capability']}) is too old for this build{minimum}"
-        text = "Install an older PyTorch release whose builds still include this GPU's architecture, or build PyTorch from source for it."
+        text = ("Install a PyTorch build that still includes this GPU's architecture: often another CUDA variant of "
+                "the same release (PyTorch 2.7's cu126 and cu118 builds have sm_70, its cu128 build starts at sm_75; "
+                f"{TORCH_INSTALL} lists the variants), else an older release, or build PyTorch from source for it.")
     elif item["kind"] == "no_binary_for_gpu":
         title = "CUDA says the program holds no code for this GPU (CUDA_ERROR_NO_BINARY_FOR_GPU)"
         text = ("The binary, or the code a library compiles at run time (CuPy with NVRTC), was built for other "
@@ -264,8 +266,12 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
                 "enough to know the GPU for run-time compilation (CUDA 12.8 or newer for Blackwell).")
     else:
         title = "CUDA says no kernel image is available for this GPU: the build lacks its architecture"
-        text = (f"Install a build compiled for this GPU's compute capability ({TORCH_INSTALL} for PyTorch); "
-                "the command below lists the architectures the installed PyTorch has.")
+        text = ("The code that ran was compiled without this GPU's architecture. If the first command below lists "
+                "it (sm_XY for compute capability X.Y), PyTorch has it and the kernel came from a package built on "
+                "top of it (vLLM, flash-attn, xformers, a custom extension): install that package's build for this "
+                "GPU if it has one, or build it from source with TORCH_CUDA_ARCH_LIST naming the GPU's compute "
+                "capability (such as 6.0). Otherwise install a PyTorch build "
+                f"that lists it ({TORCH_INSTALL}).")
     return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
                    links=[TORCH_INSTALL])
 
@@ -323,10 +329,31 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
     for item in _evidence(facts, ("container_no_gpu_driver", "container_init_error")):
         what = "Docker has no GPU runtime (could not select device driver)" if item["kind"] == "container_no_gpu_driver" \
             else f"the NVIDIA container toolkit failed to start: {item.get('error') or 'initialization error'}"
-        yield finding("CTR007", what, detail=_quote(item),
-                      text="Install the NVIDIA Container Toolkit and register it with Docker (nvidia-ctk runtime configure "
-                           "--runtime=docker, then restart Docker); if it is installed, the host's driver must work first "
-                           "(nvidia-smi on the host).", commands=["nvidia-smi", "nvidia-ctk --version"], links=[TOOLKIT_DOCS])
+        text, links = _toolkit_fix(str(item.get("error") or "").lower() if item["kind"] == "container_init_error" else "")
+        yield finding("CTR007", what, detail=_quote(item), text=text, commands=["nvidia-smi", "nvidia-ctk --version"],
+                      links=links)
+
+
+#: An NVIDIA maintainer on the toolkit failing to load libnvidia-ml.so.1 where nvidia-smi works on the host.
+TOOLKIT_NVML_THREAD = "https://github.com/NVIDIA/nvidia-docker/issues/1711"
+
+
+def _toolkit_fix(error: str) -> tuple[str, list[str]]:
+    """What to do about the toolkit's start-up error ``error`` (lower case; empty for Docker without the runtime):
+    the toolkit runs, and what failed under it is the driver or Docker itself, or the toolkit is missing."""
+    if "driver/library version mismatch" in error:
+        return ("The toolkit is installed; NVML failed under it because the host's NVIDIA kernel module and driver "
+                "libraries are different versions (a driver upgraded without a reboot). Reboot the host, or stop every "
+                "GPU process and reload the nvidia kernel modules.", [TOOLKIT_DOCS])
+    if "load library failed" in error and "libnvidia-ml" in error:
+        return ("The toolkit could not load the driver's NVML library, libnvidia-ml.so.1. If nvidia-smi works on the "
+                "host, Docker cannot reach the host's libraries: Docker installed as a snap, or Docker Desktop (its "
+                "containers run in a virtual machine), are the usual causes; use Docker Engine from Docker's own "
+                "repository. If nvidia-smi fails on the host too, install the driver first.",
+                [TOOLKIT_NVML_THREAD, TOOLKIT_DOCS])
+    return ("Install the NVIDIA Container Toolkit and register it with Docker (nvidia-ctk runtime configure "
+            "--runtime=docker, then restart Docker); if it is installed, the host's driver must work first "
+            "(nvidia-smi on the host).", [TOOLKIT_DOCS])
 
 
 def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:

@@ -176,7 +176,7 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
     if "cuda capability sm_" in lowered:
         m = _SM.search(line)
         if m and not _negated(line, m.start(2)):
-            gpu = m.group(1).strip().lstrip("-*> ").strip("'\"`").rsplit("UserWarning:", 1)[-1].strip()
+            gpu = _gpu_name(m.group(1))
             item: dict[str, Any] = {"kind": "gpu_arch_unsupported", "gpu": gpu, "sm": f"sm_{m.group(2)}"}
             supported = _following(_SUPPORTS, lines, number)
             if supported:
@@ -295,6 +295,17 @@ def _smi_quoted(line: str, lowered: str) -> list[dict[str, Any]]:
         ends = [i for i in (line.find("`", at), line.find('"', at)) if i >= 0]
         return [{"kind": "smi_failure", "reason": reason, "message": line[start:min(ends, default=len(line))].strip()[:200]}]
     return []
+
+
+#: What a log puts before the message: a worker's tag ("(VllmWorker rank=0 pid=1) "), after docker compose's
+#: service column ("vllm-1  | ") or a quoting "> ". A GPU's name holds neither a "|" nor a leading "(".
+_LOG_TAG = re.compile(r"^\s*\([^()]*\)\s*")
+
+
+def _gpu_name(said: str) -> str:
+    """The GPU's name from what precedes "with CUDA capability" on its line, without the log's own columns."""
+    name = said.rsplit("|", 1)[-1].strip().lstrip("-*> ")
+    return _LOG_TAG.sub("", name).strip("'\"`").rsplit("UserWarning:", 1)[-1].strip()
 
 
 def _wanted_gpu(line: str, lines: list[str], number: int, matrix: Matrix) -> list[dict[str, Any]]:
