@@ -315,6 +315,14 @@ def test_the_toolkits_start_up_error_gets_the_fix_for_what_failed_under_it() -> 
     assert "Install the NVIDIA Container Toolkit" in found["remediation"]["text"]  # Docker without the runtime
 
 
+def test_a_windows_paste_gets_a_command_windows_runs() -> None:
+    """A CPU-only PyTorch on Windows (pytorch#122924): Windows has no python3, and cmd.exe keeps single quotes."""
+    _, report, _ = analyze(str(TICKETS / "pytorch-122924.md"))
+    (found,) = [f for f in report["findings"] if f["code"] == "FWK001"]
+    assert found["remediation"]["commands"] == [
+        'python -m pip install --force-reinstall "torch==2.2.*" --index-url https://download.pytorch.org/whl/cu121']
+
+
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:
     """collect_env's "Is CUDA available: No" carries no message: the fix runs the framework to get its own."""
     _, report, _ = analyze(str(TICKETS / "pytorch-43058.md"))

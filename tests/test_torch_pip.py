@@ -39,6 +39,9 @@ def _build(text: str):
     ("1.0.0+cu80", None, "--no-index --no-deps -f https://download.pytorch.org/whl/cu80/torch_stable.html torch==1.0.0"),
     ("1.6.0+cu102", "windows", "torch==1.6.0 -f https://download.pytorch.org/whl/torch_stable.html"),
     ("1.9.0+cu102", "windows", None),  # PyPI's Windows wheel of the same version is CPU-only: no sure pin
+    # cmd.exe keeps single quotes as part of the argument; double quotes work there, in PowerShell and in bash
+    ("2.2.2+cu121", "windows", '"torch==2.2.*" --index-url https://download.pytorch.org/whl/cu121'),
+    ("2.2.2+cu121", "wsl", "'torch==2.2.*' --index-url https://download.pytorch.org/whl/cu121"),
 ])
 def test_pip_args(build, os_name, expected):
     assert pip_args(*_build(build), os_name) == expected

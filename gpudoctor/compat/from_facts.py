@@ -33,7 +33,8 @@ def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
         driver=known(get(facts, "nvml.driver_version")),
         driver_cuda=rules.parse_driver_cuda(raw) if isinstance(raw, int) and raw > 0 else None,
         python=get(facts, "python.version"),
-        python_executable=str(get(facts, "python.executable") or "python3"),
+        # Windows installs Python as python (and py), never python3 outside the Microsoft Store's stub
+        python_executable=str(get(facts, "python.executable") or ("python" if os_name == "windows" else "python3")),
         os=os_name,
     )
     if stack.driver_cuda is None and stack.driver and os_name:

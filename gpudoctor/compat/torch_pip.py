@@ -28,7 +28,9 @@ def pip_args(release: dict[str, Any], variant: dict[str, Any], os_name: Optional
     if released is None or not name:
         return None
     if released >= rules.known_version("2.0"):
-        return f"'torch=={release['version']}.*' --index-url {TORCH_INDEX}/{name}"
+        # quoted against the shell's globbing of "*": cmd.exe takes single quotes as part of the argument
+        quote = '"' if os_name == "windows" else "'"
+        return f"{quote}torch=={release['version']}.*{quote} --index-url {TORCH_INDEX}/{name}"
     pinned = variant.get("pip_version") or release.get("pip_version")
     if not isinstance(pinned, str) or rules.version(pinned) is None:
         return None
