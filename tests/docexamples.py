@@ -672,6 +672,9 @@ EXAMPLES: dict[str, Facts] = {
                                   "False.", framework="PyTorch", how="said")],
                "gpus": [{"index": 0, "name": "GeForce RTX 3060", "source": "prose (issue.md, line 12)", "stated": True,
                          "compute_capability": "8.6"}]},
+    "FWK212": {"evidence": [_said("ptxas_too_old", "W external/org_tensorflow/tensorflow/compiler/xla/stream_executor/gpu/"
+                                  "asm_compiler.cc:231] Falling back to the CUDA driver for PTX compilation; ptxas does not "
+                                  "support CC 8.9", cc="8.9")]},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

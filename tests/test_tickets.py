@@ -73,7 +73,7 @@ def test_corpus_agreement() -> None:
     counts = Counter(outcome(row) for row in INDEX)
     print(dict(counts), "of", len(INDEX))
     assert counts["false_error"] == 0
-    assert counts["agree"] >= 182 and counts["unread"] <= 13
+    assert counts["agree"] >= 182 and counts["unread"] <= 12
     assert counts["outside"] == sum(row.get("scope") == "rocm" for row in INDEX)  # every ROCm ticket, and no other
 
 
@@ -316,11 +316,30 @@ def test_the_toolkits_start_up_error_gets_the_fix_for_what_failed_under_it() -> 
 
 
 def test_a_windows_paste_gets_a_command_windows_runs() -> None:
-    """A CPU-only PyTorch on Windows (pytorch#122924): Windows has no python3, and cmd.exe keeps single quotes."""
+    """A CPU-only PyTorch on Windows (pytorch#122924): Windows has no python3, and cmd.exe keeps single quotes. The
+    report says what the ticket reply says (py, the launcher)."""
     _, report, _ = analyze(str(TICKETS / "pytorch-122924.md"))
     (found,) = [f for f in report["findings"] if f["code"] == "FWK001"]
     assert found["remediation"]["commands"] == [
-        'python -m pip install --force-reinstall "torch==2.2.*" --index-url https://download.pytorch.org/whl/cu121']
+        'py -m pip install --force-reinstall "torch==2.2.*" --index-url https://download.pytorch.org/whl/cu121']
+
+
+def test_xlas_ptxas_too_old_is_a_warning_naming_where_ptxas_comes_from() -> None:
+    """jax#13570 (an RTX 4080, ptxas without CC 8.9), and XLA's other two wordings (tensorflow/serving#1821,
+    jax#10083): XLA falls back to the driver's compiler, so the program may still run: a warning, never an error.
+    Triton's ptxas failing on the same words is not XLA's, and is not read as it."""
+    code, report, _ = analyze(str(TICKETS / "jax-13570.md"))
+    (found,) = report["findings"]
+    assert code == 0 and found["code"] == "FWK212" and found["severity"] == "warning"
+    assert "compute capability 8.9" in found["title"] and "which -a ptxas" in found["remediation"]["commands"]
+    lines = ["W external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:235] Your CUDA software stack is "
+             "old. We fallback to the NVIDIA driver for some compilation. Update your CUDA version to get the best "
+             "performance. The ptxas error was: ptxas fatal   : Value 'sm_86' is not defined for option 'gpu-name'",
+             "W external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:111] *** WARNING *** You are using "
+             "ptxas 9.2.148, which is older than 11.1. ptxas before 11.1 is known to miscompile XLA code"]
+    assert [e.get("sm") or e.get("found") for x in lines for e in (messages.read([x]) or {"evidence": []})["evidence"]] == \
+        ["sm_86", "9.2.148"]
+    assert messages.read(["ptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'"]) is None
 
 
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:

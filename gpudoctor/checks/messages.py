@@ -46,7 +46,8 @@ def _quote(item: dict[str, Any]) -> str:
 
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
-                   "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked", "no_gpu_visible")
+                   "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked", "no_gpu_visible",
+                   "ptxas_too_old")
 JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
@@ -58,6 +59,8 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
         yield found
     for item in _evidence(facts, ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "no_binary_for_gpu")):
         yield _arch_finding(item)
+    for item in _evidence(facts, ("ptxas_too_old",))[:1]:
+        yield _ptxas_finding(item)
     wsl = (facts.get("host") or {}).get("wsl") is True
     for item in _evidence(facts, ("driver_too_old", "driver_insufficient")):
         supports = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
@@ -274,6 +277,27 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
                 f"that lists it ({TORCH_INSTALL}).")
     return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
                    links=[TORCH_INSTALL])
+
+
+def _ptxas_finding(item: dict[str, Any]) -> Finding:
+    """XLA falls back to the driver's PTX compiler: the program still runs, slower to start, and may fail or (with a
+    ptxas older than 11.1, by XLA's own warning) compute wrong results; a warning, with where the right ptxas comes from."""
+    if item.get("cc"):
+        what = f"does not support compute capability {item['cc']}"
+    elif item.get("sm"):
+        what = f"does not know {item['sm']}"
+    else:
+        what = f"is {item.get('found')}, older than the {item.get('needs')} XLA needs"
+    wrong = (" XLA warns that a ptxas this old miscompiles its code, so results may be wrong."
+             if item.get("found") else "")
+    return finding("FWK212", f"XLA says the ptxas it found {what}, so it compiles with the driver instead", detail=_quote(item),
+                   text="XLA (JAX, TensorFlow) compiles its kernels with the first ptxas it finds: the CUDA compiler wheel "
+                        "its CUDA extra installs, or PATH's. This one is too old for the GPU or for XLA, so XLA falls back "
+                        "to the driver's own compiler: slower to start, and kernels may fail to load." + wrong +
+                        " Install the framework's CUDA extra (pip install -U \"jax[cuda12]\", or tensorflow[and-cuda]), or "
+                        "put a CUDA toolkit new enough for the GPU (11.8 for Ada and Hopper, 12.8 for Blackwell) first on "
+                        "PATH; an old toolkit's bin directory early on PATH is the usual cause.",
+                   commands=["which -a ptxas", "ptxas --version", "echo $PATH"])
 
 
 def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
@@ -497,7 +521,7 @@ CHECKS = (
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211"),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211", "FWK212"),
           check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
     Check("frameworks.rocm", "frameworks", "the pasted stack is NVIDIA's CUDA, not AMD's ROCm", ("FWK210",), check_rocm, ()),

@@ -33,8 +33,9 @@ def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
         driver=known(get(facts, "nvml.driver_version")),
         driver_cuda=rules.parse_driver_cuda(raw) if isinstance(raw, int) and raw > 0 else None,
         python=get(facts, "python.version"),
-        # Windows installs Python as python (and py), never python3 outside the Microsoft Store's stub
-        python_executable=str(get(facts, "python.executable") or ("python" if os_name == "windows" else "python3")),
+        # python3 is not a command on Windows: python.org's installer puts the py launcher there (as the ticket
+        # reply, render/reply.py, writes it)
+        python_executable=str(get(facts, "python.executable") or ("py" if os_name == "windows" else "python3")),
         os=os_name,
     )
     if stack.driver_cuda is None and stack.driver and os_name:

@@ -22,6 +22,11 @@ _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3}
 _SUPPORTS = re.compile(r"supports CUDA capabilities((?:\s+(?:sm|compute)_\d{2,3}[a-z]?){1,40})", re.I)
 # the warning's last line, which names the GPU again: "If you want to use the NVIDIA GeForce RTX 3060 GPU with PyTorch"
 _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
+#: XLA's words for a ptxas that does not know the GPU, or is older than XLA needs (asm_compiler.cc).
+_PTXAS = (re.compile(r"ptxas does not support CC (?P<cc>\d{1,2}\.\d)"),
+          # XLA's own prefix: Triton's bundled ptxas says the same words, and is not XLA's
+          re.compile(r"The ptxas error was: ptxas fatal\s*:\s*Value '(?P<sm>sm_\d{2,3}[a-z]?)' is not defined for option 'gpu-name'"),
+          re.compile(r"You are using ptxas (?P<found>\d+(?:\.\d+)+), which is older than (?P<needs>\d+\.\d+)"))
 _OLD_GPU = re.compile(r"Found GPU(\d+) (.{1,120}?) which is of cuda capability (\d+\.\d+)", re.I)
 _MIN_CC = re.compile(r"minimum cuda capability (?:supported by this library )?is (\d+\.\d+)", re.I)
 _TOO_OLD = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)", re.I)
@@ -120,7 +125,7 @@ FIXED = (
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
-TRIGGER_WORDS = ("cuda capability sm_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
                  "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize",
                  "unable to initialize backend", "err!", "the device handle for gpu", "gpu with pytorch", "assertion `",
                  "device='cuda:", "created tensorflow device", "created device",
@@ -192,6 +197,8 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
             if minimum:
                 item["minimum"] = minimum.group(1)
             out.append(item)
+    if "ptxas" in lowered:
+        out += _ptxas(line)
     if "is too old (found version" in lowered:
         m = _TOO_OLD.search(line)
         if m and not _negated(line, m.start()):
@@ -306,6 +313,15 @@ def _gpu_name(said: str) -> str:
     """The GPU's name from what precedes "with CUDA capability" on its line, without the log's own columns."""
     name = said.rsplit("|", 1)[-1].strip().lstrip("-*> ")
     return _LOG_TAG.sub("", name).strip("'\"`").rsplit("UserWarning:", 1)[-1].strip()
+
+
+def _ptxas(line: str) -> list[dict[str, Any]]:
+    """XLA saying its ptxas is too old: for the GPU's compute capability, for its architecture, or by version."""
+    for pattern in _PTXAS:
+        m = pattern.search(line)
+        if m and not _negated(line, m.start()):
+            return [{"kind": "ptxas_too_old", **{k: v for k, v in m.groupdict().items() if v}}]
+    return []
 
 
 def _wanted_gpu(line: str, lines: list[str], number: int, matrix: Matrix) -> list[dict[str, Any]]:
