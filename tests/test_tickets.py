@@ -342,6 +342,32 @@ def test_xlas_ptxas_too_old_is_a_warning_naming_where_ptxas_comes_from() -> None
     assert messages.read(["ptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'"]) is None
 
 
+def test_a_jaxlib_without_a_cuda_platform_is_told_to_go() -> None:
+    """jax#10349: 'Could not find registered platform with name: "cuda"', wrapped onto the next line; the fix was to
+    uninstall the CPU-only jaxlib left from before, which a plain install of the CUDA extra keeps."""
+    _, report, _ = analyze(str(TICKETS / "jax-10349.md"))
+    (found,) = report["findings"]
+    assert found["code"] == "FWK207" and "no CUDA platform is registered" in found["title"]
+    assert "python -m pip uninstall -y jax jaxlib" in found["remediation"]["commands"]
+
+
+def test_nvidia_smi_l_is_read_as_the_gpus_nvidia_smi_listed(tmp_path: Path) -> None:
+    """The host's `nvidia-smi -L` in nvidia-container-toolkit#1227 (the container's failure is still what is judged),
+    and the same lines alone: each GPU with its index, name and UUID, and the compute capability its name gives."""
+    body = (TICKETS / "nvidia-container-toolkit-1227.md").read_text(encoding="utf-8")
+    (listed,) = [p for p in find_pastes(body, "issue.md") if p.kind == "nvidia-smi -L"]
+    assert [(g["index"], g["name"]) for g in listed.parsed["gpus"]] == [(0, "NVIDIA A10"), (1, "NVIDIA A10"),
+                                                                       (2, "Tesla T4"), (3, "Tesla T4")]
+    path = tmp_path / "l.txt"
+    path.write_text("\n".join(line for line in body.splitlines() if line.startswith("GPU ")), encoding="utf-8")
+    code, report, _ = analyze("--no-redact", str(path))
+    assert code == 0 and report["facts"]["nvml"]["device_count"] == 4
+    assert [(g["compute_capability"], g["uuid"][:12]) for g in report["facts"]["gpus"]] == [
+        ("8.6", "GPU-f15ae561"), ("8.6", "GPU-466be1f8"), ("7.5", "GPU-bf507abe"), ("7.5", "GPU-a1329f2e")]
+    # collect_env lists the same GPUs without their UUIDs: that is collect_env's own list, not this form
+    assert not any(p.kind == "nvidia-smi -L" for p in find_pastes("GPU models and configuration: \nGPU 0: NVIDIA A10\n", "c"))
+
+
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:
     """collect_env's "Is CUDA available: No" carries no message: the fix runs the framework to get its own."""
     _, report, _ = analyze(str(TICKETS / "pytorch-43058.md"))

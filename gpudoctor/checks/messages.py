@@ -324,6 +324,12 @@ def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
         text = ("Check that nvidia-smi lists the GPU in the same environment, that CUDA_VISIBLE_DEVICES does not hide "
                 "it, and that a container was started with GPU access (docker run --gpus all).")
         commands = ["nvidia-smi", "echo $CUDA_VISIBLE_DEVICES", JAX_CHECK]
+    elif cause == "no_cuda_platform":
+        title = "JAX runs on the CPU: no CUDA platform is registered (a CPU-only jaxlib, or no CUDA plugin beside it)"
+        text = ("jaxlib found no CUDA platform: a CPU-only jaxlib is installed, or left over from an earlier install, or "
+                "its CUDA plugin is missing or of another release. Uninstall jax, jaxlib and any jax-cuda plugin the "
+                "first command lists, then install JAX with its CUDA extra, which brings a matching set.")
+        commands = ["python -m pip list 2>/dev/null | grep -i jax", "python -m pip uninstall -y jax jaxlib", pip_extra, JAX_CHECK]
     else:
         title = f"JAX's CUDA backend failed to start, so JAX runs on the CPU: {str(item.get('error') or '')[:160]}"
         text = ("Install jax and its CUDA plugin at one version with the jax[cudaNN] extra (a jaxlib or plugin of "

@@ -34,7 +34,7 @@ def _visible(text: str) -> str:
     return text
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
 
-KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x",
+KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x", "nvidia-smi -L",
          "messages", "session", "template", "tools", "prose")
 
 
@@ -139,6 +139,8 @@ def _blocks(text: str, name: str) -> list[Paste]:
             found.append(Paste("nvidia-smi -q", where, nvidia_smi.parse_q(plain)))
         elif nvidia_smi.looks_like_table(plain):
             found.append(Paste("nvidia-smi", where, nvidia_smi.parse_table(plain)))
+        elif nvidia_smi.looks_like_list(plain) and not collect_env.looks_like(plain):
+            found.append(Paste("nvidia-smi -L", where, nvidia_smi.parse_list(plain)))
         failed = nvidia_smi.failure(plain)
         if failed and not any(p.kind.startswith("nvidia-smi") and p.where == where for p in found):
             found.append(Paste("nvidia-smi", where, {"gpus": [], "notes": [], "failure": {"reason": failed[0],

@@ -58,6 +58,20 @@ def failure(text: str) -> Optional[tuple[str, str]]:
     return None
 
 
+#: A line of `nvidia-smi -L`. The UUID tells it from collect_env's GPU list, which drops it.
+_LIST = re.compile(r"^\s*GPU (\d{1,3}): (.{1,120}?) \(UUID: (GPU-[0-9A-Fa-f-]{8,64})\)\s*$", re.M)
+
+
+def looks_like_list(text: str) -> bool:
+    return "(UUID: GPU-" in text and bool(_LIST.search(text))
+
+
+def parse_list(text: str) -> dict[str, Any]:
+    """`nvidia-smi -L`: each GPU's index, name and UUID. It names no driver: nvidia-smi ran, so NVML started."""
+    return {"gpus": [{"index": int(m.group(1)), "name": m.group(2).strip(), "uuid": m.group(3)} for m in _LIST.finditer(text)],
+            "notes": []}
+
+
 def looks_like_table(text: str) -> bool:
     return bool(_HEADER.search(text))
 

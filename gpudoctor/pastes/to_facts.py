@@ -43,7 +43,8 @@ NOT_TOLD = {
     "compat": "the pastes do not say the driver and a framework build or toolkit",
     "acceleration": "nothing ran on a GPU: a paste cannot show that work runs and gives correct results",
 }
-SMI_RANK = {"nvidia-smi -q -x": 0, "nvidia-smi -q": 1, "nvidia-smi": 2, "gpudoctor-markdown": 3, "collect_env": 4}
+SMI_RANK = {"nvidia-smi -q -x": 0, "nvidia-smi -q": 1, "nvidia-smi": 2, "gpudoctor-markdown": 3, "collect_env": 4,
+            "nvidia-smi -L": 5}
 MIB = 1024**2
 
 
@@ -122,7 +123,7 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
                          f"({told[0].kind}, driver {told[0].parsed['driver_version']}); the failure is judged")
         return
     if not told:  # collect_env's GPU list is `nvidia-smi -L`: it ran, even when the driver line is missing
-        listed = next((p for p in smi if p.kind == "collect_env"
+        listed = next((p for p in smi if p.kind in ("collect_env", "nvidia-smi -L")
                        and any(isinstance(g.get("index"), int) for g in p.parsed.get("gpus") or [])), None)
         if listed:
             facts["nvml"] = {"init": {"ok": True}, "driver_version": {"unavailable": "not_found"},

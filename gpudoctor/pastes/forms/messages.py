@@ -43,6 +43,8 @@ _NVRM = re.compile(r"NVRM: (.{1,200})")
 _JAX_BACKEND = re.compile(r"(?:(?:CUDA|cuda|GPU|gpu) backend failed to initialize|Backend '(?:cuda|gpu)' failed to initialize|"
                           r"Unable to initialize backend '(?:cuda|gpu)'\"?):\s{0,4}(.{1,400}?)\s*(?:\(Set TF_CPP_MIN_LOG_LEVEL|"
                           r"\.* ?Available backends are|$)")
+# a jaxlib that registered no CUDA platform: the CPU-only jaxlib (the message wraps onto the next line)
+_NO_CUDA_PLATFORM = re.compile(r"registered platform with name:\s*\"?(?:cuda|gpu)\b")
 # the later releases list each outdated library over the lines that follow the message
 _JAX_OUTDATED = re.compile(r"Outdated (\w{2,20}) installation found")
 _JAX_INSTALLED = re.compile(r"Installed version: (\d{3,6})")
@@ -375,6 +377,8 @@ def _jax_backend(line: str, lines: list[str], number: int) -> list[dict[str, Any
         item["cause"] = "no_gpu"
     elif "cuda_error_not_initialized" in lowered or "cuda_error_unknown" in lowered:
         item["cause"] = "cuda_not_started"
+    elif _following(_NO_CUDA_PLATFORM, lines, number, 1):
+        item["cause"] = "no_cuda_platform"
     return [item]
 
 
