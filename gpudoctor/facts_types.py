@@ -38,6 +38,7 @@ class NvmlInit(TypedDict, total=False):
     reason: str
     code: Optional[int]
     message: str
+    library_version: str  # a paste's "NVML library version: X" under a driver/library mismatch
 
 
 class NvmlFacts(TypedDict, total=False):

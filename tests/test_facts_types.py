@@ -18,6 +18,7 @@ SECTIONS = {"facts.nvml.": NvmlFacts, "facts.gpus[].": GpuFacts, "facts.framewor
 #: Keys the probes (or a paste) write that report.load does not type-check, so SHAPE leaves them out.
 NOT_IN_SHAPE = {
     "facts.nvml.incomplete", "facts.nvml.source", "facts.nvml.init.code", "facts.nvml.init.message",
+    "facts.nvml.init.library_version",
     "facts.gpus[].handle", "facts.gpus[].architecture_source", "facts.gpus[].compute_capability_source",
     "facts.gpus[].source", "facts.gpus[].stated", "facts.gpus[].pci.subsystem_id", "facts.gpus[].fabric.api",
     *(f"facts.frameworks.*.{key}" for key in (

@@ -368,6 +368,19 @@ def test_nvidia_smi_l_is_read_as_the_gpus_nvidia_smi_listed(tmp_path: Path) -> N
     assert not any(p.kind == "nvidia-smi -L" for p in find_pastes("GPU models and configuration: \nGPU 0: NVIDIA A10\n", "c"))
 
 
+def test_a_mismatch_names_the_library_version_nvidia_smi_printed() -> None:
+    """Recent nvidia-smi prints "NVML library version: X" under "Driver/library version mismatch"; the title says it
+    beside the kernel module's version where the paste has that too (truenas-nvidia-drivers#19)."""
+    titles = {}
+    for name in ("truenas-nvidia-drivers-19.md", "k8s-device-plugin-1431.md"):
+        _, report, _ = analyze(str(TICKETS / name))
+        (found,) = [f for f in report["findings"] if f["code"] == "DRV003"]
+        titles[name] = found["title"]
+    assert titles == {
+        "truenas-nvidia-drivers-19.md": "driver/library version mismatch: kernel module 580.173.02, user-space libraries 580.178",
+        "k8s-device-plugin-1431.md": "driver/library version mismatch: kernel module unknown, user-space libraries 570.195"}
+
+
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:
     """collect_env's "Is CUDA available: No" carries no message: the fix runs the framework to get its own."""
     _, report, _ = analyze(str(TICKETS / "pytorch-43058.md"))

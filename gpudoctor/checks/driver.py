@@ -123,7 +123,8 @@ def _init_failure(facts: Facts, init: NvmlInit) -> Iterator[Finding]:
                       commands=["sudo modprobe nvidia", "dkms status", "mokutil --sb-state", "uname -r"],
                       links=[DRIVER_DOCS])
     elif reason == "driver_library_mismatch":
-        libs = _library_versions(driver.get("nvml_library_files") or [])
+        libs = _library_versions(driver.get("nvml_library_files") or []) or \
+            ([init["library_version"]] if isinstance(init.get("library_version"), str) else [])
         kernel = known(module.get("version")) or "unknown"
         yield finding("DRV003", f"driver/library version mismatch: kernel module {kernel}, "
                                 f"user-space libraries {', '.join(libs) or 'unknown'}",

@@ -143,8 +143,11 @@ def _blocks(text: str, name: str) -> list[Paste]:
             found.append(Paste("nvidia-smi -L", where, nvidia_smi.parse_list(plain)))
         failed = nvidia_smi.failure(plain)
         if failed and not any(p.kind.startswith("nvidia-smi") and p.where == where for p in found):
-            found.append(Paste("nvidia-smi", where, {"gpus": [], "notes": [], "failure": {"reason": failed[0],
-                                                                                           "message": failed[1]}}))
+            said: dict[str, Any] = {"reason": failed[0], "message": failed[1]}
+            library = nvidia_smi.nvml_library_version(plain) if failed[0] == "driver_library_mismatch" else None
+            if library:
+                said["library_version"] = library
+            found.append(Paste("nvidia-smi", where, {"gpus": [], "notes": [], "failure": said}))
         if collect_env.looks_like(plain):
             found.append(Paste("collect_env", where, collect_env.parse(plain)))
     for where, start in first.values():

@@ -58,6 +58,15 @@ def failure(text: str) -> Optional[tuple[str, str]]:
     return None
 
 
+#: What recent nvidia-smi prints under "Driver/library version mismatch": the user-space libraries' version.
+_NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b")
+
+
+def nvml_library_version(text: str) -> Optional[str]:
+    m = _NVML_LIBRARY.search(text) if "NVML library version" in text else None
+    return m.group(1) if m else None
+
+
 #: A line of `nvidia-smi -L`. The UUID tells it from collect_env's GPU list, which drops it.
 _LIST = re.compile(r"^\s*GPU (\d{1,3}): (.{1,120}?) \(UUID: (GPU-[0-9A-Fa-f-]{8,64})\)\s*$", re.M)
 

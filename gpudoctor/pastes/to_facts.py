@@ -115,7 +115,8 @@ def _driver(facts: dict[str, Any], smi: list[Paste], notes: list[str]) -> None:
         # a failure wins over a working run in another paste: the thread is about the failure (a container that
         # lost its GPUs after `systemctl daemon-reload` while the host's nvidia-smi still works)
         failure = failed.parsed["failure"]
-        facts["nvml"] = {"init": {"ok": False, "reason": failure["reason"], "message": failure["message"], "code": None},
+        facts["nvml"] = {"init": {"ok": False, "reason": failure["reason"], "message": failure["message"], "code": None,
+                                  **({"library_version": failure["library_version"]} if failure.get("library_version") else {})},
                          "source": failed.kind}
         if told:
             facts["nvml"]["driver_version"] = told[0].parsed["driver_version"]
