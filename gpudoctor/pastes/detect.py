@@ -35,6 +35,7 @@ def _visible(text: str) -> str:
 _TAGS = re.compile(r"</?(?:details|summary|pre|code|p|br|b|strong|em|i|div|sub|sup)\b[^>]*>", re.I)
 
 KINDS = ("gpudoctor-json", "gpudoctor-markdown", "collect_env", "nvidia-smi", "nvidia-smi -q", "nvidia-smi -q -x", "nvidia-smi -L",
+         "nvidia-container-cli info",
          "messages", "session", "template", "tools", "prose")
 
 
@@ -141,6 +142,8 @@ def _blocks(text: str, name: str) -> list[Paste]:
             found.append(Paste("nvidia-smi", where, nvidia_smi.parse_table(plain)))
         elif nvidia_smi.looks_like_list(plain) and not collect_env.looks_like(plain):
             found.append(Paste("nvidia-smi -L", where, nvidia_smi.parse_list(plain)))
+        if nvidia_smi.looks_like_cli_info(plain):
+            found.append(Paste("nvidia-container-cli info", where, nvidia_smi.parse_cli_info(plain)))
         failed = nvidia_smi.failure(plain)
         if failed and not any(p.kind.startswith("nvidia-smi") and p.where == where for p in found):
             said: dict[str, Any] = {"reason": failed[0], "message": failed[1]}

@@ -58,6 +58,33 @@ def failure(text: str) -> Optional[tuple[str, str]]:
     return None
 
 
+#: `nvidia-container-cli info`: the driver, the CUDA it runs, then a block per GPU.
+_CLI_DRIVER = re.compile(r"^\s*NVRM version:\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\s*$", re.M)
+_CLI_CUDA = re.compile(r"^\s*CUDA version:\s+(\d{1,2}\.\d{1,2})\s*$", re.M)
+_CLI_FIELD = re.compile(r"^\s*(Device Index|Model|GPU UUID|Bus Location|Architecture):\s+(\S.{0,120}?)\s*$", re.M)
+
+
+def looks_like_cli_info(text: str) -> bool:
+    return "Device Index:" in text and bool(_CLI_DRIVER.search(text))
+
+
+def parse_cli_info(text: str) -> dict[str, Any]:
+    """`nvidia-container-cli info`, as the container toolkit's issue template asks for it: the driver, its CUDA, and
+    each GPU's index, model, UUID, bus and compute capability ("Architecture: 6.1")."""
+    driver, cuda = _CLI_DRIVER.search(text), _CLI_CUDA.search(text)
+    out: dict[str, Any] = {"gpus": [], "notes": [], "driver_version": driver.group(1) if driver else None}
+    out["cuda_version"] = cuda.group(1) if cuda else None
+    keys = {"Model": "name", "GPU UUID": "uuid", "Bus Location": "bus_id", "Architecture": "compute_capability"}
+    for m in _CLI_FIELD.finditer(text):
+        field, value = m.group(1), m.group(2)
+        if field == "Device Index":
+            out["gpus"].append({"index": int(value)} if value.isdigit() else {})
+        elif out["gpus"] and not (field == "Architecture" and not re.fullmatch(r"\d{1,2}\.\d", value)):
+            out["gpus"][-1][keys[field]] = value
+    out["gpus"] = [g for g in out["gpus"] if isinstance(g.get("index"), int) and g.get("name")]
+    return out
+
+
 #: What recent nvidia-smi prints under "Driver/library version mismatch": the user-space libraries' version.
 _NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b")
 

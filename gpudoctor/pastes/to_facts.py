@@ -44,7 +44,7 @@ NOT_TOLD = {
     "acceleration": "nothing ran on a GPU: a paste cannot show that work runs and gives correct results",
 }
 SMI_RANK = {"nvidia-smi -q -x": 0, "nvidia-smi -q": 1, "nvidia-smi": 2, "gpudoctor-markdown": 3, "collect_env": 4,
-            "nvidia-smi -L": 5}
+            "nvidia-container-cli info": 5, "nvidia-smi -L": 6}
 MIB = 1024**2
 
 
