@@ -675,6 +675,8 @@ EXAMPLES: dict[str, Facts] = {
     "FWK212": {"evidence": [_said("ptxas_too_old", "W external/org_tensorflow/tensorflow/compiler/xla/stream_executor/gpu/"
                                   "asm_compiler.cc:231] Falling back to the CUDA driver for PTX compilation; ptxas does not "
                                   "support CC 8.9", cc="8.9")]},
+    "FWK213": {"evidence": [_said("cudnn_did_not_start", "E tensorflow/stream_executor/cuda/cuda_dnn.cc:334] Could not "
+                                  "create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR", status="CUDNN_STATUS_INTERNAL_ERROR")]},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

@@ -47,7 +47,7 @@ def _quote(item: dict[str, Any]) -> str:
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
                    "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked", "no_gpu_visible",
-                   "ptxas_too_old")
+                   "ptxas_too_old", "cudnn_did_not_start")
 JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
@@ -61,6 +61,16 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
         yield _arch_finding(item)
     for item in _evidence(facts, ("ptxas_too_old",))[:1]:
         yield _ptxas_finding(item)
+    for item in _evidence(facts, ("cudnn_did_not_start",))[:1]:
+        yield finding("FWK213", f"cuDNN could not start on the GPU ({item['status']})", detail=_quote(item),
+                      text="Most often the GPU's memory was already taken when cuDNN started: TensorFlow and JAX reserve "
+                           "most of it up front, and another process may hold the rest. Let them grow instead "
+                           "(TF_FORCE_GPU_ALLOW_GROWTH=true for TensorFlow, XLA_PYTHON_CLIENT_PREALLOCATE=false for JAX) "
+                           "and look for other processes in nvidia-smi. If it still fails, the cuDNN loaded is not the one "
+                           "the framework was built for (another copy first on LD_LIBRARY_PATH, or one another package's "
+                           "install replaced), or the driver is older than that cuDNN needs.",
+                      commands=["nvidia-smi", "python -m pip list 2>/dev/null | grep -i cudnn", "echo $LD_LIBRARY_PATH"],
+                      links=[CUDNN_START_THREAD])
     wsl = (facts.get("host") or {}).get("wsl") is True
     for item in _evidence(facts, ("driver_too_old", "driver_insufficient")):
         supports = f" (the driver supports CUDA up to {item['driver_cuda']})" if item.get("driver_cuda") else ""
@@ -364,6 +374,8 @@ def check_container_messages(facts: Facts) -> Iterator[Finding]:
                       links=links)
 
 
+#: TensorFlow's thread on cuDNN failing to start, where letting the memory grow was the fix for most.
+CUDNN_START_THREAD = "https://github.com/tensorflow/tensorflow/issues/24496"
 #: An NVIDIA maintainer on the toolkit failing to load libnvidia-ml.so.1 where nvidia-smi works on the host.
 TOOLKIT_NVML_THREAD = "https://github.com/NVIDIA/nvidia-docker/issues/1711"
 
@@ -527,7 +539,8 @@ CHECKS = (
     Check("container.messages", "container", "the pasted container errors", ("CTR007",), check_container_messages,
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
-          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211", "FWK212"),
+          ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211", "FWK212",
+           "FWK213"),
           check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
     Check("frameworks.rocm", "frameworks", "the pasted stack is NVIDIA's CUDA, not AMD's ROCm", ("FWK210",), check_rocm, ()),

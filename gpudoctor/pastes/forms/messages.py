@@ -22,6 +22,8 @@ _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3}
 _SUPPORTS = re.compile(r"supports CUDA capabilities((?:\s+(?:sm|compute)_\d{2,3}[a-z]?){1,40})", re.I)
 # the warning's last line, which names the GPU again: "If you want to use the NVIDIA GeForce RTX 3060 GPU with PyTorch"
 _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
+#: cuDNN failing to start: TensorFlow's and XLA's handle creation, and PyTorch's error for the same.
+_CUDNN_START = re.compile(r"(?:Could not create cudnn handle|cuDNN error): (CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|ALLOC_FAILED))")
 #: XLA's words for a ptxas that does not know the GPU, or is older than XLA needs (asm_compiler.cc).
 _PTXAS = (re.compile(r"ptxas does not support CC (?P<cc>\d{1,2}\.\d)"),
           # XLA's own prefix: Triton's bundled ptxas says the same words, and is not XLA's
@@ -127,7 +129,7 @@ FIXED = (
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
-TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "cudnn_status_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
                  "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize",
                  "unable to initialize backend", "err!", "the device handle for gpu", "gpu with pytorch", "assertion `",
                  "device='cuda:", "created tensorflow device", "created device",
@@ -201,6 +203,10 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
             out.append(item)
     if "ptxas" in lowered:
         out += _ptxas(line)
+    if "cudnn_status_" in lowered:
+        m = _CUDNN_START.search(line)
+        if m and not _negated(line, m.start()):
+            out.append({"kind": "cudnn_did_not_start", "status": m.group(1)})
     if "is too old (found version" in lowered:
         m = _TOO_OLD.search(line)
         if m and not _negated(line, m.start()):
