@@ -404,6 +404,17 @@ def test_cudnn_that_did_not_start_is_a_warning_that_names_memory_first() -> None
     assert messages.read(["cudnnStatus_t: CUDNN_STATUS_SUCCESS = 0"]) is None
 
 
+def test_the_kernels_api_mismatch_names_both_versions_and_a_lost_gpu_its_causes() -> None:
+    """NVRM's "API mismatch", wrapped over two lines (nvidia-docker#182): the libraries' and the module's versions in
+    the title. Xid 79 (open-gpu-kernel-modules#1151): the catalogue's action, and the causes to check if it recurs."""
+    _, report, _ = analyze(str(TICKETS / "nvidia-docker-182.md"))
+    (found,) = report["findings"]
+    assert found["title"].endswith("different versions (libraries 367.44, kernel module 367.35)")
+    _, report, _ = analyze(str(TICKETS / "open-gpu-kernel-modules-1151-comment.md"))
+    (found,) = [f for f in report["findings"] if "Xid 79" in f["title"]]
+    assert found["remediation"]["text"].startswith("Reboot the machine.") and "power" in found["remediation"]["text"]
+
+
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:
     """collect_env's "Is CUDA available: No" carries no message: the fix runs the framework to get its own."""
     _, report, _ = analyze(str(TICKETS / "pytorch-43058.md"))

@@ -418,7 +418,8 @@ def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     for item in _evidence(facts, ("driver_library_mismatch",)):
         if reason == "driver_library_mismatch":
             continue  # nvidia-smi's own failure says it (driver.nvml)
-        yield finding("DRV020", "the driver reports that its kernel module and libraries are different versions",
+        said = f" (libraries {item['client']}, kernel module {item['module']})" if item.get("client") else ""
+        yield finding("DRV020", f"the driver reports that its kernel module and libraries are different versions{said}",
                       detail=_quote(item), severity=ERROR,
                       text="Reboot, or stop every GPU process and reload the nvidia kernel modules.", commands=[DRIVER_LOG_COMMAND])
     xids = [int(e.get("xid") or 0) for e in _evidence(facts, ("xid",))]
@@ -426,8 +427,7 @@ def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
         yield finding("DRV024", "the reporter says the GPU fell off the bus: it stops computing until it is reset",
                       detail=_quote(item),
                       text="A GPU that falls off the bus (the kernel log's Xid 79) is lost to the driver until the machine "
-                           "reboots or the GPU is reset. NVIDIA's catalogue names overheating, power (the supply, its "
-                           "cables, transients) and the PCIe slot or system BIOS as the causes; check them if it recurs.",
+                           f"reboots or the GPU is reset. {FELL_OFF_CAUSES}",
                       commands=[DRIVER_LOG_COMMAND, "nvidia-smi -q -d TEMPERATURE,POWER"], links=[XID_DOCS])
     for item in _evidence(facts, ("xid",)):
         xid = int(item.get("xid") or 0)
@@ -441,8 +441,14 @@ def check_driver_messages(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
                       detail=_quote(item), severity=ERROR if judged == ERROR else INFO if ignore else None,
                       text=str(entry.get("action") or "Look the Xid up in NVIDIA's catalogue: hardware Xids (GPU fallen "
                                                       "off the bus, ECC, NVLink) need a reset or a reboot and, if they "
-                                                      "recur, the hardware checked; others point at the program."),
+                                                      "recur, the hardware checked; others point at the program.")
+                      + (f" {FELL_OFF_CAUSES}" if xid == 79 else ""),
                       commands=[DRIVER_LOG_COMMAND], links=[xid_catalogue.XID_DOCS])
+
+
+#: Why a GPU falls off the bus (Xid 79), as NVIDIA's Xid catalogue gives the causes.
+FELL_OFF_CAUSES = ("NVIDIA's catalogue names overheating, power (the supply, its cables, transients) and the PCIe slot "
+                   "or system BIOS as the causes; check them if it recurs.")
 
 
 #: cuInit's failures other than 802, each with what it means and its fix (the CUDA driver API's error list; NVIDIA's

@@ -22,6 +22,9 @@ _SM = re.compile(r"(?:^|:\s)\s*([^:\n]{1,120}?) with CUDA capability sm_(\d{2,3}
 _SUPPORTS = re.compile(r"supports CUDA capabilities((?:\s+(?:sm|compute)_\d{2,3}[a-z]?){1,40})", re.I)
 # the warning's last line, which names the GPU again: "If you want to use the NVIDIA GeForce RTX 3060 GPU with PyTorch"
 _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
+#: The kernel's words for a library of another version than its module (NVRM: API mismatch), often over two lines.
+_NVRM_CLIENT = re.compile(r"the client has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
+_NVRM_MODULE = re.compile(r"this kernel module has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
 #: cuDNN failing to start: TensorFlow's and XLA's handle creation, and PyTorch's error for the same.
 _CUDNN_START = re.compile(r"(?:Could not create cudnn handle|cuDNN error): (CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|ALLOC_FAILED))")
 #: XLA's words for a ptxas that does not know the GPU, or is older than XLA needs (asm_compiler.cc).
@@ -229,7 +232,9 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
         if xid:
             out.append({"kind": "xid", "bus_id": xid["bus_id"], "xid": xid["xid"], "detail": xid["detail"]})
         elif "api mismatch" in lowered or "version mismatch" in lowered:
-            out.append({"kind": "driver_library_mismatch"})
+            client, module = _NVRM_CLIENT.search(line), _following(_NVRM_MODULE, lines, number, 1)
+            out.append({"kind": "driver_library_mismatch", **({"client": client.group(1), "module": module.group(1)}
+                                                            if client and module else {})})
     if "failed to initialize" in lowered or "unable to initialize backend" in lowered:
         out += _jax_backend(line, lines, number)
     if "the device handle for gpu" in lowered:
