@@ -677,6 +677,9 @@ EXAMPLES: dict[str, Facts] = {
                                   "support CC 8.9", cc="8.9")]},
     "FWK213": {"evidence": [_said("cudnn_did_not_start", "E tensorflow/stream_executor/cuda/cuda_dnn.cc:334] Could not "
                                   "create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR", status="CUDNN_STATUS_INTERNAL_ERROR")]},
+    "FWK214": {"evidence": [_said("bf16_refused", "ValueError: Bfloat16 is only supported on GPUs with compute capability "
+                                  "of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0.",
+                                  gpu="Tesla V100-SXM2-32GB", compute_capability="7.0", minimum="8.0")]},
     "FWK208": {"evidence": [_said("gpu_worked", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.69 GiB "
                                   "(GPU 0; 14.56 GiB total capacity; 649.97 MiB already allocated; 1.31 GiB free)",
                                   how="out_of_memory", asked="1.69 GiB", gpu="GPU 0", total="14.56 GiB")]},

@@ -47,7 +47,7 @@ def _quote(item: dict[str, Any]) -> str:
 FRAMEWORK_KINDS = ("gpu_arch_unsupported", "gpu_too_old", "no_kernel_image", "driver_too_old", "driver_insufficient",
                    "no_driver", "library_not_loaded", "dlopen_failed", "cudnn_mismatch", "torch_cpu_build", "jaxlib_cpu",
                    "contradiction", "jax_backend_failed", "no_binary_for_gpu", "gpu_worked", "no_gpu_visible",
-                   "ptxas_too_old", "cudnn_did_not_start")
+                   "ptxas_too_old", "cudnn_did_not_start", "bf16_refused")
 JAX_CHECK = 'python -c "import jax; print(jax.__version__, jax.devices())"'
 JAX_INSTALL = "https://docs.jax.dev/en/latest/installation.html"
 
@@ -61,6 +61,11 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
         yield _arch_finding(item)
     for item in _evidence(facts, ("ptxas_too_old",))[:1]:
         yield _ptxas_finding(item)
+    for item in _evidence(facts, ("bf16_refused",))[:1]:
+        yield finding("FWK214", f"the program asked for bfloat16, which {item['gpu']} (compute capability "
+                                f"{item['compute_capability']}) does not have", detail=_quote(item),
+                      text="Not a fault of the driver, CUDA or the framework: bfloat16 needs compute capability "
+                           f"{item['minimum']} or newer. Run the model in float16 (vLLM: --dtype half), or on a newer GPU.")
     for item in _evidence(facts, ("cudnn_did_not_start",))[:1]:
         yield finding("FWK213", f"cuDNN could not start on the GPU ({item['status']})", detail=_quote(item),
                       text="Most often the GPU's memory was already taken when cuDNN started: TensorFlow and JAX reserve "
@@ -546,7 +551,7 @@ CHECKS = (
           ()),
     Check("frameworks.messages", "frameworks", "the frameworks' own pasted messages",
           ("FWK201", "FWK202", "FWK203", "FWK204", "FWK205", "FWK206", "FWK207", "FWK208", "FWK209", "FWK211", "FWK212",
-           "FWK213"),
+           "FWK213", "FWK214"),
           check_framework_messages, ()),
     Check("gpus.messages", "gpus", "the pasted nvidia-smi readings", ("GPU104",), check_gpu_messages, ()),
     Check("frameworks.rocm", "frameworks", "the pasted stack is NVIDIA's CUDA, not AMD's ROCm", ("FWK210",), check_rocm, ()),

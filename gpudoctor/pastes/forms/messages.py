@@ -25,6 +25,9 @@ _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
 #: The kernel's words for a library of another version than its module (NVRM: API mismatch), often over two lines.
 _NVRM_CLIENT = re.compile(r"the client has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
 _NVRM_MODULE = re.compile(r"this kernel module has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
+#: vLLM refusing bfloat16 on a GPU without it.
+_BF16_REFUSED = re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least (\d{1,2}\.\d)\. "
+                           r"Your (.{1,80}?) GPU has compute capability (\d{1,2}\.\d)")
 #: cuDNN failing to start: TensorFlow's and XLA's handle creation, and PyTorch's error for the same.
 _CUDNN_START = re.compile(r"(?:Could not create cudnn handle|cuDNN error): (CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|ALLOC_FAILED))")
 #: XLA's words for a ptxas that does not know the GPU, or is older than XLA needs (asm_compiler.cc).
@@ -132,7 +135,7 @@ FIXED = (
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
-TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "cudnn_status_", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "cudnn_status_", "bfloat16 is only supported", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
                  "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize",
                  "unable to initialize backend", "err!", "the device handle for gpu", "gpu with pytorch", "assertion `",
                  "device='cuda:", "created tensorflow device", "created device",
@@ -206,6 +209,11 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
             out.append(item)
     if "ptxas" in lowered:
         out += _ptxas(line)
+    if "bfloat16 is only supported" in lowered:
+        m = _BF16_REFUSED.search(line)
+        if m:
+            out.append({"kind": "bf16_refused", "gpu": m.group(2).strip(), "compute_capability": m.group(3),
+                        "minimum": m.group(1)})
     if "cudnn_status_" in lowered:
         m = _CUDNN_START.search(line)
         if m and not _negated(line, m.start()):
