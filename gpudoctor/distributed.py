@@ -126,6 +126,31 @@ def run_rank(launch: Launch, node_check: Callable[[Optional[float]], dict[str, A
     return report, data
 
 
+#: How long rank 0 waits, at most, for the other ranks its launcher started beside it before it exits.
+LOCAL_RANKS_WAIT_S = 10.0
+
+
+def wait_for_local_ranks(launch: Launch, deadline: Optional[float] = None) -> int:
+    """On rank 0 of a torchrun job: wait until the other ranks torchrun started on this node have exited (at most
+    LOCAL_RANKS_WAIT_S, or until ``deadline``). torchrun stops every rank as soon as one exits with an error, and
+    rank 0 exits 1 when the job has findings: a rank still saying what it sent would be cut off. Returns how many
+    were still there when the wait ended."""
+    from gpudoctor.procs.pids import child_pids, parent_pid, running, start_ticks
+
+    agent = parent_pid(os.getpid())
+    if launch.rank != 0 or launch.launcher != "torchrun" or launch.local_world_size < 2 or not agent or agent == 1:
+        return 0
+    ranks = {pid: start_ticks(pid) for pid in child_pids(agent) if pid != os.getpid()}
+    end = time.monotonic() + LOCAL_RANKS_WAIT_S
+    if deadline is not None:
+        end = min(end, deadline)
+    while True:
+        left = [pid for pid, ticks in ranks.items() if running(pid, ticks)]
+        if not left or time.monotonic() >= end:
+            return len(left)
+        time.sleep(0.02)
+
+
 def describe_rank(launch: Launch, data: dict[str, Any], node_report: Optional[dict[str, Any]]) -> str:
     """The one line a rank other than 0 prints: what it contributed, or why it could not (and then, on a
     node's local rank 0, the node's own verdict, which may never reach rank 0)."""

@@ -104,6 +104,10 @@ def check(fmt: str, output: Optional[Path], verbose: bool, fail_on: str, quick: 
     emit(report, fmt, output, verbose, redact=not no_redact, quiet=quiet, fail_on=fail_on,
          duration_s=time.monotonic() - started, deadline=run_options.deadline, matrix=run_options.matrix)
     mark("cli: report written")
+    if launch is not None and deep and not quick:
+        from gpudoctor.distributed import wait_for_local_ranks
+
+        wait_for_local_ranks(launch, run_options.deadline)
     sys.exit(rep.exit_code(rep.findings_of(report), fail_on))
 
 

@@ -47,6 +47,34 @@ def _stat_field(pid: int, field: int) -> Optional[int]:
         return None
 
 
+def running(pid: int, ticks: Optional[int]) -> bool:
+    """Whether the process ``pid`` that started at ``ticks`` (start_ticks) still runs: not gone, not another process
+    of the same number, and not a zombie whose parent has yet to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        fields = stat[stat.rindex(b")") + 2:].split()
+        return fields[0] not in (b"Z", b"X") and int(fields[19]) == ticks
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def child_pids(pid: int) -> list[int]:
+    """``pid``'s own children (not theirs), from ``/proc/PID/task/TID/children``."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                kids += [int(k) for k in fh.read().split()]
+        except (OSError, ValueError):
+            continue  # the thread ended meanwhile
+    return kids
+
+
 def descendant_pids(pid: int) -> list[int]:
     """The processes below ``pid``, from ``/proc/PID/task/TID/children``: the cost is the tree's size, not a
     scan of every process of the node."""
