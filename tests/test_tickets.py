@@ -423,6 +423,21 @@ def test_bf16_asked_of_a_gpu_without_it_is_a_note_not_a_stack_fault() -> None:
     assert "Tesla V100-SXM2-32GB (compute capability 7.0)" in found["title"] and "--dtype half" in found["remediation"]["text"]
 
 
+def test_the_system_and_versions_read_through_windows_and_markdown_spellings() -> None:
+    """WSL written out is WSL, never native Windows (its commands differ); a Python built by MSVC and ComfyUI's
+    "OS: nt" are Windows; a template's bold markup between a field and its value does not hide the value."""
+    from gpudoctor.pastes.forms import prose
+
+    def said(line: str) -> dict:
+        return prose.read([line]) or {}
+
+    assert said("I am on Windows Subsystem for Linux with an RTX 3060").get("os") == "wsl"
+    assert said("Python version: 3.12.10 (tags/v3.12.10:0cc3b2a, Apr  8 2025) [MSC v.1943 64 bit (AMD64)]").get("os") == "windows"
+    assert said("- **OS:** nt").get("os") == "windows"
+    assert said("- **PyTorch Version:** 2.8.0+cu129").get("torch_version") == "2.8.0+cu129"
+    assert said("The NT kernel and my ntfs disk").get("os") is None
+
+
 def test_a_framework_that_gave_no_reason_is_not_said_to_have_given_one() -> None:
     """collect_env's "Is CUDA available: No" carries no message: the fix runs the framework to get its own."""
     _, report, _ = analyze(str(TICKETS / "pytorch-43058.md"))

@@ -287,8 +287,8 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
         text = ("The code that ran was compiled without this GPU's architecture. If the first command below lists "
                 "it (sm_XY for compute capability X.Y), PyTorch has it and the kernel came from a package built on "
                 "top of it (vLLM, flash-attn, xformers, a custom extension): install that package's build for this "
-                "GPU if it has one, or build it from source with TORCH_CUDA_ARCH_LIST naming the GPU's compute "
-                "capability (such as 6.0). Otherwise install a PyTorch build "
+                "GPU if it has one, or build it from source with TORCH_CUDA_ARCH_LIST set to the GPU's compute "
+                "capability, as the second command prints it. Otherwise install a PyTorch build "
                 f"that lists it ({TORCH_INSTALL}).")
     return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
                    links=[TORCH_INSTALL])

@@ -13,17 +13,18 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-_TORCH = re.compile(r"\b(?:py)?torch(?:\s{1,3}version)?[\s:=]{1,6}[`'\"]?v?(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d{8})?"
+_TORCH = re.compile(r"\b(?:py)?torch(?:\s{1,3}version)?[\s:=*]{1,8}[`'\"]?v?(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?(?:\.dev\d{8})?"
                     r"(?:\+(?:cu\d{2,3}|cpu))?)(?!\w|\.\d)")
-_TF = re.compile(r"\btensorflow(?:-gpu)?(?:\s{1,3}version)?[\s:=]{1,6}v?(\d\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)")
-_CUDA = re.compile(r"\bcuda(?:\s{1,3}toolkit)?(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}\.\d)(?:\.\d{1,3})?(?!\w|\.\d)")
-_CUDNN = re.compile(r"\bcudnn(?:\s{1,3}version)?[\s:=]{0,6}v?(\d{1,2}(?:\.\d{1,2}){1,2})(?!\w|\.\d)")
+_TF = re.compile(r"\btensorflow(?:-gpu)?(?:\s{1,3}version)?[\s:=*]{1,8}v?(\d\.\d{1,2}(?:\.\d{1,2})?)(?!\w|\.\d)")
+_CUDA = re.compile(r"\bcuda(?:\s{1,3}toolkit)?(?:\s{1,3}version)?[\s:=*]{0,8}v?(\d{1,2}\.\d)(?:\.\d{1,3})?(?!\w|\.\d)")
+_CUDNN = re.compile(r"\bcudnn(?:\s{1,3}version)?[\s:=*]{0,8}v?(\d{1,2}(?:\.\d{1,2}){1,2})(?!\w|\.\d)")
 _DRIVER = re.compile(r"\b(?:nvidia\s{1,3})?driver(?:\s{1,3}version)?[\s:=]{1,6}v?(\d{3}(?:\.\d{1,3}){0,2})(?!\w|\.\d)")
 _PYTHON = re.compile(r"\bpython\s{0,3}v?(3\.\d{1,2})(?:\.\d{1,2})?(?!\w|\.\d)")
 _GEFORCE = re.compile(r"\b(?:nvidia\s{1,3})?(?:geforce\s{1,3})?(rtx|gtx|gt)\s?-?(\d{3,4})(?:\s?-?(ti|super))?(\s{1,3}laptop)?\b")
 _DATACENTER = re.compile(r"\b(?:nvidia\s{1,3}|tesla\s{1,3})?((?:rtx\s)?a[1-6]000|[ahv]100|h200|a10g?|a30|a40|l40s?|l4|t4|k80|p100|p40)\b")
-_OS = (("wsl", re.compile(r"\bwsl\s?2?\b")),
-       ("windows", re.compile(r"\bwin(?:dows)?\s?(?:10|11)\b|\bwindows\b")),
+_OS = (("wsl", re.compile(r"\bwsl\s?2?\b|\bwindows subsystem for linux\b")),
+       # a Python built by MSVC ("[MSC v.1943 64 bit (AMD64)]") and os.name "nt" (ComfyUI's "OS: nt") are Windows'
+       ("windows", re.compile(r"\bwin(?:dows)?\s?(?:10|11)\b|\bwindows\b|\[msc v\.\d{3,4} |\bos:\W{0,4}nt\b")),
        ("macos", re.compile(r"\bmac\s?os\b|\bmacbook\b|\bapple silicon\b")),
        ("linux", re.compile(r"\b(?:ubuntu|debian|centos|fedora|rocky linux|rhel|arch linux|linux mint)\b")))
 _DENIED = re.compile(r"(?:\bnot|n't|\bno longer|\binstead of|\bwithout|\bother than)\b[^.;]{0,30}$")
@@ -37,7 +38,7 @@ _DATACENTER_HINT = re.compile(r"[ahvlktp]\d")
 #: Lines stating versions read at most: a ticket's prose states its machine in a few; a body with hundreds is a
 #: log or a list, whose versions are not one machine's.
 MAX_STATING_LINES = 200
-_OS_HINT = re.compile("wsl|win|mac|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint")
+_OS_HINT = re.compile("wsl|win|mac|apple|ubuntu|debian|centos|fedora|rocky|rhel|arch|mint|msc v|os:")
 #: Any of _OS's expressions: one search before the four, which then say which OS in their order.
 _ANY_OS = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _OS))
 _DIGIT = re.compile(r"\d")
