@@ -508,6 +508,10 @@ _CODES = (
          "The driver's branch no longer drives the GPU's architecture, or predates it (compat_matrix/driver_branches.json): R470 was the last for Kepler, R390 for Fermi, R340 for Tesla, R580 for Maxwell, Pascal and Volta; R520 is the first for Hopper and Ada.",
          "The driver does not list the GPU at all (nvidia-smi and CUDA see no device), so no build of any framework can use it, whatever CUDA the driver supports.",
          "Install a driver of a branch that drives the GPU (the finding names it: the last branch for an old GPU, the first or a newer one for a new GPU) and the CUDA and framework builds it supports (`gpudoctor matrix suggest`)."),
+    Code("CMP011", "forward-compatibility-in-use", WARNING,
+         "The driver reports a CUDA newer than its own branch runs (driver 470.57.02 saying CUDA 12.1, where R470 runs up to 11.4): that CUDA is the cuda-compat forward-compatibility package's libcuda, on the loader path (a container image's /usr/local/cuda/compat, LD_LIBRARY_PATH).",
+         "NVIDIA supports forward compatibility only on data-center GPUs, some NGC-Ready RTX cards and Jetson boards: an error on a GeForce, where CUDA stops with error 804; a warning where the GPU's support is not known; a note on a data-center GPU.",
+         "Take the cuda-compat libraries off the loader path and install a driver whose own CUDA is the one the programs need; on a data-center GPU it is supported as it is."),
     # --- acceleration: work run on the GPUs ------------------------------------------------------
     Code("RUN001", "smoke-kernel-failed", ERROR,
          "The framework-free smoke kernel (a small PTX kernel run through the CUDA driver API) failed on a GPU; the CUDA error and its meaning are given.",

@@ -133,14 +133,17 @@ LOCAL_RANKS_WAIT_S = 10.0
 def wait_for_local_ranks(launch: Launch, deadline: Optional[float] = None) -> int:
     """On rank 0 of a torchrun job: wait until the other ranks torchrun started on this node have exited (at most
     LOCAL_RANKS_WAIT_S, or until ``deadline``). torchrun stops every rank as soon as one exits with an error, and
-    rank 0 exits 1 when the job has findings: a rank still saying what it sent would be cut off. Returns how many
-    were still there when the wait ended."""
+    rank 0 exits 1 when the job has findings: a rank still saying what it sent would be cut off. The ranks are the
+    launcher's other children of this job (TORCHELASTIC_RUN_ID) with another LOCAL_RANK; a process this rank
+    started, or the launcher's other children, are not waited for. Returns how many were still there at the end."""
     from gpudoctor.procs.pids import child_pids, parent_pid, running, start_ticks
 
     agent = parent_pid(os.getpid())
-    if launch.rank != 0 or launch.launcher != "torchrun" or launch.local_world_size < 2 or not agent or agent == 1:
+    job = os.environ.get("TORCHELASTIC_RUN_ID")
+    if launch.rank != 0 or launch.launcher != "torchrun" or launch.local_world_size < 2 or not agent or not job:
         return 0
-    ranks = {pid: start_ticks(pid) for pid in child_pids(agent) if pid != os.getpid()}
+    ranks = {pid: start_ticks(pid) for pid in child_pids(agent)
+             if pid != os.getpid() and _rank_of_job(pid, job, str(launch.local_rank))}
     end = time.monotonic() + LOCAL_RANKS_WAIT_S
     if deadline is not None:
         end = min(end, deadline)
@@ -149,6 +152,16 @@ def wait_for_local_ranks(launch: Launch, deadline: Optional[float] = None) -> in
         if not left or time.monotonic() >= end:
             return len(left)
         time.sleep(0.02)
+
+
+def _rank_of_job(pid: int, job: str, local_rank: str) -> bool:
+    """Whether ``pid`` is another local rank of torchrun job ``job``, by its environment (readable for our own uid)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = dict(item.partition(b"=")[::2] for item in fh.read().split(b"\0") if item)
+    except OSError:
+        return False
+    return env.get(b"TORCHELASTIC_RUN_ID") == job.encode() and env.get(b"LOCAL_RANK", local_rank.encode()) != local_rank.encode()
 
 
 def describe_rank(launch: Launch, data: dict[str, Any], node_report: Optional[dict[str, Any]]) -> str:

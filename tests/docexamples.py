@@ -777,6 +777,11 @@ EXAMPLES: dict[str, Facts] = {
         "nvml": _nvml(driver_version="590.44.01", cuda_driver_version=13010),
         "gpus": [_gpu(0, "Tesla P100-PCIE-16GB", compute_capability="6.0")],
     },
+    "CMP011": {
+        "host": {"os": "Linux", "wsl": False, "container": _NO_CONTAINER},
+        "nvml": _nvml(driver_version="470.57.02", cuda_driver_version=12010),
+        "gpus": [_gpu(0, "NVIDIA GeForce RTX 2080 Ti", compute_capability="7.5")],
+    },
     "RUN011": {
         "workload": {"gpu": True, "devices": ["0"], "runs": [{
             "framework": "torch", "device": "0", "name": _H100, "version": "2.11.0+cu130",

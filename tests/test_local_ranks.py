@@ -13,14 +13,22 @@ from gpudoctor.distributed import Launch, wait_for_local_ranks
 from gpudoctor.procs.child import PACKAGE_ROOT
 from gpudoctor.procs.pids import child_pids, running, start_ticks
 
-#: A stand-in for torchrun's agent: it starts a rank that sleeps and a rank 0 that waits for it, then reaps both
-#: only after rank 0 has ended (a zombie rank must count as gone).
+#: A stand-in for torchrun's agent: another rank of the job that sleeps, a child of the agent that is no rank
+#: (LOCAL_RANK 0, as a `tee` beside rank 0 inherits), then rank 0, which waits. The agent says whether the rank had
+#: ended when rank 0 returned, and reaps it only after (a zombie must count as ended).
 AGENT = r"""
-import subprocess, sys, time
-other = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({float(sys.argv[1])})"])
-zero = subprocess.run([sys.executable, "-c", sys.argv[2]], capture_output=True, text=True, cwd=sys.argv[3])
-print(zero.stdout.strip(), flush=True)
+import json, os, subprocess, sys, time
+job = {**os.environ, "TORCHELASTIC_RUN_ID": "job-1"}
+other = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({float(sys.argv[1])})"], env={**job, "LOCAL_RANK": "1"})
+bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={**job, "LOCAL_RANK": "0"})
+zero = subprocess.run([sys.executable, "-c", sys.argv[2]], capture_output=True, text=True, cwd=sys.argv[3],
+                      env={**job, "LOCAL_RANK": "0"})
+said = json.loads(zero.stdout.strip().splitlines()[-1])
+said["other_ended"] = other.poll() is not None
+bystander.kill()
+bystander.wait()
 other.wait()
+print(json.dumps(said), flush=True)
 """
 RANK0 = r"""
 import json, time
@@ -38,14 +46,15 @@ def _agent(sleep_s: float) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_rank_0_waits_until_the_rank_beside_it_has_ended():
-    said = _agent(0.6)
-    assert said["left"] == 0 and 0.4 <= said["waited_s"] < 5
+def test_rank_0_waits_until_the_rank_beside_it_has_ended_and_for_nothing_else():
+    said = _agent(1.0)
+    assert said["left"] == 0 and said["other_ended"] is True
+    assert said["waited_s"] < 9  # the bystander sleeps 30 s and is not waited for
 
 
 def test_a_rank_that_already_ended_is_not_waited_for_even_before_it_is_reaped():
     said = _agent(0.0)
-    assert said["left"] == 0 and said["waited_s"] < 2
+    assert said["left"] == 0 and said["waited_s"] < 5
 
 
 def test_only_rank_0_of_a_torchrun_job_waits():
@@ -56,9 +65,9 @@ def test_only_rank_0_of_a_torchrun_job_waits():
 
 def test_a_zombie_is_not_running_and_a_live_child_is():
     kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    ticks = start_ticks(kid.pid)
     try:
-        assert kid.pid in child_pids(os.getpid()) and running(kid.pid, start_ticks(kid.pid))
-        ticks = start_ticks(kid.pid)
+        assert kid.pid in child_pids(os.getpid()) and running(kid.pid, ticks)
         kid.kill()
         deadline = time.monotonic() + 5
         while running(kid.pid, ticks) and time.monotonic() < deadline:

@@ -66,7 +66,9 @@ def check_framework_messages(facts: Facts) -> Iterator[Finding]:
                                 f"{item['compute_capability']}) does not have", detail=_quote(item),
                       text="Not a fault of the driver, CUDA or the framework: bfloat16 needs compute capability "
                            f"{item['minimum']} or newer. Run the model in float16 (vLLM: --dtype half), or on a newer GPU.")
-    for item in _evidence(facts, ("cudnn_did_not_start",))[:1]:
+    cudnn_named = any(e["kind"] == "cudnn_mismatch" or "cudnn" in str(e.get("library") or "").lower()
+                      for e in _evidence(facts, ("cudnn_mismatch", "library_not_loaded", "dlopen_failed")))
+    for item in _evidence(facts, ("cudnn_did_not_start",))[:1] if not cudnn_named else ():
         yield finding("FWK213", f"cuDNN could not start on the GPU ({item['status']})", detail=_quote(item),
                       text="Most often the GPU's memory was already taken when cuDNN started: TensorFlow and JAX reserve "
                            "most of it up front, and another process may hold the rest. Let them grow instead "
@@ -295,24 +297,24 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
 
 
 def _ptxas_finding(item: dict[str, Any]) -> Finding:
-    """XLA falls back to the driver's PTX compiler: the program still runs, slower to start, and may fail or (with a
-    ptxas older than 11.1, by XLA's own warning) compute wrong results; a warning, with where the right ptxas comes from."""
-    if item.get("cc"):
-        what = f"does not support compute capability {item['cc']}"
-    elif item.get("sm"):
-        what = f"does not know {item['sm']}"
+    """XLA's ptxas too old. For the GPU (its compute capability or architecture unknown to ptxas), XLA falls back to
+    the driver's PTX compiler: the program still runs, slower to start, and kernels may fail to load. By version
+    ("older than 11.1"), XLA still compiles with it and warns that it miscompiles, so results may be wrong. A warning,
+    with where the right ptxas comes from."""
+    source = ("XLA (JAX, TensorFlow) compiles its kernels with the first ptxas it finds: the CUDA compiler wheel its "
+              "CUDA extra installs, or PATH's. ")
+    fix = (" Install the framework's CUDA extra (pip install -U \"jax[cuda12]\", or tensorflow[and-cuda]), or put a "
+           "CUDA toolkit new enough (11.8 for Ada and Hopper, 12.8 for Blackwell) first on PATH; an old toolkit's bin "
+           "directory early on PATH is the usual cause.")
+    if item.get("found"):
+        title = f"XLA compiles with ptxas {item['found']}, older than {item.get('needs')}, which it warns miscompiles its code"
+        text = source + "XLA warns that a ptxas this old miscompiles its code, so results may be wrong." + fix
     else:
-        what = f"is {item.get('found')}, older than the {item.get('needs')} XLA needs"
-    wrong = (" XLA warns that a ptxas this old miscompiles its code, so results may be wrong."
-             if item.get("found") else "")
-    return finding("FWK212", f"XLA says the ptxas it found {what}, so it compiles with the driver instead", detail=_quote(item),
-                   text="XLA (JAX, TensorFlow) compiles its kernels with the first ptxas it finds: the CUDA compiler wheel "
-                        "its CUDA extra installs, or PATH's. This one is too old for the GPU or for XLA, so XLA falls back "
-                        "to the driver's own compiler: slower to start, and kernels may fail to load." + wrong +
-                        " Install the framework's CUDA extra (pip install -U \"jax[cuda12]\", or tensorflow[and-cuda]), or "
-                        "put a CUDA toolkit new enough for the GPU (11.8 for Ada and Hopper, 12.8 for Blackwell) first on "
-                        "PATH; an old toolkit's bin directory early on PATH is the usual cause.",
-                   commands=["which -a ptxas", "ptxas --version", "echo $PATH"])
+        what = f"compute capability {item['cc']}" if item.get("cc") else str(item.get("sm") or "this GPU")
+        title = f"XLA says the ptxas it found does not know {what}, so it compiles with the driver instead"
+        text = (source + "This one does not know the GPU, so XLA falls back to the driver's own compiler: slower to "
+                "start, and kernels may fail to load." + fix)
+    return finding("FWK212", title, detail=_quote(item), text=text, commands=["which -a ptxas", "ptxas --version", "echo $PATH"])
 
 
 def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
@@ -340,6 +342,8 @@ def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
                 "it, and that a container was started with GPU access (docker run --gpus all).")
         commands = ["nvidia-smi", "echo $CUDA_VISIBLE_DEVICES", JAX_CHECK]
     elif cause == "no_cuda_platform":
+        listed = bool(facts.get("gpus")) or bool(((facts.get("nvml") or {}).get("device_count") or 0))
+        severity = None if listed else WARNING  # older JAX said it on every machine without a GPU
         title = "JAX runs on the CPU: no CUDA platform is registered (a CPU-only jaxlib, or no CUDA plugin beside it)"
         text = ("jaxlib found no CUDA platform: a CPU-only jaxlib is installed, or left over from an earlier install, or "
                 "its CUDA plugin is missing or of another release. Uninstall jax, jaxlib and any jax-cuda plugin the "
@@ -398,6 +402,9 @@ def _toolkit_fix(error: str) -> tuple[str, list[str]]:
                 "containers run in a virtual machine), are the usual causes; use Docker Engine from Docker's own "
                 "repository. If nvidia-smi fails on the host too, install the driver first.",
                 [TOOLKIT_NVML_THREAD, TOOLKIT_DOCS])
+    if error:
+        return ("The toolkit is installed (this is its own error): the driver under it failed. Run nvidia-smi on the "
+                "host, which must work first; its error names the driver's problem.", [TOOLKIT_DOCS])
     return ("Install the NVIDIA Container Toolkit and register it with Docker (nvidia-ctk runtime configure "
             "--runtime=docker, then restart Docker); if it is installed, the host's driver must work first "
             "(nvidia-smi on the host).", [TOOLKIT_DOCS])

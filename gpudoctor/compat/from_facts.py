@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
     """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
     there (views/visibility.py resolve) are judged."""
+    from gpudoctor.compat.forward import forward_cuda, supported_where
     from gpudoctor.views.visibility import resolve
 
     raw = known(get(facts, "nvml.cuda_driver_version"))
@@ -41,12 +42,17 @@ def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
     if stack.driver_cuda is None and stack.driver and os_name:
         # a paste (a Windows collect_env) gives the driver, not its CUDA: Table 3 maps one to the other, per OS
         stack.driver_cuda = rules.driver_cuda_of(matrix, stack.driver, stack.driver_os, bounded=True)
+    devices = resolve(facts).devices
+    forward = forward_cuda(matrix, stack.driver, stack.driver_cuda, os_name)
+    if forward and supported_where(matrix, [str(d.name) for d in devices]) == "no":
+        # the cuda-compat package's CUDA does not run on a GeForce: programs get the driver's own (CMP011 says why)
+        stack.driver_cuda = forward.native
     by_index = {g.get("index"): g for g in facts.get("gpus") or []}
-    for dev in resolve(facts).devices:
+    for dev in devices:
         cc = known((by_index.get(dev.gpu_index) or {}).get("compute_capability"))
         if isinstance(cc, str):
             stack.gpus.append((f"GPU {dev.gpu_index} ({dev.name})", cc))
-    stack.gpus_named = bool(resolve(facts).devices)
+    stack.gpus_named = bool(devices)
     for name, fw in cast("FrameworksFacts", facts.get("frameworks") or {}).items():
         build = _build_from_probe(matrix, name, fw or {}, facts, stack)
         if build:

@@ -59,7 +59,7 @@ def _norm_key(key: str) -> str:
     return re.sub(r"\s+", " ", key.strip().lower())
 
 
-_LIBRARIES_HEADING = re.compile(r"^\s*Versions of relevant libraries\s*:", re.M)
+_LIBRARIES_HEADING = re.compile(r"^[ \t]*Versions of relevant libraries[ \t]*:", re.M)
 
 
 def _value(text: str) -> Optional[str]:

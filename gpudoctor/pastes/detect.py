@@ -145,7 +145,9 @@ def _blocks(text: str, name: str) -> list[Paste]:
         if nvidia_smi.looks_like_cli_info(plain):
             found.append(Paste("nvidia-container-cli info", where, nvidia_smi.parse_cli_info(plain)))
         failed = nvidia_smi.failure(plain)
-        if failed and not any(p.kind.startswith("nvidia-smi") and p.where == where for p in found):
+        # a table or -q of the same block already says how nvidia-smi ended; a -L listing does not (it may be the
+        # host's, beside the container's failure)
+        if failed and not any(p.kind in ("nvidia-smi", "nvidia-smi -q") and p.where == where for p in found):
             said: dict[str, Any] = {"reason": failed[0], "message": failed[1]}
             library = nvidia_smi.nvml_library_version(plain) if failed[0] == "driver_library_mismatch" else None
             if library:

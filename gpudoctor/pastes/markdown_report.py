@@ -20,7 +20,8 @@ import re
 import zlib
 from typing import Any, Optional
 
-TITLE = re.compile(r"^\s*#{1,6}\s*gpudoctor report\s*:\s*(\w+)", re.M)
+# [ \t], never \s, after a multi-line ^: \s would run over every blank line that follows, at each one
+TITLE = re.compile(r"^[ \t]*#{1,6}[ \t]*gpudoctor report[ \t]*:[ \t]*(\w+)", re.M)
 _FACTS_BLOCK = re.compile(r"(?:All facts|Facts)[^\n]*\(JSON\)[^\n]*\n\s*(`{3,}|~{3,})json[ \t]*\n(.*?)(?:\n\1[ \t]*(?:\n|$)|\Z)", re.S)
 _COMPRESSED = re.compile(r"^[ \t>]*(`{3,}|~{3,})gpudoctor-facts[ \t]*\n(.*?)(?:\n[ \t>]*\1[ \t]*$|\Z)", re.S | re.M)
 _QUOTED = re.compile(r"^\s{0,3}(?:>\s?)*")

@@ -59,9 +59,10 @@ def failure(text: str) -> Optional[tuple[str, str]]:
 
 
 #: `nvidia-container-cli info`: the driver, the CUDA it runs, then a block per GPU.
-_CLI_DRIVER = re.compile(r"^\s*NVRM version:\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\s*$", re.M)
-_CLI_CUDA = re.compile(r"^\s*CUDA version:\s+(\d{1,2}\.\d{1,2})\s*$", re.M)
-_CLI_FIELD = re.compile(r"^\s*(Device Index|Model|GPU UUID|Bus Location|Architecture):\s+(\S.{0,120}?)\s*$", re.M)
+# [ \t], never \s, around these multi-line anchors: \s would run over every blank line that follows, at each one
+_CLI_DRIVER = re.compile(r"^[ \t]*NVRM version:[ \t]+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)[ \t]*$", re.M)
+_CLI_CUDA = re.compile(r"^[ \t]*CUDA version:[ \t]+(\d{1,2}\.\d{1,2})[ \t]*$", re.M)
+_CLI_FIELD = re.compile(r"^[ \t]*(Device Index|Model|GPU UUID|Bus Location|Architecture):[ \t]+(\S.{0,120}?)[ \t]*$", re.M)
 
 
 def looks_like_cli_info(text: str) -> bool:
@@ -75,12 +76,19 @@ def parse_cli_info(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {"gpus": [], "notes": [], "driver_version": driver.group(1) if driver else None}
     out["cuda_version"] = cuda.group(1) if cuda else None
     keys = {"Model": "name", "GPU UUID": "uuid", "Bus Location": "bus_id", "Architecture": "compute_capability"}
-    for m in _CLI_FIELD.finditer(text):
-        field, value = m.group(1), m.group(2)
+    current: Optional[dict[str, Any]] = None  # the GPU whose block is being read: it ends at a line of another kind
+    for line in text.splitlines():
+        m = _CLI_FIELD.match(line)
+        field = m.group(1) if m else None
         if field == "Device Index":
-            out["gpus"].append({"index": int(value)} if value.isdigit() else {})
-        elif out["gpus"] and not (field == "Architecture" and not re.fullmatch(r"\d{1,2}\.\d", value)):
-            out["gpus"][-1][keys[field]] = value
+            current = {"index": int(m.group(2))} if m and m.group(2).isdigit() else None
+            if current is not None:
+                out["gpus"].append(current)
+        elif m and current is not None and field in keys and not (
+                field == "Architecture" and not re.fullmatch(r"\d{1,2}\.\d", m.group(2))):
+            current[keys[field]] = m.group(2)
+        elif not m and not re.match(r"[ \t]*(?:Device Minor|Brand|IRQ|VBIOS|Video)", line):
+            current = None
     out["gpus"] = [g for g in out["gpus"] if isinstance(g.get("index"), int) and g.get("name")]
     return out
 
@@ -95,7 +103,7 @@ def nvml_library_version(text: str) -> Optional[str]:
 
 
 #: A line of `nvidia-smi -L`. The UUID tells it from collect_env's GPU list, which drops it.
-_LIST = re.compile(r"^\s*GPU (\d{1,3}): (.{1,120}?) \(UUID: (GPU-[0-9A-Fa-f-]{8,64})\)\s*$", re.M)
+_LIST = re.compile(r"^[ \t]*GPU (\d{1,3}): (.{1,120}?) \(UUID: (GPU-[0-9A-Fa-f-]{8,64})\)[ \t]*$", re.M)
 
 
 def looks_like_list(text: str) -> bool:
@@ -144,8 +152,8 @@ def parse_table(text: str) -> dict[str, Any]:
 
 
 def looks_like_q(text: str) -> bool:
-    return "NVSMI LOG" in text or (bool(re.search(r"^\s*Attached GPUs\s*:", text, re.M))
-                                   and bool(re.search(r"^\s*(?:Driver|KMD) Version\s*:", text, re.M)))
+    return "NVSMI LOG" in text or (bool(re.search(r"^[ \t]*Attached GPUs[ \t]*:", text, re.M))
+                                   and bool(re.search(r"^[ \t]*(?:Driver|KMD) Version[ \t]*:", text, re.M)))
 
 
 def parse_q(text: str) -> dict[str, Any]:

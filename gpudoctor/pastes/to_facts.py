@@ -4,8 +4,8 @@ fact marked with the paste it came from, and say which checks those facts can fe
 Which source wins: nvidia-smi's XML, then ``-q``, then its table, then collect_env (which itself ran
 ``nvidia-smi``), for the driver and the GPUs; collect_env alone knows the framework build, the nvcc on
 PATH and Python. Two pastes that disagree (a driver upgraded between two comments) keep the first
-and say so in a note. A GPU's compute capability is not in any paste: it is looked up by model name in
-the matrix the pastes are judged with (the bundled one, with any --matrix file over it), and stays unknown
+and say so in a note. A GPU's compute capability is in few pastes (`nvidia-container-cli info`): else it is
+looked up by model name in the matrix the pastes are judged with (the bundled one, with any --matrix file over it), and stays unknown
 when the name is not there (or was truncated past recognition).
 
 What a paste cannot show is not judged: a check runs only when the facts it reads are in the pastes
@@ -368,6 +368,8 @@ def runnable(facts: dict[str, Any]) -> set[str]:
     stated = any(isinstance(g, dict) and g.get("stated") for g in facts.get("gpus") or [])
     if (ok or stated) and (frameworks or facts.get("toolkit")):  # a named GPU is judged against the builds
         run.add("compat.stack")
+    if ok and isinstance(nvml.get("cuda_driver_version"), int) and isinstance(nvml.get("driver_version"), str):
+        run.add("compat.forward")  # the driver and the CUDA it reports are all it reads
     if (facts.get("host") or {}).get("wsl_version") == 1:  # WSL 1 has no GPU at all: the check that says so runs
         run.add("driver.wsl1")
     if (facts.get("host") or {}).get("os") == "Darwin":  # no CUDA on macOS: a CUDA stack there is judged by

@@ -23,13 +23,15 @@ _SUPPORTS = re.compile(r"supports CUDA capabilities((?:\s+(?:sm|compute)_\d{2,3}
 # the warning's last line, which names the GPU again: "If you want to use the NVIDIA GeForce RTX 3060 GPU with PyTorch"
 _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
 #: The kernel's words for a library of another version than its module (NVRM: API mismatch), often over two lines.
-_NVRM_CLIENT = re.compile(r"the client has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
+_NVRM_CLIENT = re.compile(r"the client(?: '[^'\n]{0,64}')?(?: \(pid \d{1,10}\))? has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
 _NVRM_MODULE = re.compile(r"this kernel module has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
 #: vLLM refusing bfloat16 on a GPU without it.
 _BF16_REFUSED = re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least (\d{1,2}\.\d)\. "
                            r"Your (.{1,80}?) GPU has compute capability (\d{1,2}\.\d)")
 #: cuDNN failing to start: TensorFlow's and XLA's handle creation, and PyTorch's error for the same.
-_CUDNN_START = re.compile(r"(?:Could not create cudnn handle|cuDNN error): (CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|ALLOC_FAILED))")
+# (PyTorch's INTERNAL_ERROR and ALLOC_FAILED come mid-run, from a kernel, not from cuDNN starting)
+_CUDNN_START = re.compile(r"Could not create cudnn handle: (CUDNN_STATUS_(?:INTERNAL_ERROR|NOT_INITIALIZED|ALLOC_FAILED))|"
+                          r"cuDNN error: (CUDNN_STATUS_NOT_INITIALIZED)")
 #: XLA's words for a ptxas that does not know the GPU, or is older than XLA needs (asm_compiler.cc).
 _PTXAS = (re.compile(r"ptxas does not support CC (?P<cc>\d{1,2}\.\d)"),
           # XLA's own prefix: Triton's bundled ptxas says the same words, and is not XLA's
@@ -217,7 +219,7 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
     if "cudnn_status_" in lowered:
         m = _CUDNN_START.search(line)
         if m and not _negated(line, m.start()):
-            out.append({"kind": "cudnn_did_not_start", "status": m.group(1)})
+            out.append({"kind": "cudnn_did_not_start", "status": m.group(1) or m.group(2)})
     if "is too old (found version" in lowered:
         m = _TOO_OLD.search(line)
         if m and not _negated(line, m.start()):
