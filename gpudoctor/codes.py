@@ -404,7 +404,7 @@ _CODES = (
          "XLA ends the whole process on a flag it does not know, before the framework can report anything itself: the framework looks broken, and reinstalling does not help. Flags are renamed and removed between XLA releases.",
          "Remove the flag XLA names from XLA_FLAGS (the finding gives the command), or unset XLA_FLAGS."),
     Code("FWK201", "framework-says-gpu-not-in-build", ERROR,
-         "A pasted message from the framework or CUDA says this GPU's architecture is not in the build: PyTorch's '... with CUDA capability sm_XX is not compatible with the current PyTorch installation' (with the architectures the build has), 'Found GPU0 ... which is of cuda capability N. PyTorch no longer supports this GPU', or CUDA's 'no kernel image is available for execution on the device'.",
+         "A pasted message from the framework or CUDA says this GPU's architecture is not in the build: PyTorch's '... with CUDA capability sm_XX is not compatible with the current PyTorch installation' (with the architectures the build has), 'Found GPU0 ... which is of cuda capability N. PyTorch no longer supports this GPU', TensorFlow's 'Ignoring visible gpu device ... The minimum required Cuda capability is N', or CUDA's 'no kernel image is available for execution on the device'.",
          "The framework's own words are evidence: no GPU kernel of this build can run on that GPU, whatever the versions suggest.",
          "Install a build whose architecture list includes the GPU's (torch.cuda.get_arch_list() must list it): a newer CUDA variant for a new GPU; for an old one another CUDA variant of the release, else an older release."),
     Code("FWK202", "framework-says-driver-too-old", ERROR,

@@ -273,6 +273,13 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
         title = f"PyTorch says {gpu} ({item['sm']}) is not supported by this build, which has {has}"
         text = (f"Install a PyTorch build whose architecture list includes {item['sm']} (pick the CUDA variant at "
                 f"{TORCH_INSTALL}); the command below must then list {item['sm']}.")
+    elif item["kind"] == "gpu_too_old" and item.get("framework") == "TensorFlow":
+        title = (f"TensorFlow leaves {gpu} out: its compute capability {item['compute_capability']} is below this "
+                 f"build's minimum, {item.get('minimum')}")
+        text = ("This TensorFlow build has no code for the GPU, so it runs on the CPU. Install a TensorFlow build that "
+                "includes its compute capability (`gpudoctor matrix suggest` lists the pip builds that do; the "
+                "prebuilt C library that tfjs-node-gpu and other bindings load has its own minimum), or build "
+                "TensorFlow from source with TF_CUDA_COMPUTE_CAPABILITIES including it.")
     elif item["kind"] == "gpu_too_old":
         minimum = f" (this build's minimum is {item['minimum']})" if item.get("minimum") else ""
         title = f"PyTorch says {gpu} (compute capability {item['compute_capability']}) is too old for this build{minimum}"
@@ -292,8 +299,14 @@ def _arch_finding(item: dict[str, Any]) -> Finding:
                 "GPU if it has one, or build it from source with TORCH_CUDA_ARCH_LIST set to the GPU's compute "
                 "capability, as the second command prints it. Otherwise install a PyTorch build "
                 f"that lists it ({TORCH_INSTALL}).")
-    return finding("FWK201", title, detail=_quote(item), text=text, commands=[ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
-                   links=[TORCH_INSTALL])
+    tensorflow = item.get("framework") == "TensorFlow"
+    return finding("FWK201", title, detail=_quote(item), text=text,
+                   commands=[TF_BUILD if tensorflow else ARCH_LIST, "nvidia-smi --query-gpu=name,compute_cap --format=csv"],
+                   links=[TF_INSTALL if tensorflow else TORCH_INSTALL])
+
+
+TF_BUILD = 'python -c "import tensorflow as tf; print(tf.__version__, tf.sysconfig.get_build_info())"'
+TF_INSTALL = "https://www.tensorflow.org/install/pip"
 
 
 def _ptxas_finding(item: dict[str, Any]) -> Finding:

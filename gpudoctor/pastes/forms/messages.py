@@ -25,6 +25,9 @@ _WANT_GPU = re.compile(r"If you want to use the (.{1,120}?) GPU with PyTorch")
 #: The kernel's words for a library of another version than its module (NVRM: API mismatch), often over two lines.
 _NVRM_CLIENT = re.compile(r"the client(?: '[^'\n]{0,64}')?(?: \(pid \d{1,10}\))? has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
 _NVRM_MODULE = re.compile(r"this kernel module has the version (\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
+#: TensorFlow leaving a GPU out that its build has no code for (gpu_device.cc, every release since 1.0).
+_TF_IGNORED = re.compile(r"Ignoring visible gpu device \(device: \d{1,3}, name: ([^,\n]{1,120}),[^)\n]{0,200}\) with Cuda "
+                         r"compute capability (\d{1,2}\.\d)\. The minimum required Cuda capability is (\d{1,2}\.\d)")
 #: vLLM refusing bfloat16 on a GPU without it.
 _BF16_REFUSED = re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least (\d{1,2}\.\d)\. "
                            r"Your (.{1,80}?) GPU has compute capability (\d{1,2}\.\d)")
@@ -137,7 +140,7 @@ FIXED = (
 )
 
 #: Every word a message above is tested by, for the one scan that passes over lines holding none.
-TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "cudnn_status_", "bfloat16 is only supported", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
+TRIGGER_WORDS = ("cuda capability sm_", "ptxas", "cudnn_status_", "bfloat16 is only supported", "ignoring visible gpu device", "which is of cuda capability", "is too old (found version", "could not load dynamic library",
                  "loaded runtime cudnn library", "nvidia-container-cli: initialization error", "nvrm:", "failed to initialize",
                  "unable to initialize backend", "err!", "the device handle for gpu", "gpu with pytorch", "assertion `",
                  "device='cuda:", "created tensorflow device", "created device",
@@ -211,6 +214,11 @@ def _items(line: str, lowered: str, lines: list[str], number: int, matrix: Matri
             out.append(item)
     if "ptxas" in lowered:
         out += _ptxas(line)
+    if "ignoring visible gpu device" in lowered:
+        m = _TF_IGNORED.search(line)
+        if m:
+            out.append({"kind": "gpu_too_old", "gpu": m.group(1).strip(), "compute_capability": m.group(2),
+                        "minimum": m.group(3), "framework": "TensorFlow"})
     if "bfloat16 is only supported" in lowered:
         m = _BF16_REFUSED.search(line)
         if m:
