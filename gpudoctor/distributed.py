@@ -156,11 +156,12 @@ def wait_for_local_ranks(launch: Launch, deadline: Optional[float] = None) -> in
 
 def _rank_of_job(pid: int, job: str, local_rank: str) -> bool:
     """Whether ``pid`` is another local rank of torchrun job ``job``, by its environment (readable for our own uid)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = dict(item.partition(b"=")[::2] for item in fh.read().split(b"\0") if item)
-    except OSError:
+    from gpudoctor.procs.pids import environ
+
+    said = environ(pid)
+    if said is None:
         return False
+    env = dict(item.partition(b"=")[::2] for item in said.split(b"\0") if item)
     return env.get(b"TORCHELASTIC_RUN_ID") == job.encode() and env.get(b"LOCAL_RANK", local_rank.encode()) != local_rank.encode()
 
 

@@ -7,7 +7,7 @@ Python, where psutil may not be installed."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 
 def single_threaded() -> bool:
@@ -18,12 +18,7 @@ def single_threaded() -> bool:
 
     if threading.active_count() != 1:
         return False
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[17]) == 1  # field 20: num_threads
-    except (OSError, ValueError, IndexError):
-        return False
+    return _stat_field("self", 20) == 1  # num_threads
 
 
 def start_ticks(pid: int) -> Optional[int]:
@@ -36,27 +31,44 @@ def parent_pid(pid: int) -> Optional[int]:
     return _stat_field(pid, 4)
 
 
-def _stat_field(pid: int, field: int) -> Optional[int]:
-    """Field ``field`` (numbered as proc(5) does) of /proc/PID/stat, read past the name, which may hold
-    spaces and parentheses."""
+def _stat_fields(pid: Union[int, str]) -> Optional[list[bytes]]:
+    """/proc/PID/stat from field 3 (the state) on, read past the name, which may hold spaces and parentheses;
+    None if the process is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[field - 3])
-    except (OSError, ValueError, IndexError):
+        return stat[stat.rindex(b")") + 2:].split()
+    except (OSError, ValueError):
+        return None
+
+
+def _stat_field(pid: Union[int, str], field: int) -> Optional[int]:
+    """Field ``field`` (numbered as proc(5) does) of /proc/PID/stat, as a number."""
+    fields = _stat_fields(pid)
+    try:
+        return int(fields[field - 3]) if fields is not None else None
+    except (ValueError, IndexError):
         return None
 
 
 def running(pid: int, ticks: Optional[int]) -> bool:
     """Whether the process ``pid`` that started at ``ticks`` (start_ticks) still runs: not gone, not another process
     of the same number, and not a zombie whose parent has yet to reap it."""
+    fields = _stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        fields = stat[stat.rindex(b")") + 2:].split()
-        return fields[0] not in (b"Z", b"X") and int(fields[19]) == ticks
-    except (OSError, ValueError, IndexError):
+        return fields is not None and fields[0] not in (b"Z", b"X") and int(fields[19]) == ticks
+    except (ValueError, IndexError):
         return False
+
+
+def environ(pid: int) -> Optional[bytes]:
+    """/proc/PID/environ (NAME=value entries, each ended by a NUL), or None where it cannot be read (gone, or
+    another user's)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 def child_pids(pid: int) -> list[int]:
@@ -81,21 +93,10 @@ def descendant_pids(pid: int) -> list[int]:
     found: dict[int, None] = {}
     todo = [pid]
     while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue  # gone meanwhile
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children", "rb") as fh:
-                    kids = [int(k) for k in fh.read().split()]
-            except (OSError, ValueError):
-                continue  # the thread ended meanwhile
-            for kid in kids:
-                if kid not in found and kid != pid:
-                    found[kid] = None
-                    todo.append(kid)
+        for kid in child_pids(todo.pop()):
+            if kid not in found and kid != pid:
+                found[kid] = None
+                todo.append(kid)
     return list(found)
 
 
@@ -114,12 +115,11 @@ def marked_pids(needle: bytes, skip: int, since: Optional[int] = None, admit: Op
         try:
             if uid and os.stat(f"/proc/{name}").st_uid != uid:
                 continue
-            if since is not None and (start_ticks(int(name)) or 0) < since:
-                continue
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = fh.read()
         except OSError:
             continue
-        if needle + b"\0" in env or env.endswith(needle):
+        if since is not None and (start_ticks(int(name)) or 0) < since:
+            continue
+        env = environ(int(name))
+        if env is not None and (needle + b"\0" in env or env.endswith(needle)):
             found.append(int(name))
     return found

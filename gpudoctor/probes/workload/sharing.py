@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any, Optional
 
-from gpudoctor.procs.pids import parent_pid
+from gpudoctor.procs.pids import environ as _environ, parent_pid
 from gpudoctor.procs.warden import RUN_ENV, RUN_PID_ENV
 
 _NVML_SUCCESS, _NVML_INSUFFICIENT_SIZE = 0, 7
@@ -153,14 +153,6 @@ def _run_pid() -> int:
         return int(os.environ.get(RUN_PID_ENV) or os.getppid())
     except ValueError:
         return os.getppid()
-
-
-def _environ(pid: int) -> Optional[bytes]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:
