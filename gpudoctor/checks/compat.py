@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from gpudoctor.checks.base import Check, Facts, NotApplicable, finding, nvml_ready
-from gpudoctor.compat.from_facts import stack_from_facts
+from gpudoctor.compat.from_facts import os_of, stack_from_facts
 from gpudoctor.compat.known_bad import judge_known_bad, settled_by_known_bad
 from gpudoctor.compat.data import Matrix, MatrixError
 from gpudoctor.compat import stack as judge  # judge.judge_versions, as `matrix check` calls it (one judge, spied on in tests)
@@ -36,11 +36,8 @@ def check_forward_compat(facts: Facts, matrix: Matrix) -> Iterator[Finding]:
     if not nvml_ready(facts):
         raise NotApplicable("NVML is not available")
     driver, raw = get(facts, "nvml.driver_version"), get(facts, "nvml.cuda_driver_version")
-    os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(str(get(facts, "host.os") or ""))
-    if os_name == "linux" and get(facts, "host.wsl") is True:
-        os_name = "wsl"
     try:
-        found = forward_cuda(matrix, driver, parse_driver_cuda(raw), os_name) if isinstance(raw, int) else None
+        found = forward_cuda(matrix, driver, parse_driver_cuda(raw), os_of(facts)) if isinstance(raw, int) else None
         names = [str(d.name) for d in resolve(facts).devices]
         supported = supported_where(matrix, names) if found else None
     except MatrixError as exc:

@@ -335,6 +335,7 @@ def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
     cause, library = item.get("cause"), item.get("library") or "a CUDA library"
     pip_extra = 'python -m pip install -U "jax[cuda12]"  # or jax[cuda13]: the CUDA major of your jaxlib'
     severity = None
+    listed = bool(facts.get("gpus")) or bool(((facts.get("nvml") or {}).get("device_count") or 0))  # a GPU is shown
     if cause == "library_too_old":
         title = (f"JAX runs on the CPU: it found {library} {item.get('found')}, older than {item.get('built')}, "
                  f"{item.get('needs') or 'the version it was built against'}")
@@ -348,14 +349,12 @@ def _jax_finding(item: dict[str, Any], facts: Facts) -> Finding:
                 "be on the loader's path (LD_LIBRARY_PATH or ldconfig).")
         commands = [pip_extra, "ldconfig -p | grep -E 'libcud|libcublas'", JAX_CHECK]
     elif cause == "no_gpu":
-        listed = bool(facts.get("gpus")) or bool(((facts.get("nvml") or {}).get("device_count") or 0))
         severity = None if listed else WARNING  # on a machine without a GPU, JAX on the CPU is what it can do
         title = "JAX's CUDA plugin sees no GPU, so JAX runs on the CPU"
         text = ("Check that nvidia-smi lists the GPU in the same environment, that CUDA_VISIBLE_DEVICES does not hide "
                 "it, and that a container was started with GPU access (docker run --gpus all).")
         commands = ["nvidia-smi", "echo $CUDA_VISIBLE_DEVICES", JAX_CHECK]
     elif cause == "no_cuda_platform":
-        listed = bool(facts.get("gpus")) or bool(((facts.get("nvml") or {}).get("device_count") or 0))
         severity = None if listed else WARNING  # older JAX said it on every machine without a GPU
         title = "JAX runs on the CPU: no CUDA platform is registered (a CPU-only jaxlib, or no CUDA plugin beside it)"
         text = ("jaxlib found no CUDA platform: a CPU-only jaxlib is installed, or left over from an earlier install, or "

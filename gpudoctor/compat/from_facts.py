@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from gpudoctor.facts_types import FrameworkFacts, FrameworkInfo, FrameworksFacts
 
 
+def os_of(facts: Facts) -> Optional[str]:
+    """The matrix's name for the snapshot's OS ("linux", "wsl", "windows", "macos"), or None where it is not known."""
+    os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(str(get(facts, "host.os") or ""))
+    return "wsl" if os_name == "linux" and get(facts, "host.wsl") is True else os_name
+
+
 def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
     """The stack a snapshot describes. Only the compute capabilities of the GPUs a CUDA program sees
     there (views/visibility.py resolve) are judged."""
@@ -26,10 +32,7 @@ def stack_from_facts(matrix: Matrix, facts: Facts) -> Stack:
     from gpudoctor.views.visibility import resolve
 
     raw = known(get(facts, "nvml.cuda_driver_version"))
-    host_os = str(get(facts, "host.os") or "")
-    os_name = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}.get(host_os)
-    if os_name == "linux" and get(facts, "host.wsl") is True:
-        os_name = "wsl"
+    os_name = os_of(facts)
     stack = Stack(
         driver=known(get(facts, "nvml.driver_version")),
         driver_cuda=rules.parse_driver_cuda(raw) if isinstance(raw, int) and raw > 0 else None,
